@@ -1,0 +1,784 @@
+"""Recurrence benchmark: kalends against croniter, cronsim, APScheduler 3 and dateutil.
+
+For each rule below, every library computes the next ``--count`` (default 10,000)
+successive aware datetimes after 2026-01-01T00:00:00Z, in the same process, the way
+that library is meant to be iterated:
+
+- kalends: one ``next_instants(rule, start, count, origin=start)`` call (UTC instants);
+  ``next_slots`` (full slots: local time, zone and DST note) is timed as well.
+- croniter: ``croniter(expr, start_in_zone).get_next(datetime)`` repeatedly.
+- cronsim: ``next()`` on ``CronSim(expr, start_in_zone)``.
+- APScheduler 3: ``trigger.get_next_fire_time(previous, now)`` with ``now = previous``.
+- dateutil: ``rrule(...).xafter(naive_local_start, count, inc=False)``; dateutil does
+  naive wall-clock arithmetic, so every naive result is localized with
+  ``replace(tzinfo=ZoneInfo(zone))`` (fold=0), inside the timed region.
+
+Timing: each timed call goes from the rule's definition (parsing/construction
+included) to a list of ``count`` aware datetimes. One untimed warm-up run (whose output
+is also the one compared), then ``--repeat`` timed runs with the garbage collector
+paused (as ``timeit`` does); the best run is reported.
+
+Correctness: each peer's instants (converted to UTC) are compared with kalends'
+``next_slots`` (gap policy ``shift``). A peer is "DST-correct" when its first
+``count`` instants equal kalends'. Every difference is listed with a reason (capped in
+the table output; complete in ``--json``).
+
+Run from the repository root: ``python bench/recurrence.py [--json] [--count N]
+[--repeat R]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.metadata
+import importlib.util
+import json
+import math
+import platform
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from datetime import time as dtime
+from itertools import islice
+from pathlib import Path
+from typing import Any, Generic, NamedTuple, TypeVar
+from zoneinfo import ZoneInfo
+
+from apscheduler.triggers.calendarinterval import CalendarIntervalTrigger
+from apscheduler.triggers.cron import CronTrigger
+from croniter import croniter
+from cronsim import CronSim
+from dateutil import rrule as rr
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+if importlib.util.find_spec("kalends") is None:  # pragma: no cover - direct script run
+    sys.path.insert(0, str(SRC))
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+DEFAULT_COUNT = 10_000
+DEFAULT_REPEAT = 5
+DIFF_LINES_SHOWN = 10
+ONE_MICROSECOND = timedelta(microseconds=1)
+
+Produce = Callable[[int], Sequence[datetime]]
+
+
+# --------------------------------------------------------------------------- rules
+
+
+@dataclass(frozen=True)
+class BenchRule:
+    """One benchmarked rule and how each library spells it."""
+
+    key: str
+    label: str
+    zone: str
+    kalends: Mapping[str, object]
+    wall_times: tuple[dtime, ...]
+    """Nominal local times of day (to explain shifted slots)."""
+    cron: str | None = None
+    """Cron expression for croniter / cronsim (None: they cannot express the rule)."""
+    aps_cron: Mapping[str, str] | None = None
+    """APScheduler 3 CronTrigger fields (its day_of_week numbers are 0=Monday)."""
+    aps_calendar_days: int | None = None
+    """APScheduler 3 CalendarIntervalTrigger(days=...) instead of a CronTrigger."""
+    rrule: Mapping[str, Any] = field(default_factory=dict)
+    """dateutil rrule keyword arguments (``freq`` included)."""
+
+
+def _rules() -> list[BenchRule]:
+    return [
+        BenchRule(
+            key="1",
+            label='cron "0 9 * * 1-5" Europe/Berlin',
+            zone="Europe/Berlin",
+            kalends={"kind": "cron", "expr": "0 9 * * 1-5", "zone": "Europe/Berlin"},
+            wall_times=(dtime(9, 0),),
+            cron="0 9 * * 1-5",
+            # from_crontab would pass "1-5" through as Tuesday-Saturday (APScheduler 3
+            # numbers weekdays from Monday=0), so the fields are spelled by name.
+            aps_cron={
+                "minute": "0",
+                "hour": "9",
+                "day": "*",
+                "month": "*",
+                "day_of_week": "mon-fri",
+            },
+            rrule={
+                "freq": rr.DAILY,
+                "byweekday": (rr.MO, rr.TU, rr.WE, rr.TH, rr.FR),
+                "byhour": 9,
+                "byminute": 0,
+                "bysecond": 0,
+            },
+        ),
+        BenchRule(
+            key="2",
+            label='cron "*/15 * * * *" America/New_York',
+            zone="America/New_York",
+            kalends={"kind": "cron", "expr": "*/15 * * * *", "zone": "America/New_York"},
+            wall_times=(),
+            cron="*/15 * * * *",
+            aps_cron={"minute": "*/15", "hour": "*", "day": "*", "month": "*", "day_of_week": "*"},
+            rrule={"freq": rr.HOURLY, "byminute": (0, 15, 30, 45), "bysecond": 0},
+        ),
+        BenchRule(
+            key="3",
+            label="daily 02:30 America/New_York",
+            zone="America/New_York",
+            kalends={"kind": "daily", "time": "02:30", "zone": "America/New_York", "gap": "shift"},
+            wall_times=(dtime(2, 30),),
+            cron="30 2 * * *",
+            aps_cron={"minute": "30", "hour": "2", "day": "*", "month": "*", "day_of_week": "*"},
+            rrule={"freq": rr.DAILY, "byhour": 2, "byminute": 30, "bysecond": 0},
+        ),
+        BenchRule(
+            key="4",
+            label="monthly day 31 10:00 Australia/Sydney",
+            zone="Australia/Sydney",
+            kalends={
+                "kind": "monthly",
+                "day": 31,
+                "time": "10:00",
+                "zone": "Australia/Sydney",
+                "gap": "shift",
+            },
+            wall_times=(dtime(10, 0),),
+            cron="0 10 31 * *",
+            aps_cron={"minute": "0", "hour": "10", "day": "31", "month": "*", "day_of_week": "*"},
+            rrule={
+                "freq": rr.MONTHLY,
+                "bymonthday": 31,
+                "byhour": 10,
+                "byminute": 0,
+                "bysecond": 0,
+            },
+        ),
+        BenchRule(
+            key="5",
+            label="every 3 days 07:00 Europe/London",
+            zone="Europe/London",
+            kalends={"kind": "daily", "time": "07:00", "zone": "Europe/London", "interval_days": 3},
+            wall_times=(dtime(7, 0),),
+            aps_calendar_days=3,
+            rrule={"freq": rr.DAILY, "interval": 3, "byhour": 7, "byminute": 0, "bysecond": 0},
+        ),
+    ]
+
+
+# --------------------------------------------------------------------------- peers
+
+
+class Runner(NamedTuple):
+    library: str
+    produce: Produce
+    note: str
+
+
+def _croniter_runner(expr: str, zone: ZoneInfo) -> Produce:
+    def produce(count: int) -> list[datetime]:
+        it = croniter(expr, START.astimezone(zone))
+        get_next = it.get_next
+        return [get_next(datetime) for _ in range(count)]
+
+    return produce
+
+
+def _cronsim_runner(expr: str, zone: ZoneInfo) -> Produce:
+    def produce(count: int) -> list[datetime]:
+        return list(islice(CronSim(expr, START.astimezone(zone)), count))
+
+    return produce
+
+
+def _aps_iterate(trigger: Any, first_now: datetime, count: int) -> list[datetime]:
+    get_next = trigger.get_next_fire_time
+    out: list[datetime] = []
+    append = out.append
+    prev: datetime | None = get_next(None, first_now)
+    while prev is not None and len(out) < count:
+        append(prev)
+        prev = get_next(prev, prev)
+    return out
+
+
+def _aps_cron_runner(fields: Mapping[str, str], zone: ZoneInfo) -> Produce:
+    def produce(count: int) -> list[datetime]:
+        trigger = CronTrigger(**fields, timezone=zone)
+        # get_next_fire_time(None, now) may return `now` itself; ask for strictly after
+        # the start, like every other library here.
+        return _aps_iterate(trigger, START + ONE_MICROSECOND, count)
+
+    return produce
+
+
+def _aps_calendar_runner(days: int, at: dtime, zone: ZoneInfo) -> Produce:
+    start_date: date = START.astimezone(zone).date()
+
+    def produce(count: int) -> list[datetime]:
+        trigger = CalendarIntervalTrigger(
+            days=days,
+            hour=at.hour,
+            minute=at.minute,
+            second=at.second,
+            start_date=start_date,
+            timezone=zone,
+        )
+        return _aps_iterate(trigger, START + ONE_MICROSECOND, count)
+
+    return produce
+
+
+def _dateutil_runner(kwargs: Mapping[str, Any], zone: ZoneInfo) -> Produce:
+    local_start = START.astimezone(zone).replace(tzinfo=None)
+
+    def produce(count: int) -> list[datetime]:
+        rule = rr.rrule(dtstart=local_start, cache=False, **kwargs)
+        return [d.replace(tzinfo=zone) for d in rule.xafter(local_start, count=count)]
+
+    return produce
+
+
+def _peers(rule: BenchRule) -> list[Runner]:
+    zone = ZoneInfo(rule.zone)
+    out: list[Runner] = []
+    if rule.cron is not None:
+        out.append(Runner("croniter", _croniter_runner(rule.cron, zone), ""))
+        out.append(Runner("cronsim", _cronsim_runner(rule.cron, zone), ""))
+    if rule.aps_cron is not None:
+        out.append(Runner("apscheduler", _aps_cron_runner(rule.aps_cron, zone), "CronTrigger"))
+    if rule.aps_calendar_days is not None:
+        out.append(
+            Runner(
+                "apscheduler",
+                _aps_calendar_runner(rule.aps_calendar_days, rule.wall_times[0], zone),
+                "CalendarIntervalTrigger",
+            )
+        )
+    if rule.rrule:
+        out.append(Runner("dateutil", _dateutil_runner(rule.rrule, zone), "rrule + zoneinfo"))
+    return out
+
+
+# --------------------------------------------------------------------------- kalends
+
+
+class RefSlot(NamedTuple):
+    """What the comparison needs from a kalends ``Slot``."""
+
+    at: datetime
+    local: datetime
+    dst: str | None
+
+
+@dataclass
+class KalendsRunners:
+    instants: Produce
+    slots: Callable[[int], list[RefSlot]]
+    slots_timed: Callable[[int], Sequence[object]]
+
+
+def _kalends(rule: BenchRule) -> KalendsRunners:
+    # Imported lazily: the benchmark still runs (peers only) without the engine.
+    from kalends.civil import next_instants, next_slots, parse_rule  # noqa: PLC0415
+
+    data = rule.kalends
+
+    def instants(count: int) -> list[datetime]:
+        return next_instants(parse_rule(data), START, count, origin=START)
+
+    def slots_timed(count: int) -> Sequence[object]:
+        return next_slots(parse_rule(data), START, count, origin=START)
+
+    def slots(count: int) -> list[RefSlot]:
+        return [
+            RefSlot(s.at, s.local, None if s.dst is None else str(s.dst))
+            for s in next_slots(parse_rule(data), START, count, origin=START)
+        ]
+
+    return KalendsRunners(instants, slots, slots_timed)
+
+
+def _kalends_version() -> str:
+    try:
+        import kalends  # noqa: PLC0415
+
+        return str(kalends.__version__)
+    except Exception:  # pragma: no cover
+        return "?"
+
+
+# --------------------------------------------------------------------------- timing
+
+
+T = TypeVar("T")
+
+
+@dataclass
+class Timing(Generic[T]):
+    best: float
+    runs: list[float]
+    result: Sequence[T]
+
+
+def _time(produce: Callable[[int], Sequence[T]], count: int, repeat: int) -> Timing[T]:
+    result = produce(count)  # warm-up (imports, caches); its output is what gets compared
+    runs: list[float] = []
+    for _ in range(repeat):
+        gc.collect()
+        gc.disable()
+        try:
+            t0 = time.perf_counter()
+            produce(count)
+            runs.append(time.perf_counter() - t0)
+        finally:
+            gc.enable()
+    return Timing(min(runs) if runs else math.nan, runs, result)
+
+
+# --------------------------------------------------------------------------- diffs
+
+
+def _wall(d: datetime) -> datetime:
+    return d.replace(tzinfo=None, fold=0)
+
+
+def _is_nonexistent(wall: datetime, zone: ZoneInfo) -> bool:
+    aware = wall.replace(tzinfo=zone, fold=0)
+    return _wall(aware.astimezone(UTC).astimezone(zone)) != _wall(aware)
+
+
+def _is_ambiguous(wall: datetime, zone: ZoneInfo) -> bool:
+    a = wall.replace(tzinfo=zone, fold=0)
+    b = wall.replace(tzinfo=zone, fold=1)
+    return a.utcoffset() != b.utcoffset() and not _is_nonexistent(wall, zone)
+
+
+def _utc(d: datetime) -> str:
+    return d.astimezone(UTC).strftime("%H:%MZ")
+
+
+def _local(d: datetime, zone: ZoneInfo) -> str:
+    return d.astimezone(zone).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def _describe_ref(slot: RefSlot, zone: ZoneInfo, wall_times: Sequence[dtime]) -> str:
+    text = f"{_local(slot.at, zone)} ({_utc(slot.at)})"
+    if slot.dst == "shifted":
+        nominal = [
+            t.strftime("%H:%M")
+            for t in wall_times
+            if _is_nonexistent(datetime.combine(slot.local.date(), t), zone)
+        ]
+        text += f" (shifted from {', '.join(nominal)})" if nominal else " (shifted)"
+    elif slot.dst is not None:
+        text += f" ({slot.dst})"
+    elif _is_ambiguous(slot.local, zone):
+        first = slot.local.replace(tzinfo=zone, fold=0).astimezone(UTC)
+        text += (
+            " (first pass of the repeated hour)"
+            if first == slot.at
+            else (" (second pass of the repeated hour)")
+        )
+    return text
+
+
+def _describe_peer(native: datetime, zone: ZoneInfo) -> str:
+    wall = _wall(native)
+    if _is_nonexistent(wall, zone):
+        return (
+            f"nonexistent local time {wall:%Y-%m-%dT%H:%M} {zone.key} "
+            f"(fold={native.fold} -> {_utc(native)} = {_local(native, zone)})"
+        )
+    if _is_ambiguous(wall, zone):
+        which = "later" if native.fold else "earlier"
+        return (
+            f"{wall:%Y-%m-%d %H:%M} {zone.key} fold={native.fold} ({which} of two) = {_utc(native)}"
+        )
+    return f"{_local(native, zone)} ({_utc(native)})"
+
+
+@dataclass
+class Comparison:
+    dst_correct: bool
+    differences: list[str]
+    note: str = ""
+
+
+def compare(
+    reference: Sequence[RefSlot],
+    peer: Sequence[datetime],
+    zone: ZoneInfo,
+    wall_times: Sequence[dtime],
+    name: str,
+) -> Comparison:
+    """Compare a peer's native datetimes with kalends' slots, as UTC instants."""
+    ref_at = [s.at for s in reference]
+    peer_utc = [d.astimezone(UTC) for d in peer]
+    if ref_at == peer_utc:
+        return Comparison(True, [])
+    if not ref_at or not peer_utc:
+        return Comparison(False, [f"{name}: {len(peer_utc)} slots vs kalends {len(ref_at)}"])
+
+    horizon = min(ref_at[-1], max(peer_utc))
+    ref_set = set(ref_at)
+    peer_set = set(peer_utc)
+    found: list[tuple[datetime, str]] = []
+
+    first_seen: dict[datetime, datetime] = {}
+    extra: list[tuple[datetime, datetime]] = []
+    for i, (u, native) in enumerate(zip(peer_utc, peer, strict=True)):
+        if i and u < peer_utc[i - 1]:
+            found.append(
+                (
+                    u,
+                    f"{name}: out of order: {_describe_peer(native, zone)} "
+                    f"after {_describe_peer(peer[i - 1], zone)}",
+                )
+            )
+        if u in first_seen:
+            found.append(
+                (
+                    u,
+                    f"{name}: duplicate instant {u:%Y-%m-%dT%H:%MZ}: "
+                    f"{_describe_peer(first_seen[u], zone)} and "
+                    f"{_describe_peer(native, zone)}",
+                )
+            )
+            continue
+        first_seen[u] = native
+        if u not in ref_set and u <= horizon:
+            extra.append((u, native))
+
+    missing = [s for s in reference if s.at <= horizon and s.at not in peer_set]
+    unpaired = list(extra)
+    for slot in missing:
+        day = slot.local.date()
+        match = next((e for e in unpaired if _wall(e[1]).date() == day), None)
+        ref_text = _describe_ref(slot, zone, wall_times)
+        if match is None:
+            found.append((slot.at, f"{name}: missing slot {ref_text}"))
+        else:
+            unpaired.remove(match)
+            found.append(
+                (slot.at, f"{name}: {_describe_peer(match[1], zone)}; kalends: {ref_text}")
+            )
+    for u, native in unpaired:
+        found.append((u, f"{name}: extra slot {_describe_peer(native, zone)}"))
+
+    found.sort(key=lambda item: item[0])
+    note = ""
+    if len(peer) != len(reference):
+        note = f"{len(peer)} slots vs kalends {len(reference)}"
+    if not found:
+        note = (note + "; " if note else "") + (
+            f"same instants up to {horizon:%Y-%m-%dT%H:%MZ}, different coverage"
+        )
+    return Comparison(False, [text for _, text in found], note)
+
+
+# --------------------------------------------------------------------------- run
+
+
+@dataclass
+class Row:
+    library: str
+    variant: str
+    slots_per_s: float | None
+    best_s: float | None
+    produced: int
+    dst_correct: bool | None
+    differences: list[str] = field(default_factory=list)
+    note: str = ""
+    error: str = ""
+
+
+@dataclass
+class RuleResult:
+    rule: BenchRule
+    rows: list[Row]
+    kalends: Row | None
+    ratio_fastest: float | None = None
+    fastest: str = ""
+    ratio_fastest_dst_correct: float | None = None
+    fastest_dst_correct: str = ""
+
+
+def _rate(t: Timing[Any], count: int) -> float | None:
+    return count / t.best if t.best and not math.isnan(t.best) else None
+
+
+def _err(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def run_rule(rule: BenchRule, count: int, repeat: int) -> RuleResult:
+    zone = ZoneInfo(rule.zone)
+    rows: list[Row] = []
+    reference: list[RefSlot] | None = None
+    kalends_row: Row | None = None
+    try:
+        k = _kalends(rule)
+    except ImportError as exc:
+        rows.append(
+            Row("kalends", "next_instants", None, None, 0, None, error=f"not importable ({exc})")
+        )
+    else:
+        try:
+            reference = k.slots(count)
+            t = _time(k.instants, count, repeat)
+            kalends_row = Row(
+                "kalends",
+                "next_instants",
+                _rate(t, len(t.result)),
+                t.best,
+                len(t.result),
+                None,
+                note="reference (UTC instants)",
+            )
+            if [s.at for s in reference] != list(t.result):
+                kalends_row.note += "; DIFFERS from next_slots' instants!"
+            rows.append(kalends_row)
+            ts = _time(k.slots_timed, count, repeat)
+            rows.append(
+                Row(
+                    "kalends",
+                    "next_slots",
+                    _rate(ts, len(ts.result)),
+                    ts.best,
+                    len(ts.result),
+                    None,
+                    note="full slots (local time, DST note)",
+                )
+            )
+            if len(reference) < count:
+                kalends_row.note += f"; only {len(reference)} slots"
+        except Exception as exc:
+            reference = None
+            kalends_row = None
+            rows.append(Row("kalends", "next_instants", None, None, 0, None, error=_err(exc)))
+
+    for runner in _peers(rule):
+        try:
+            t = _time(runner.produce, count, repeat)
+        except Exception as exc:
+            rows.append(Row(runner.library, runner.note, None, None, 0, None, error=_err(exc)))
+            continue
+        row = Row(runner.library, runner.note, _rate(t, len(t.result)), t.best, len(t.result), None)
+        if len(t.result) < count:
+            row.note = f"only {len(t.result)} slots"
+        if reference is not None:
+            cmp = compare(reference, t.result, zone, rule.wall_times, runner.library)
+            row.dst_correct = cmp.dst_correct
+            row.differences = cmp.differences
+            if cmp.note:
+                row.note = "; ".join(x for x in (row.note, cmp.note) if x)
+        rows.append(row)
+
+    result = RuleResult(rule, rows, kalends_row)
+    peers = [r for r in rows if r.library != "kalends" and r.slots_per_s]
+    if kalends_row is not None and kalends_row.slots_per_s and peers:
+        best = max(peers, key=lambda r: r.slots_per_s or 0.0)
+        result.fastest = best.library
+        result.ratio_fastest = kalends_row.slots_per_s / (best.slots_per_s or math.nan)
+        ok = [r for r in peers if r.dst_correct]
+        if ok:
+            best_ok = max(ok, key=lambda r: r.slots_per_s or 0.0)
+            result.fastest_dst_correct = best_ok.library
+            result.ratio_fastest_dst_correct = kalends_row.slots_per_s / (
+                best_ok.slots_per_s or math.nan
+            )
+    return result
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version(), "kalends": _kalends_version()}
+    for dist in ("croniter", "cronsim", "APScheduler", "python-dateutil", "tzdata"):
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def _fmt_rate(rate: float | None) -> str:
+    return f"{rate:,.0f}" if rate else "-"
+
+
+def _fmt_ratio(ratio: float | None, who: str) -> str:
+    return f"{ratio:.2f}x ({who})" if ratio is not None else "n/a"
+
+
+def _fmt_flag(flag: bool | None) -> str:
+    return "-" if flag is None else ("yes" if flag else "NO")
+
+
+def print_table(results: Sequence[RuleResult], count: int, repeat: int, elapsed: float) -> None:
+    v = _versions()
+    print(
+        f"Next {count:,} slots after {START:%Y-%m-%dT%H:%M:%SZ}; best of {repeat} "
+        f"(after 1 warm-up); " + ", ".join(f"{k} {val}" for k, val in v.items())
+    )
+    header = ("rule", "library", "variant", "slots/s", "DST-correct", "diffs", "kalends/peer")
+    body: list[tuple[str, ...]] = []
+    for res in results:
+        k_rate = res.kalends.slots_per_s if res.kalends else None
+        for i, row in enumerate(res.rows):
+            ratio = ""
+            if row.library != "kalends" and k_rate and row.slots_per_s:
+                ratio = f"{k_rate / row.slots_per_s:.2f}x"
+            body.append(
+                (
+                    f"{res.rule.key} {res.rule.label}" if i == 0 else "",
+                    row.library,
+                    row.variant,
+                    "error" if row.error else _fmt_rate(row.slots_per_s),
+                    _fmt_flag(row.dst_correct),
+                    str(len(row.differences)) if row.dst_correct is not None else "-",
+                    ratio,
+                )
+            )
+    widths = [max(len(r[c]) for r in [header, *body]) for c in range(len(header))]
+    right = {3, 5, 6}
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if j in right else c.ljust(w)
+            for j, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    print()
+    print(line(header))
+    print(line(["-" * w for w in widths]))
+    for cells in body:
+        print(line(cells))
+
+    print()
+    print("kalends next_instants vs fastest peer / fastest DST-correct peer:")
+    for res in results:
+        print(
+            f"  {res.rule.key} {res.rule.label}: "
+            f"{_fmt_ratio(res.ratio_fastest, res.fastest)}; "
+            f"DST-correct: {_fmt_ratio(res.ratio_fastest_dst_correct, res.fastest_dst_correct)}"
+        )
+
+    print()
+    print("Differences from kalends (UTC instants; kalends gap policy: shift):")
+    any_diff = False
+    for res in results:
+        for row in res.rows:
+            if row.error:
+                print(f"  rule {res.rule.key} {row.library} {row.variant}: {row.error}")
+                any_diff = True
+                continue
+            if row.library == "kalends":
+                if "DIFFERS" in row.note or "only" in row.note:
+                    print(f"  rule {res.rule.key} kalends: {row.note}")
+                    any_diff = True
+                continue
+            if not row.differences and not row.note:
+                continue
+            any_diff = True
+            name = f"{row.library} ({row.variant})" if row.variant else row.library
+            extra = f" [{row.note}]" if row.note else ""
+            print(
+                f"  rule {res.rule.key} {res.rule.label} - {name}: "
+                f"{len(row.differences)} difference(s){extra}"
+            )
+            for text in row.differences[:DIFF_LINES_SHOWN]:
+                print(f"    {text}")
+            if len(row.differences) > DIFF_LINES_SHOWN:
+                print(
+                    f"    ... and {len(row.differences) - DIFF_LINES_SHOWN} more (--json lists all)"
+                )
+    if not any_diff:
+        print("  none")
+    print()
+    print(f"total wall time {elapsed:.1f}s")
+
+
+def to_json(results: Sequence[RuleResult], count: int, repeat: int, elapsed: float) -> str:
+    doc: dict[str, Any] = {
+        "start": START.isoformat(),
+        "count": count,
+        "repeat": repeat,
+        "versions": _versions(),
+        "elapsed_s": round(elapsed, 3),
+        "rules": [
+            {
+                "key": res.rule.key,
+                "label": res.rule.label,
+                "zone": res.rule.zone,
+                "kalends_rule": dict(res.rule.kalends),
+                "cron": res.rule.cron,
+                "ratio_kalends_over_fastest_peer": res.ratio_fastest,
+                "fastest_peer": res.fastest or None,
+                "ratio_kalends_over_fastest_dst_correct_peer": res.ratio_fastest_dst_correct,
+                "fastest_dst_correct_peer": res.fastest_dst_correct or None,
+                "results": [
+                    {
+                        "library": row.library,
+                        "variant": row.variant,
+                        "slots_per_s": row.slots_per_s,
+                        "best_s": row.best_s,
+                        "produced": row.produced,
+                        "dst_correct": row.dst_correct,
+                        "differences": row.differences,
+                        "note": row.note,
+                        "error": row.error or None,
+                    }
+                    for row in res.rows
+                ],
+            }
+            for res in results
+        ],
+    }
+    return json.dumps(doc, indent=2)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be >= 1")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--json", action="store_true", help="print machine-readable results")
+    parser.add_argument(
+        "--count",
+        type=_positive,
+        default=DEFAULT_COUNT,
+        help=f"slots per run (default {DEFAULT_COUNT})",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=_positive,
+        default=DEFAULT_REPEAT,
+        help=f"timed runs per library, best kept (default {DEFAULT_REPEAT})",
+    )
+    parser.add_argument(
+        "--rule", action="append", metavar="KEY", help="only this rule (1-5); may be repeated"
+    )
+    args = parser.parse_args(argv)
+
+    rules = [r for r in _rules() if not args.rule or r.key in args.rule]
+    t0 = time.perf_counter()
+    results = [run_rule(rule, args.count, args.repeat) for rule in rules]
+    elapsed = time.perf_counter() - t0
+    if args.json:
+        print(to_json(results, args.count, args.repeat, elapsed))
+    else:
+        print_table(results, args.count, args.repeat, elapsed)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""Which civil days a calendar rule matches, found by jumping, not stepping.
+
+Days are counted from 1970-01-01 (day 0, a Thursday). A month's matching days
+depend only on its length and the weekday of its first day, so they are
+computed once per such pair and reused for every month of the century.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import date
+
+from kalends.civil.zones import EPOCH_ORDINAL
+
+_ALL_DAYS = frozenset(range(1, 32))
+_ALL_MONTHS = frozenset(range(1, 13))
+_ALL_WEEKDAYS = frozenset(range(1, 8))
+_MONTH_LENGTHS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+_LAST_DAY = date(9999, 12, 31).toordinal() - EPOCH_ORDINAL
+
+
+def iso_weekday(day: int) -> int:
+    """ISO weekday (Monday=1) of a day number."""
+    return (day + 3) % 7 + 1
+
+
+@dataclass(frozen=True, slots=True)
+class DayFilter:
+    """Days matching a month set and a day-of-month / day-of-week combination.
+
+    ``either`` selects Vixie cron's rule when both day fields are restricted:
+    a day matches if it matches either field; otherwise it must match both.
+    """
+
+    days: frozenset[int] = _ALL_DAYS
+    weekdays: frozenset[int] = _ALL_WEEKDAYS
+    months: frozenset[int] = _ALL_MONTHS
+    either: bool = False
+    _tables: dict[tuple[int, int], tuple[int, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    @property
+    def every_day(self) -> bool:
+        full = self.days == _ALL_DAYS and self.weekdays == _ALL_WEEKDAYS
+        return full and self.months == _ALL_MONTHS
+
+    def _month_table(self, length: int, first_weekday: int) -> tuple[int, ...]:
+        key = (length, first_weekday)
+        table = self._tables.get(key)
+        if table is None:
+            matches = []
+            for dom in range(1, length + 1):
+                weekday = (first_weekday + dom - 2) % 7 + 1
+                in_days, in_weekdays = dom in self.days, weekday in self.weekdays
+                if (in_days or in_weekdays) if self.either else (in_days and in_weekdays):
+                    matches.append(dom)
+            table = self._tables[key] = tuple(matches)
+        return table
+
+    def between(self, first: int, last: int) -> Iterable[int]:
+        """Matching day numbers from ``first`` to ``last`` inclusive, ascending."""
+        last = min(last, _LAST_DAY)
+        if self.every_day:
+            return range(first, last + 1)
+        return self._scan(first, last)
+
+    def _scan(self, first: int, last: int) -> Iterator[int]:
+        start = date.fromordinal(first + EPOCH_ORDINAL)
+        year, month, from_dom = start.year, start.month, start.day
+        month_start = first - from_dom + 1
+        months = self.months
+        while month_start <= last:
+            length = _MONTH_LENGTHS[month - 1]
+            if month == 2 and year % 4 == 0 and (year % 100 != 0 or year % 400 == 0):
+                length = 29
+            if month in months:
+                for dom in self._month_table(length, iso_weekday(month_start)):
+                    if dom < from_dom:
+                        continue
+                    day = month_start + dom - 1
+                    if day > last:
+                        return
+                    yield day
+            month_start += length
+            from_dom = 1
+            month += 1
+            if month == 13:
+                year, month = year + 1, 1
+
+
+def every_nth(anchor: int, step: int, first: int, last: int) -> range:
+    """Days ``anchor + k*step`` (k ≥ 0) from ``first`` to ``last`` inclusive."""
+    if first <= anchor:
+        start = anchor
+    else:
+        start = anchor + -(-(first - anchor) // step) * step
+    return range(start, min(last, _LAST_DAY) + 1, step)

@@ -1,0 +1,368 @@
+"""Slot search: the next slots of a rule, slots in a window, and catch-up.
+
+A rule compiles to a plan that generates slots as integers (UTC seconds and
+wall seconds). Wall-clock plans walk matching days and times in wall time and
+convert each with the offset of the current period, resolving carefully only
+near a transition. Elapsed cron plans walk the zone's periods, since in each
+period the wall clock runs in step with real time.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from enum import StrEnum
+from functools import lru_cache
+from typing import NamedTuple
+
+from kalends.civil.days import DayFilter, every_nth
+from kalends.civil.rules import (
+    After,
+    At,
+    Calendars,
+    CompletionRelative,
+    Cron,
+    Daily,
+    Every,
+    GapPolicy,
+    Immediate,
+    Monthly,
+    Rule,
+    Times,
+    Weekdays,
+)
+from kalends.civil.values import instant_seconds
+from kalends.civil.zones import DAY, Resolution, Zone, get_zone, local_seconds
+from kalends.errors import InvalidInput
+
+# SPEC §2: every next-slot search is bounded to 100 years and answers "none" past it.
+SEARCH_YEARS = 100
+SEARCH_BOUND_SECONDS = 36_525 * DAY
+# A window query refuses to materialise more slots than this; narrow the window.
+MAX_WINDOW_SLOTS = 100_000
+DEFAULT_GAP = GapPolicy.SHIFT
+
+_fromtimestamp = datetime.fromtimestamp
+
+
+class DstNote(StrEnum):
+    """How a DST transition changed a slot."""
+
+    SHIFTED = "shifted"
+    EARLIER = "earlier-of-two"
+
+
+class Slot(NamedTuple):
+    """One occurrence: the instant, the wall time shown in ``zone`` then, and any DST note."""
+
+    at: datetime
+    local: datetime
+    zone: str
+    dst: DstNote | None
+
+
+# A generated slot: (UTC seconds, wall seconds, zone name, note).
+Raw = tuple[int, int, str, DstNote | None]
+
+
+class _Plan:
+    def generate(self, after: int, end: int, count: int) -> list[Raw]:
+        """Slots with ``after < at < end``, ascending, at most ``count``."""
+        raise NotImplementedError
+
+
+class _Single(_Plan):
+    def __init__(self, raw: Raw | None) -> None:
+        self.raw = raw
+
+    def generate(self, after: int, end: int, count: int) -> list[Raw]:
+        raw = self.raw
+        return [raw] if raw is not None and after < raw[0] < end and count > 0 else []
+
+
+class _Every(_Plan):
+    def __init__(self, origin: int, step: int) -> None:
+        self.origin, self.step = origin, step
+
+    def generate(self, after: int, end: int, count: int) -> list[Raw]:
+        origin, step = self.origin, self.step
+        first = origin + max(1, (after - origin) // step + 1) * step
+        stop = min(end, first + count * step)
+        return [(u, u, "UTC", None) for u in range(first, stop, step)]
+
+
+class _Wall(_Plan):
+    """Matching days × times of day, each wall time resolved under the gap policy."""
+
+    def __init__(
+        self, zone: Zone, times: tuple[int, ...], days: Callable[[int, int], Iterable[int]], shift: bool
+    ) -> None:
+        self.zone, self.times, self.days, self.shift = zone, times, days, shift
+
+    def generate(self, after: int, end: int, count: int) -> list[Raw]:
+        zone, times, shift, name = self.zone, self.times, self.shift, self.zone.name
+        zone.cover(end)
+        offsets, local_starts, local_ends = zone.offsets, zone.local_starts, zone.local_ends
+        last_period = len(offsets) - 1
+        # A gap can carry a slot from an earlier day past ``after``; look two days back.
+        first_day = (after + zone.offset_at(after)) // DAY - 2
+        last_day = (end + zone.offset_at(end)) // DAY + 1
+        low = high = offset = 0
+        out: list[Raw] = []
+        last_at = None
+        for day in self.days(first_day, last_day):
+            base = day * DAY
+            for t in times:
+                wall = base + t
+                if low <= wall < high:
+                    at, shown, note = wall - offset, wall, None
+                else:
+                    kind, at, p = zone.resolve(wall)
+                    if kind is Resolution.EXACT:
+                        low = max(local_starts[p], local_ends[p - 1] if p else local_starts[p])
+                        high = local_ends[p]
+                        if p < last_period:
+                            high = min(high, local_starts[p + 1])
+                        offset = offsets[p]
+                        shown, note = wall, None
+                    elif kind is Resolution.FOLD:
+                        shown, note = wall, DstNote.EARLIER
+                    elif shift and zone.day_exists(day):
+                        shown, note = local_starts[p], DstNote.SHIFTED
+                    else:
+                        continue
+                if at <= after:
+                    continue
+                if at >= end:
+                    return out
+                if at == last_at:
+                    if note is None:
+                        out[-1] = (at, shown, name, None)
+                    continue
+                last_at = at
+                out.append((at, shown, name, note))
+                if len(out) >= count:
+                    return out
+        return out
+
+
+class _ElapsedCron(_Plan):
+    """Every instant whose own wall time matches: gaps never match, repeats match twice."""
+
+    def __init__(self, zone: Zone, times: tuple[int, ...], days: DayFilter) -> None:
+        self.zone, self.times, self.days = zone, times, days
+
+    def generate(self, after: int, end: int, count: int) -> list[Raw]:
+        zone, times, name = self.zone, self.times, self.zone.name
+        zone.cover(end)
+        starts, offsets = zone.starts, zone.offsets
+        out: list[Raw] = []
+        p = zone.index_at(after + 1)
+        while True:
+            offset = offsets[p]
+            period_end = starts[p + 1] if p + 1 < len(starts) else end
+            low = max(after + 1, starts[p]) + offset
+            high = min(period_end, end) + offset
+            for day in self.days.between(low // DAY, (high - 1) // DAY):
+                base = day * DAY
+                for t in times:
+                    wall = base + t
+                    if wall < low:
+                        continue
+                    if wall >= high:
+                        break
+                    out.append((wall - offset, wall, name, None))
+                    if len(out) >= count:
+                        return out
+            if period_end >= end:
+                return out
+            p += 1
+
+
+class _Union(_Plan):
+    def __init__(self, plans: tuple[_Plan, ...]) -> None:
+        self.plans = plans
+
+    def generate(self, after: int, end: int, count: int) -> list[Raw]:
+        merged = sorted(
+            (raw[0], i, raw)
+            for i, plan in enumerate(self.plans)
+            for raw in plan.generate(after, end, count)
+        )
+        out: list[Raw] = []
+        for at, _, raw in merged:
+            if out and out[-1][0] == at:
+                if raw[3] is None and out[-1][3] is not None:
+                    out[-1] = (at, out[-1][1], out[-1][2], None)
+                continue
+            out.append(raw)
+            if len(out) >= count:
+                break
+        return out
+
+
+# --- compiling rules ----------------------------------------------------------------
+
+
+def _gap(rule: Rule, inherited: GapPolicy | None) -> bool:
+    return (rule.gap or inherited or DEFAULT_GAP) is GapPolicy.SHIFT
+
+
+def _compile(rule: Rule, origin: int, inherited: GapPolicy | None = None) -> _Plan:
+    match rule:
+        case Immediate():
+            return _Single((origin, origin, "UTC", None))
+        case After():
+            at = origin + rule.seconds
+            return _Single((at, at, "UTC", None))
+        case Every():
+            return _Every(origin, rule.seconds)
+        case At(local=local, zone=zone):
+            wall = local_seconds(local)
+            return _Wall(get_zone(zone), (wall % DAY,), lambda a, b: (wall // DAY,), _gap(rule, inherited))
+        case CompletionRelative(days=days, time=time, zone=zone):
+            tz = get_zone(zone)
+            target = (origin + tz.offset_at(origin)) // DAY + days
+            return _Wall(tz, (time,), lambda a, b: (target,), _gap(rule, inherited))
+        case Daily(interval_days=interval) if interval not in (None, 1):
+            tz = get_zone(rule.zone)
+            anchor = (origin + tz.offset_at(origin)) // DAY
+            step = interval
+
+            def nth(first: int, last: int) -> range:
+                return every_nth(anchor, step, first, last)
+
+            return _Wall(tz, (rule.time,), nth, _gap(rule, inherited))
+        case Calendars(calendars=calendars):
+            return _Union(tuple(_compile(c, origin, rule.gap or inherited) for c in calendars))
+        case _:
+            return _calendar_plan(rule, _gap(rule, inherited))
+
+
+@lru_cache(maxsize=1024)
+def _calendar_plan(rule: Rule, shift: bool) -> _Plan:
+    """Plans that do not depend on the origin, compiled once per rule."""
+    match rule:
+        case Daily(time=time, zone=zone) | Weekdays(time=time, zone=zone):
+            weekdays = frozenset(rule.days) if isinstance(rule, Weekdays) else frozenset(range(1, 8))
+            return _Wall(get_zone(zone), (time,), DayFilter(weekdays=weekdays).between, shift)
+        case Times(times=times, zone=zone):
+            return _Wall(get_zone(zone), tuple(sorted(set(times))), DayFilter().between, shift)
+        case Monthly(day=day, time=time, zone=zone):
+            return _Wall(get_zone(zone), (time,), DayFilter(days=frozenset({day})).between, shift)
+        case Cron(spec=spec, zone=zone):
+            days = DayFilter(
+                days=spec.days,
+                weekdays=spec.weekdays,
+                months=spec.months,
+                either=not (spec.dom_star or spec.dow_star),
+            )
+            if spec.wall_clock:
+                return _Wall(get_zone(zone), spec.times_of_day(), days.between, shift)
+            return _ElapsedCron(get_zone(zone), spec.times_of_day(), days)
+    raise TypeError(f"not a calendar rule: {rule!r}")  # pragma: no cover
+
+
+# --- queries --------------------------------------------------------------------------
+
+
+def _slot(raw: Raw) -> Slot:
+    at, shown, zone, note = raw
+    return Slot(_fromtimestamp(at, UTC), _naive(shown), zone, note)
+
+
+def _naive(wall: int) -> datetime:
+    return _fromtimestamp(wall, UTC).replace(tzinfo=None)
+
+
+def _count(count: object) -> int:
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise InvalidInput(f"count: must be a whole number ≥ 0, got {count!r}", field="count")
+    return count
+
+
+def _origin(origin: datetime | None, default: int) -> int:
+    return default if origin is None else instant_seconds(origin, "origin")
+
+
+def _raw_next(rule: Rule, after: datetime, count: int, origin: datetime | None) -> list[Raw]:
+    after_s = instant_seconds(after, "after")
+    plan = _compile(rule, _origin(origin, after_s))
+    return plan.generate(after_s, after_s + SEARCH_BOUND_SECONDS, _count(count))
+
+
+def next_slots(rule: Rule, after: datetime, count: int, *, origin: datetime | None = None) -> list[Slot]:
+    """The next ``count`` slots strictly after ``after`` (fewer when the rule ends or 100 years pass)."""
+    return [_slot(raw) for raw in _raw_next(rule, after, count, origin)]
+
+
+def next_instants(
+    rule: Rule, after: datetime, count: int, *, origin: datetime | None = None
+) -> list[datetime]:
+    """Like :func:`next_slots`, as UTC instants only."""
+    return [_fromtimestamp(raw[0], UTC) for raw in _raw_next(rule, after, count, origin)]
+
+
+def next_slot(rule: Rule, after: datetime, *, origin: datetime | None = None) -> Slot | None:
+    """The first slot strictly after ``after``, or ``None`` within 100 years."""
+    found = next_slots(rule, after, 1, origin=origin)
+    return found[0] if found else None
+
+
+def slots_between(
+    rule: Rule, start: datetime, end: datetime, *, origin: datetime | None = None
+) -> list[Slot]:
+    """Every slot with ``start <= at < end`` (a window of at most 100 years)."""
+    start_s = _ceil_seconds(start, "start")
+    end_s = _ceil_seconds(end, "end")
+    if end_s - start_s > SEARCH_BOUND_SECONDS:
+        raise InvalidInput("end: a window spans at most 100 years", field="end")
+    plan = _compile(rule, _origin(origin, start_s))
+    raws = plan.generate(start_s - 1, end_s, MAX_WINDOW_SLOTS + 1)
+    if len(raws) > MAX_WINDOW_SLOTS:
+        raise InvalidInput(
+            f"end: the window holds more than {MAX_WINDOW_SLOTS} slots; narrow it", field="end"
+        )
+    return [_slot(raw) for raw in raws]
+
+
+def _ceil_seconds(instant: datetime, field: str) -> int:
+    whole = instant_seconds(instant, field)
+    return whole + (1 if instant.microsecond else 0)
+
+
+def latest_due(
+    rule: Rule,
+    now: datetime,
+    *,
+    high_water: datetime | None = None,
+    origin: datetime | None = None,
+) -> Slot | None:
+    """The latest slot with ``high_water < at <= now``: the one missed slot to catch up, never a backlog."""
+    now_s = instant_seconds(now, "now")
+    floor = now_s - SEARCH_BOUND_SECONDS
+    if high_water is not None:
+        floor = max(floor, instant_seconds(high_water, "high_water"))
+    if floor >= now_s:
+        return None
+    plan = _compile(rule, _origin(origin, now_s))
+    span = DAY
+    while True:
+        low = max(floor, now_s - span)
+        raws = plan.generate(low, now_s + 1, MAX_WINDOW_SLOTS)
+        while len(raws) == MAX_WINDOW_SLOTS:  # a dense rule: move up to the newest slots
+            raws = plan.generate(raws[-1][0], now_s + 1, MAX_WINDOW_SLOTS)
+        if raws:
+            return _slot(raws[-1])
+        if low == floor:
+            return None
+        span *= 4
+
+
+def preview(rule: Rule, after: datetime, count: int) -> list[Slot]:
+    """The next ``count`` slots with ``after`` as the origin; ``immediate`` shows its slot at the origin."""
+    if isinstance(rule, Immediate):
+        after_s = instant_seconds(after, "after")
+        return [_slot((after_s, after_s, "UTC", None))][: _count(count)]
+    return next_slots(rule, after, count, origin=after)

@@ -1,0 +1,114 @@
+"""Where the database is: resolving and normalising the database URL.
+
+Precedence: an explicit value (``--database``) over the environment variable
+``KALENDS_DATABASE_URL`` over the default SQLite file ``kalends.sqlite3`` in the
+user's data directory. A plain filesystem path means a SQLite file;
+``postgresql://`` URLs are served by psycopg 3.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import platformdirs
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+
+from kalends.errors import InvalidInput
+
+__all__ = [
+    "DEFAULT_DATABASE_FILENAME",
+    "ENV_DATABASE_URL",
+    "default_database_url",
+    "mask_password",
+    "normalize_database_url",
+    "resolve_database_url",
+]
+
+ENV_DATABASE_URL = "KALENDS_DATABASE_URL"
+DEFAULT_DATABASE_FILENAME = "kalends.sqlite3"
+
+_FIELD = "database"
+_SQLITE_DRIVERS = {"sqlite", "sqlite+pysqlite"}
+_POSTGRES_DRIVERS = {"postgresql", "postgres", "postgresql+psycopg"}
+_USERINFO_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
+_SUPPORTED = "sqlite:///PATH, postgresql://USER@HOST/DB or a file path"
+
+
+def resolve_database_url(
+    explicit: str | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    data_dir: Path | None = None,
+) -> str:
+    """Return the SQLAlchemy URL of the database to use, normalised.
+
+    An empty environment variable counts as unset; an empty explicit value is
+    refused. The default's directory is created if missing.
+    """
+    if explicit is not None:
+        return normalize_database_url(explicit)
+    env = os.environ if environ is None else environ
+    from_env = env.get(ENV_DATABASE_URL, "").strip()
+    if from_env:
+        return normalize_database_url(from_env)
+    return default_database_url(data_dir)
+
+
+def default_database_url(data_dir: Path | None = None) -> str:
+    """Return the URL of the default SQLite file, creating its directory."""
+    directory = data_dir if data_dir is not None else Path(platformdirs.user_data_dir("kalends"))
+    directory.mkdir(parents=True, exist_ok=True)
+    return _sqlite_file_url(directory / DEFAULT_DATABASE_FILENAME)
+
+
+def normalize_database_url(raw: str) -> str:
+    """Return ``raw`` as a SQLAlchemy URL kalends can use, or raise :class:`InvalidInput`.
+
+    ``postgresql://`` and ``postgres://`` become ``postgresql+psycopg://``; a
+    path without a scheme becomes an absolute ``sqlite:///`` URL.
+    """
+    value = raw.strip()
+    if not value:
+        raise InvalidInput("database must not be empty", field=_FIELD)
+    if "://" not in value:
+        return _sqlite_file_url(Path(value))
+    try:
+        url = make_url(value)
+    except ArgumentError as exc:
+        raise InvalidInput(
+            f"database {mask_password(value)!r} is not a valid URL ({exc})", field=_FIELD
+        ) from exc
+    scheme = url.drivername.lower()
+    if scheme in _SQLITE_DRIVERS:
+        return _render(url.set(drivername="sqlite"))
+    if scheme in _POSTGRES_DRIVERS:
+        if not url.database:
+            raise InvalidInput(
+                "database URL must name a PostgreSQL database, e.g. postgresql://user@host/kalends",
+                field=_FIELD,
+            )
+        return _render(url.set(drivername="postgresql+psycopg"))
+    raise InvalidInput(
+        f"database URL scheme {url.drivername!r} is not supported; use {_SUPPORTED}",
+        field=_FIELD,
+    )
+
+
+def mask_password(url: str) -> str:
+    """Return ``url`` with its password, if any, replaced by ``***``."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return _USERINFO_PASSWORD.sub(r"\1***@", url)
+
+
+def _sqlite_file_url(path: Path) -> str:
+    return f"sqlite:///{path.expanduser().resolve()}"
+
+
+def _render(url: URL) -> str:
+    return url.render_as_string(hide_password=False)

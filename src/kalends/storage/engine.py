@@ -1,0 +1,109 @@
+"""Creating SQLAlchemy engines configured the way kalends relies on.
+
+SQLite: WAL journal, foreign keys on, a busy timeout, and SQLAlchemy's documented
+recipe that stops pysqlite from emitting its own ``BEGIN``: the DBAPI connection
+runs with ``isolation_level=None`` and the engine's ``begin`` event emits
+``BEGIN IMMEDIATE`` for write transactions (the write lock is taken up front) or
+a deferred ``BEGIN`` for reads. Transactional DDL and savepoints then behave.
+
+PostgreSQL: psycopg 3, ``pool_pre_ping``, and ``lock_timeout`` set to the same
+busy timeout so a blocked statement reports "lock not available" instead of
+waiting forever; the unit of work retries it like SQLite's ``SQLITE_BUSY``.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.pool import ConnectionPoolEntry
+
+from kalends.config import normalize_database_url
+from kalends.errors import InvalidInput
+
+__all__ = [
+    "DEFAULT_BUSY_TIMEOUT_MS",
+    "WRITE_OPTION",
+    "create_engine_for",
+    "dialect_name",
+]
+
+DEFAULT_BUSY_TIMEOUT_MS = 5000
+"""How long a statement waits for another writer's lock before the database reports busy."""
+
+WRITE_OPTION = "kalends_write"
+"""Execution option read by the ``begin`` hook: true means the transaction will write."""
+
+_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+def create_engine_for(
+    url: str,
+    *,
+    busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    schema: str | None = None,
+    echo: bool = False,
+) -> Engine:
+    """Return an engine for ``url`` (normalised by :mod:`kalends.config`).
+
+    ``schema`` (PostgreSQL only) sets the connections' ``search_path``, so every
+    unqualified table, including Alembic's version table, lives in that schema.
+    """
+    if busy_timeout_ms < 0:
+        raise InvalidInput("busy_timeout_ms must be zero or more", field="busy_timeout_ms")
+    normalized = normalize_database_url(url)
+    backend = make_url(normalized).get_backend_name()
+    if backend == "sqlite":
+        if schema is not None:
+            raise InvalidInput("schema applies to PostgreSQL only", field="schema")
+        return _sqlite_engine(normalized, busy_timeout_ms, echo)
+    return _postgresql_engine(normalized, busy_timeout_ms, schema, echo)
+
+
+def dialect_name(bind: Engine | Connection) -> str:
+    """Return ``"sqlite"`` or ``"postgresql"`` for an engine or connection."""
+    return bind.dialect.name
+
+
+def _sqlite_engine(url: str, busy_timeout_ms: int, echo: bool) -> Engine:
+    # The sqlite3 ``timeout`` is the same busy handler as the pragma; keep them equal.
+    engine = create_engine(
+        url,
+        echo=echo,
+        connect_args={"timeout": busy_timeout_ms / 1000},
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
+        # Take BEGIN away from pysqlite: it would skip it for SELECT and DDL.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute("PRAGMA foreign_keys = ON")
+            # NORMAL is durable across application crashes in WAL mode.
+            cursor.execute("PRAGMA synchronous = NORMAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        write = bool(connection.get_execution_options().get(WRITE_OPTION, False))
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine
+
+
+def _postgresql_engine(url: str, busy_timeout_ms: int, schema: str | None, echo: bool) -> Engine:
+    # lock_timeout=0 would mean "wait forever" on PostgreSQL, unlike SQLite.
+    options = [f"-c lock_timeout={max(1, int(busy_timeout_ms))}"]
+    if schema is not None:
+        if not _SCHEMA_NAME.match(schema):
+            raise InvalidInput(f"schema {schema!r} is not a plain SQL identifier", field="schema")
+        options.append(f"-c search_path={schema}")
+    connect_args: dict[str, Any] = {"options": " ".join(options)}
+    return create_engine(url, echo=echo, pool_pre_ping=True, connect_args=connect_args)

@@ -1,0 +1,93 @@
+"""The tables of kalends, as SQLAlchemy Core metadata.
+
+Instants are stored in UTC by :class:`UTCDateTime`: on PostgreSQL as
+``timestamp with time zone``; on SQLite as fixed-width ISO-8601 text
+``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (27 characters), whose text order is time order,
+so ``expires_at <= :now`` compares correctly in SQL. Naive datetimes are refused.
+
+Each migration in ``migrations/versions`` creates what it needs with explicit
+constraint names that follow :data:`NAMING_CONVENTION`; a test checks that the
+migrated database matches this metadata.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    DateTime,
+    MetaData,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeEngine
+
+from kalends.clock import require_aware
+
+__all__ = ["NAMING_CONVENTION", "UTCDateTime", "kalends_meta", "leases", "metadata"]
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_N_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+SQLITE_INSTANT_LENGTH = 27
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """An instant: aware in, aware UTC out; stored as described in the module docstring."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(String(SQLITE_INSTANT_LENGTH))
+        return dialect.type_descriptor(DateTime(timezone=True))
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        instant = require_aware(value, "instant")
+        if dialect.name == "sqlite":
+            return instant.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+        return instant
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return datetime.fromisoformat(value).astimezone(UTC)
+        if isinstance(value, datetime):
+            return require_aware(value, "instant")
+        raise TypeError(f"cannot read an instant from {type(value).__name__}")
+
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+leases = Table(
+    "leases",
+    metadata,
+    Column("name", String(200), primary_key=True),
+    Column("owner", String(200), nullable=False),
+    Column("token", String(64), nullable=False, unique=True),
+    Column("acquired_at", UTCDateTime(), nullable=False),
+    Column("expires_at", UTCDateTime(), nullable=False),
+    comment="Named, expiring claims; a token identifies one holding of one lease.",
+)
+
+kalends_meta = Table(
+    "kalends_meta",
+    metadata,
+    Column("key", String(100), primary_key=True),
+    Column("value", Text(), nullable=False),
+    comment="Facts about this database as key/value text, such as the version that created it.",
+)

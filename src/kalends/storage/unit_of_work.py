@@ -1,0 +1,200 @@
+"""The unit of work: one database transaction per operation, retried when busy.
+
+:meth:`Store.transaction` commits only on a clean exit and rolls back on any
+exception. On SQLite a write transaction begins with ``BEGIN IMMEDIATE``, so
+the write lock is taken before the first read and a read-then-write can never
+fail half-way on a lock upgrade; a read transaction begins deferred. On
+PostgreSQL transactions are ordinary ``READ COMMITTED`` ones (read-only for
+reads); claims lock rows with :func:`for_update`.
+
+:meth:`Store.run` is the entry point for services: it runs a callable in a
+transaction and, when the database is busy (SQLite ``SQLITE_BUSY``/``LOCKED``,
+PostgreSQL serialization failure, deadlock or lock timeout), rolls back and
+runs the callable again, up to :data:`MAX_ATTEMPTS` times in all.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sqlalchemy import Engine
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.sql.selectable import GenerativeSelect
+
+from kalends.clock import Clock, SystemClock
+from kalends.errors import DatabaseBusy, InvalidInput, StorageError
+from kalends.storage.engine import WRITE_OPTION
+
+__all__ = [
+    "BACKOFF_BASE_SECONDS",
+    "BACKOFF_MAX_SECONDS",
+    "MAX_ATTEMPTS",
+    "Store",
+    "for_update",
+    "is_busy_error",
+    "translate_error",
+]
+
+MAX_ATTEMPTS = 5
+"""How many times :meth:`Store.run` tries a busy transaction before raising DatabaseBusy."""
+
+BACKOFF_BASE_SECONDS = 0.02
+BACKOFF_MAX_SECONDS = 0.5
+
+_SQLITE_BUSY_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
+# serialization_failure, deadlock_detected, lock_not_available
+_POSTGRES_BUSY_STATES = {"40001", "40P01", "55P03"}
+
+T = TypeVar("T")
+S = TypeVar("S", bound=GenerativeSelect)
+
+
+def for_update(stmt: S, *, skip_locked: bool = False) -> S:
+    """Return ``stmt`` locking the rows it selects until the transaction ends.
+
+    On PostgreSQL this renders ``FOR UPDATE [SKIP LOCKED]``; SQLite has no row
+    locks and renders nothing, its ``BEGIN IMMEDIATE`` already holding the
+    database's single write lock.
+    """
+    return stmt.with_for_update(skip_locked=skip_locked)
+
+
+def is_busy_error(exc: BaseException) -> bool:
+    """Tell whether ``exc`` means "another transaction holds a lock: try again"."""
+    orig = exc.orig if isinstance(exc, DBAPIError) else exc
+    if isinstance(orig, sqlite3.OperationalError):
+        code = getattr(orig, "sqlite_errorcode", None)
+        if code is not None:
+            return (code & 0xFF) in _SQLITE_BUSY_CODES
+        message = str(orig).lower()
+        return "database is locked" in message or "database table is locked" in message
+    return getattr(orig, "sqlstate", None) in _POSTGRES_BUSY_STATES
+
+
+@dataclass(slots=True)
+class _Active:
+    connection: Connection
+    write: bool
+
+
+class Store:
+    """The database of one kalends instance: an engine, a clock and the unit of work.
+
+    Safe to share between threads: each outermost transaction checks out its
+    own connection; nesting is tracked per thread (per context).
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        clock: Clock | None = None,
+        *,
+        max_attempts: int = MAX_ATTEMPTS,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if max_attempts < 1:
+            raise InvalidInput("max_attempts must be at least 1", field="max_attempts")
+        self.engine = engine
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.dialect: str = engine.dialect.name
+        self.max_attempts = max_attempts
+        self._sleep = sleep
+        self._active: ContextVar[_Active | None] = ContextVar(f"kalends-store-{id(self)}")
+
+    def __repr__(self) -> str:
+        return f"Store({self.engine.url.render_as_string(hide_password=True)!r})"
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether the calling thread is inside one of this store's transactions."""
+        return self._active.get(None) is not None
+
+    @contextmanager
+    def transaction(self, write: bool = True) -> Iterator[Connection]:
+        """Yield a connection inside a transaction; commit on clean exit, else roll back.
+
+        Inside a running transaction this opens a SAVEPOINT instead, rolled back
+        alone if its block raises. A write transaction cannot nest inside a read
+        one. Busy errors become :class:`DatabaseBusy`, other operational errors
+        :class:`StorageError`; either way nothing was written. Not retried: use
+        :meth:`run` for that.
+        """
+        active = self._active.get(None)
+        if active is not None:
+            if write and not active.write:
+                raise StorageError("a write transaction cannot be nested inside a read transaction")
+            with active.connection.begin_nested():
+                yield active.connection
+            return
+        try:
+            with self.engine.connect() as connection:
+                options: dict[str, Any] = {WRITE_OPTION: write}
+                if self.dialect == "postgresql":
+                    options["postgresql_readonly"] = not write
+                connection.execution_options(**options)
+                token = self._active.set(_Active(connection, write))
+                try:
+                    with connection.begin():
+                        yield connection
+                finally:
+                    self._active.reset(token)
+        except DBAPIError as exc:
+            translated = translate_error(exc)
+            if translated is None:
+                raise
+            raise translated from exc
+
+    def run(self, fn: Callable[[Connection], T], *, write: bool = True) -> T:
+        """Return ``fn(connection)`` run in a transaction, retried whole while busy.
+
+        ``fn`` may run several times, so it must have no effect outside the
+        database. After :attr:`max_attempts` busy attempts this raises
+        :class:`DatabaseBusy` with nothing written. Inside a running transaction
+        ``fn`` runs once in a savepoint; the outermost ``run`` does the retrying.
+        """
+        if self.in_transaction:
+            with self.transaction(write) as connection:
+                return fn(connection)
+        attempt = 1
+        while True:
+            try:
+                with self.transaction(write) as connection:
+                    return fn(connection)
+            except DatabaseBusy as exc:
+                if attempt >= self.max_attempts:
+                    raise DatabaseBusy(
+                        f"the database stayed busy through {attempt} attempts; "
+                        "nothing was written",
+                        attempts=attempt,
+                    ) from exc
+                self._sleep(_backoff(attempt))
+                attempt += 1
+
+    def close(self) -> None:
+        """Close every pooled connection; the store may still be used afterwards."""
+        self.engine.dispose()
+
+
+def translate_error(exc: DBAPIError) -> StorageError | None:
+    """Return the kalends error a driver error means, or ``None`` to let it through."""
+    if is_busy_error(exc):
+        return DatabaseBusy(
+            f"the database is busy (locked by another transaction); nothing was written: {exc.orig}"
+        )
+    if isinstance(exc, OperationalError):
+        return StorageError(f"the database could not complete the operation: {exc.orig}")
+    return None
+
+
+def _backoff(attempt: int) -> float:
+    ceiling = min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1))
+    # Jitter keeps contending writers from retrying in lockstep.
+    return random.uniform(ceiling / 2, ceiling)
