@@ -95,7 +95,7 @@ def _rules() -> list[BenchRule]:
             key="1",
             label='cron "0 9 * * 1-5" Europe/Berlin',
             zone="Europe/Berlin",
-            kalends={"kind": "cron", "expr": "0 9 * * 1-5", "zone": "Europe/Berlin"},
+            kalends={"kind": "cron", "expression": "0 9 * * 1-5", "zone": "Europe/Berlin"},
             wall_times=(dtime(9, 0),),
             cron="0 9 * * 1-5",
             # from_crontab would pass "1-5" through as Tuesday-Saturday (APScheduler 3
@@ -119,7 +119,7 @@ def _rules() -> list[BenchRule]:
             key="2",
             label='cron "*/15 * * * *" America/New_York',
             zone="America/New_York",
-            kalends={"kind": "cron", "expr": "*/15 * * * *", "zone": "America/New_York"},
+            kalends={"kind": "cron", "expression": "*/15 * * * *", "zone": "America/New_York"},
             wall_times=(),
             cron="*/15 * * * *",
             aps_cron={"minute": "*/15", "hour": "*", "day": "*", "month": "*", "day_of_week": "*"},
@@ -283,20 +283,37 @@ class KalendsRunners:
 
 def _kalends(rule: BenchRule) -> KalendsRunners:
     # Imported lazily: the benchmark still runs (peers only) without the engine.
-    from kalends.civil import next_instants, next_slots, parse_rule  # noqa: PLC0415
+    from kalends.civil import Slot, next_instants, next_slots, parse_rule  # noqa: PLC0415
 
     data = rule.kalends
 
+    # A kalends query covers at most 100 years after `after` (docs/civil-engine.md §7);
+    # rules sparser than count/100 slots a year (rule 4) are continued from the last
+    # slot found, with the same origin, until `count` slots are in hand.
     def instants(count: int) -> list[datetime]:
-        return next_instants(parse_rule(data), START, count, origin=START)
+        parsed = parse_rule(data)
+        out = next_instants(parsed, START, count, origin=START)
+        while 0 < len(out) < count:
+            more = next_instants(parsed, out[-1], count - len(out), origin=START)
+            if not more:
+                break
+            out += more
+        return out
 
-    def slots_timed(count: int) -> Sequence[object]:
-        return next_slots(parse_rule(data), START, count, origin=START)
+    def slots_timed(count: int) -> list[Slot]:
+        parsed = parse_rule(data)
+        out = next_slots(parsed, START, count, origin=START)
+        while 0 < len(out) < count:
+            more = next_slots(parsed, out[-1].at, count - len(out), origin=START)
+            if not more:
+                break
+            out += more
+        return out
 
     def slots(count: int) -> list[RefSlot]:
         return [
             RefSlot(s.at, s.local, None if s.dst is None else str(s.dst))
-            for s in next_slots(parse_rule(data), START, count, origin=START)
+            for s in slots_timed(count)
         ]
 
     return KalendsRunners(instants, slots, slots_timed)
@@ -362,7 +379,8 @@ def _utc(d: datetime) -> str:
 
 
 def _local(d: datetime, zone: ZoneInfo) -> str:
-    return d.astimezone(zone).strftime("%Y-%m-%d %H:%M %Z")
+    # Through UTC: astimezone() to the same tzinfo would return a nonexistent time as is.
+    return d.astimezone(UTC).astimezone(zone).strftime("%Y-%m-%d %H:%M %Z")
 
 
 def _describe_ref(slot: RefSlot, zone: ZoneInfo, wall_times: Sequence[dtime]) -> str:

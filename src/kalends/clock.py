@@ -109,4 +109,6 @@ def _seconds(value: float) -> timedelta:
     try:
         return timedelta(seconds=value)
     except (ValueError, OverflowError) as exc:
-        raise InvalidInput(f"by must be a finite number of seconds, got {value}", field="by") from exc
+        raise InvalidInput(
+            f"by must be a finite number of seconds, got {value}", field="by"
+        ) from exc

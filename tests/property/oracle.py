@@ -338,3 +338,31 @@ def slots(
         zone = group[0].zone
         result.append(OracleSlot(at, wall(at, zone), zone, dst))
     return result
+
+
+@lru_cache(maxsize=None)
+def transitions(zone: str, first_year: int = 1970, last_year: int = 2100) -> tuple[datetime, ...]:
+    """The instants ``zone`` changes offset, found by stepping two days at a time and bisecting.
+
+    Only used to aim random instants at transitions, so two changes within two
+    days that cancel out may be missed.
+    """
+    found = []
+    step = 2 * DAY
+    u = datetime(first_year, 1, 1, tzinfo=UTC)
+    end = datetime(last_year + 1, 1, 1, tzinfo=UTC)
+    offset = utc_offset(u, zone)
+    while u < end:
+        v = u + step
+        if utc_offset(v, zone) != offset:
+            lo, hi = int(u.timestamp()), int(v.timestamp())
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if utc_offset(datetime.fromtimestamp(mid, UTC), zone) == offset:
+                    lo = mid
+                else:
+                    hi = mid
+            found.append(datetime.fromtimestamp(hi, UTC))
+            offset = utc_offset(v, zone)
+        u = v
+    return tuple(found)

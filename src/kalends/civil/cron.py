@@ -13,9 +13,12 @@ from dataclasses import dataclass
 
 from kalends.errors import InvalidRule
 
-_MONTHS = {n: i for i, n in enumerate(
-    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1
-)}
+_MONTHS = {
+    n: i
+    for i, n in enumerate(
+        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1
+    )
+}
 _WEEKDAYS = {n: i for i, n in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))}
 _MACROS = {
     "@yearly": "0 0 1 1 *",

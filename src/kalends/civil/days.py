@@ -92,8 +92,5 @@ class DayFilter:
 
 def every_nth(anchor: int, step: int, first: int, last: int) -> range:
     """Days ``anchor + k*step`` (k ≥ 0) from ``first`` to ``last`` inclusive."""
-    if first <= anchor:
-        start = anchor
-    else:
-        start = anchor + -(-(first - anchor) // step) * step
+    start = anchor if first <= anchor else anchor + -(-(first - anchor) // step) * step
     return range(start, min(last, _LAST_DAY) + 1, step)

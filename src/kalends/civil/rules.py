@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from kalends.civil.cron import CronSpec, parse_cron
 from kalends.civil.values import (
@@ -243,14 +243,14 @@ def parse_rule(data: object) -> Rule:
     return _parse(data, "", nested=False)
 
 
-def _parse(data: object, prefix: str, *, nested: bool) -> Any:
+def _parse(data: object, prefix: str, *, nested: bool) -> Rule:
     r = _Reader(data, prefix)
     kind = r.raw("kind")
     parser = _PARSERS.get(kind) if isinstance(kind, str) else None
     if parser is None or (nested and kind not in _CALENDAR_KINDS):
         allowed = sorted(_CALENDAR_KINDS if nested else _PARSERS)
         raise r.fail("kind", f"unknown rule kind {kind!r}; expected one of {', '.join(allowed)}")
-    rule = parser(r)
+    rule: Rule = parser(r)
     r.finish()
     return rule
 
@@ -350,7 +350,10 @@ def _calendars(r: _Reader) -> Calendars:
         raise r.fail("calendars", "must be a non-empty list of calendar rules")
     if len(items) > MAX_CALENDARS:
         raise r.fail("calendars", f"at most {MAX_CALENDARS} calendars, got {len(items)}")
-    rules = tuple(_parse(item, r.name(f"calendars[{i}]"), nested=True) for i, item in enumerate(items))
+    rules = tuple(
+        cast(CalendarRule, _parse(item, r.name(f"calendars[{i}]"), nested=True))
+        for i, item in enumerate(items)
+    )
     return Calendars(calendars=rules, gap=r.gap())
 
 
@@ -382,7 +385,9 @@ def rule_to_json(rule: Rule) -> dict[str, Any]:
         case At(local=local, zone=zone):
             out.update(local=format_local(local), zone=zone)
         case After() | Every():
-            out.update({"minutes": rule.minutes} if rule.minutes is not None else {"hours": rule.hours})
+            out.update(
+                {"minutes": rule.minutes} if rule.minutes is not None else {"hours": rule.hours}
+            )
         case Daily(time=time, zone=zone, interval_days=interval):
             out.update(time=format_time_of_day(time), zone=zone)
             if interval is not None:

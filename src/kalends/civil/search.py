@@ -9,7 +9,6 @@ period the wall clock runs in step with real time.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -93,10 +92,14 @@ class _Every(_Plan):
 
 
 class _Wall(_Plan):
-    """Matching days × times of day, each wall time resolved under the gap policy."""
+    """Matching days and times of day, each wall time resolved under the gap policy."""
 
     def __init__(
-        self, zone: Zone, times: tuple[int, ...], days: Callable[[int, int], Iterable[int]], shift: bool
+        self,
+        zone: Zone,
+        times: tuple[int, ...],
+        days: Callable[[int, int], Iterable[int]],
+        shift: bool,
     ) -> None:
         self.zone, self.times, self.days, self.shift = zone, times, days, shift
 
@@ -220,7 +223,9 @@ def _compile(rule: Rule, origin: int, inherited: GapPolicy | None = None) -> _Pl
             return _Every(origin, rule.seconds)
         case At(local=local, zone=zone):
             wall = local_seconds(local)
-            return _Wall(get_zone(zone), (wall % DAY,), lambda a, b: (wall // DAY,), _gap(rule, inherited))
+            return _Wall(
+                get_zone(zone), (wall % DAY,), lambda a, b: (wall // DAY,), _gap(rule, inherited)
+            )
         case CompletionRelative(days=days, time=time, zone=zone):
             tz = get_zone(zone)
             target = (origin + tz.offset_at(origin)) // DAY + days
@@ -245,7 +250,9 @@ def _calendar_plan(rule: Rule, shift: bool) -> _Plan:
     """Plans that do not depend on the origin, compiled once per rule."""
     match rule:
         case Daily(time=time, zone=zone) | Weekdays(time=time, zone=zone):
-            weekdays = frozenset(rule.days) if isinstance(rule, Weekdays) else frozenset(range(1, 8))
+            weekdays = (
+                frozenset(rule.days) if isinstance(rule, Weekdays) else frozenset(range(1, 8))
+            )
             return _Wall(get_zone(zone), (time,), DayFilter(weekdays=weekdays).between, shift)
         case Times(times=times, zone=zone):
             return _Wall(get_zone(zone), tuple(sorted(set(times))), DayFilter().between, shift)
@@ -292,8 +299,13 @@ def _raw_next(rule: Rule, after: datetime, count: int, origin: datetime | None) 
     return plan.generate(after_s, after_s + SEARCH_BOUND_SECONDS, _count(count))
 
 
-def next_slots(rule: Rule, after: datetime, count: int, *, origin: datetime | None = None) -> list[Slot]:
-    """The next ``count`` slots strictly after ``after`` (fewer when the rule ends or 100 years pass)."""
+def next_slots(
+    rule: Rule, after: datetime, count: int, *, origin: datetime | None = None
+) -> list[Slot]:
+    """The next ``count`` slots strictly after ``after``.
+
+    Fewer come back when the rule ends or the 100-year bound is reached.
+    """
     return [_slot(raw) for raw in _raw_next(rule, after, count, origin)]
 
 
@@ -339,7 +351,10 @@ def latest_due(
     high_water: datetime | None = None,
     origin: datetime | None = None,
 ) -> Slot | None:
-    """The latest slot with ``high_water < at <= now``: the one missed slot to catch up, never a backlog."""
+    """The latest slot with ``high_water < at <= now``.
+
+    Catch-up admits this one missed slot, never a backlog.
+    """
     now_s = instant_seconds(now, "now")
     floor = now_s - SEARCH_BOUND_SECONDS
     if high_water is not None:
@@ -361,7 +376,10 @@ def latest_due(
 
 
 def preview(rule: Rule, after: datetime, count: int) -> list[Slot]:
-    """The next ``count`` slots with ``after`` as the origin; ``immediate`` shows its slot at the origin."""
+    """The next ``count`` slots with ``after`` as the origin.
+
+    ``immediate`` shows its one slot, at the origin itself.
+    """
     if isinstance(rule, Immediate):
         after_s = instant_seconds(after, "after")
         return [_slot((after_s, after_s, "UTC", None))][: _count(count)]

@@ -61,7 +61,7 @@ def _read_block(
     data: bytes, offset: int, counts: tuple[int, ...], time_size: int
 ) -> tuple[tuple[tuple[int, int], ...], int, int]:
     isutcnt, isstdcnt, leapcnt, timecnt, typecnt, charcnt = counts
-    fmt = ">%d%s" % (timecnt, "q" if time_size == 8 else "l")
+    fmt = f">{timecnt}{'q' if time_size == 8 else 'l'}"
     times = struct.unpack_from(fmt, data, offset)
     offset += timecnt * time_size
     indices = data[offset : offset + timecnt]

@@ -29,7 +29,9 @@ def parse_date(text: object, field: str = "date") -> date:
     try:
         return date(int(match[1]), int(match[2]), int(match[3]))
     except ValueError as exc:
-        raise InvalidInput(f"{field}: {text!r} is not a calendar date ({exc})", field=field) from exc
+        raise InvalidInput(
+            f"{field}: {text!r} is not a calendar date ({exc})", field=field
+        ) from exc
 
 
 def parse_local_datetime(text: object, field: str = "local") -> datetime:
@@ -41,9 +43,12 @@ def parse_local_datetime(text: object, field: str = "local") -> datetime:
             field=field,
         )
     try:
-        return datetime(*(int(g) for g in match.groups()))  # type: ignore[misc]
+        year, month, day, hour, minute, second = (int(g) for g in match.groups())
+        return datetime(year, month, day, hour, minute, second)
     except ValueError as exc:
-        raise InvalidInput(f"{field}: {text!r} is not a valid date-time ({exc})", field=field) from exc
+        raise InvalidInput(
+            f"{field}: {text!r} is not a valid date-time ({exc})", field=field
+        ) from exc
 
 
 def parse_time_of_day(text: object, field: str = "time") -> int:
@@ -53,7 +58,9 @@ def parse_time_of_day(text: object, field: str = "time") -> int:
         raise InvalidInput(f"{field}: expected a time HH:MM or HH:MM:SS, got {text!r}", field=field)
     hour, minute, second = int(match[1]), int(match[2]), int(match[3] or 0)
     if hour > 23 or minute > 59 or second > 59:
-        raise InvalidInput(f"{field}: {text!r} is not a time of day (00:00 to 23:59:59)", field=field)
+        raise InvalidInput(
+            f"{field}: {text!r} is not a time of day (00:00 to 23:59:59)", field=field
+        )
     return hour * 3600 + minute * 60 + second
 
 
@@ -84,7 +91,9 @@ def resolve_user_local(local: datetime | str, zone: str, field: str = "local") -
     """
     value = parse_local_datetime(local, field) if isinstance(local, str) else local
     if value.tzinfo is not None:
-        raise InvalidInput(f"{field}: a local time carries no offset; the zone is given apart", field=field)
+        raise InvalidInput(
+            f"{field}: a local time carries no offset; the zone is given apart", field=field
+        )
     tz = get_zone(zone)
     wall = local_seconds(value)
     tz.cover(wall)

@@ -15,7 +15,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from enum import IntEnum
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
@@ -179,7 +179,7 @@ def get_zone(name: object, field: str = "zone") -> Zone:
     return _load_zone(check_zone_name(name, field), field)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load_zone(name: str, field: str) -> Zone:
     data = _zone_bytes(name)
     if data is None:

@@ -5,6 +5,9 @@ recipe that stops pysqlite from emitting its own ``BEGIN``: the DBAPI connection
 runs with ``isolation_level=None`` and the engine's ``begin`` event emits
 ``BEGIN IMMEDIATE`` for write transactions (the write lock is taken up front) or
 a deferred ``BEGIN`` for reads. Transactional DDL and savepoints then behave.
+The execution option :data:`WRITE_OPTION` chooses: true for a write, false for
+a read (made read-only with ``PRAGMA query_only``, as PostgreSQL's ``READ ONLY``),
+absent for a plain deferred read-write transaction.
 
 PostgreSQL: psycopg 3, ``pool_pre_ping``, and ``lock_timeout`` set to the same
 busy timeout so a blocked statement reports "lock not available" instead of
@@ -35,7 +38,7 @@ DEFAULT_BUSY_TIMEOUT_MS = 5000
 """How long a statement waits for another writer's lock before the database reports busy."""
 
 WRITE_OPTION = "kalends_write"
-"""Execution option read by the ``begin`` hook: true means the transaction will write."""
+"""Execution option read by the ``begin`` hook: true for a write, false for a read-only one."""
 
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
@@ -92,15 +95,20 @@ def _sqlite_engine(url: str, busy_timeout_ms: int, echo: bool) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
-        write = bool(connection.get_execution_options().get(WRITE_OPTION, False))
+        write = connection.get_execution_options().get(WRITE_OPTION)
+        # query_only outlives the transaction on a pooled connection: set it every time.
+        connection.exec_driver_sql(f"PRAGMA query_only = {'ON' if write is False else 'OFF'}")
         connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
 
 
 def _postgresql_engine(url: str, busy_timeout_ms: int, schema: str | None, echo: bool) -> Engine:
+    parsed = make_url(url)
+    # connect_args replace the URL's own ``options``: keep those, e.g. a search_path.
+    options = [parsed.query["options"]] if isinstance(parsed.query.get("options"), str) else []
     # lock_timeout=0 would mean "wait forever" on PostgreSQL, unlike SQLite.
-    options = [f"-c lock_timeout={max(1, int(busy_timeout_ms))}"]
+    options.append(f"-c lock_timeout={max(1, int(busy_timeout_ms))}")
     if schema is not None:
         if not _SCHEMA_NAME.match(schema):
             raise InvalidInput(f"schema {schema!r} is not a plain SQL identifier", field="schema")

@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, RowMapping
+from sqlalchemy.sql.expression import Executable
 
 from kalends.clock import require_aware
 from kalends.errors import InvalidInput, LeaseLost
@@ -57,9 +58,7 @@ class Lease:
         return require_aware(now, "now") >= self.expires_at
 
 
-def acquire(
-    conn: Connection, name: str, owner: str, now: datetime, ttl: timedelta
-) -> Lease | None:
+def acquire(conn: Connection, name: str, owner: str, now: datetime, ttl: timedelta) -> Lease | None:
     """Take the lease ``name`` for ``owner`` until ``now + ttl``, if nobody holds it.
 
     Succeeds, with a new token, when the lease does not exist or has expired
@@ -99,7 +98,7 @@ def acquire(
             .values(values)
             .on_conflict_do_update(index_elements=[leases.c.name], set_=taken_over, where=is_free)
         )
-    return lease if conn.execute(stmt).rowcount == 1 else None
+    return lease if _rowcount(conn, stmt) == 1 else None
 
 
 def renew(conn: Connection, lease: Lease, now: datetime, ttl: timedelta) -> Lease:
@@ -110,16 +109,17 @@ def renew(conn: Connection, lease: Lease, now: datetime, ttl: timedelta) -> Leas
     """
     now = require_aware(now, "now")
     expires_at = now + _check_ttl(ttl)
-    result = conn.execute(
+    renewed = _rowcount(
+        conn,
         update(leases)
         .where(
             leases.c.name == lease.name,
             leases.c.token == lease.token,
             leases.c.expires_at > now,
         )
-        .values(expires_at=expires_at)
+        .values(expires_at=expires_at),
     )
-    if result.rowcount != 1:
+    if renewed != 1:
         raise LeaseLost(
             f"lease {lease.name!r} is no longer held by {lease.owner!r}: "
             "it expired, was released or was taken over",
@@ -135,10 +135,10 @@ def release(conn: Connection, lease: Lease) -> bool:
     Returns ``False``, changing nothing, if the lease was already released or
     taken over by another acquisition.
     """
-    result = conn.execute(
-        delete(leases).where(leases.c.name == lease.name, leases.c.token == lease.token)
+    deleted = _rowcount(
+        conn, delete(leases).where(leases.c.name == lease.name, leases.c.token == lease.token)
     )
-    return result.rowcount == 1
+    return deleted == 1
 
 
 def current(conn: Connection, name: str, now: datetime) -> Lease | None:
@@ -150,6 +150,11 @@ def current(conn: Connection, name: str, now: datetime) -> Lease | None:
         .one_or_none()
     )
     return None if row is None else Lease.from_row(row)
+
+
+def _rowcount(conn: Connection, stmt: Executable) -> int:
+    # SQLAlchemy reports INSERT row counts only when asked to keep them.
+    return conn.execute(stmt, execution_options={"preserve_rowcount": True}).rowcount
 
 
 def _check_text(value: str, field: str) -> None:

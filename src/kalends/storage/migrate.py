@@ -67,9 +67,13 @@ def head_revision() -> str:
 
 def current_revision(engine_or_url: Engine | str) -> str | None:
     """Return the database's schema revision, or ``None`` if it was never migrated."""
-    with _bound(engine_or_url) as engine, _translated(), engine.connect() as connection:
-        with connection.begin():
-            return MigrationContext.configure(connection).get_current_revision()
+    with (
+        _bound(engine_or_url) as engine,
+        _translated(),
+        engine.connect() as connection,
+        connection.begin(),
+    ):
+        return MigrationContext.configure(connection).get_current_revision()
 
 
 def upgrade(engine_or_url: Engine | str) -> str:

@@ -4,8 +4,8 @@
 exception. On SQLite a write transaction begins with ``BEGIN IMMEDIATE``, so
 the write lock is taken before the first read and a read-then-write can never
 fail half-way on a lock upgrade; a read transaction begins deferred. On
-PostgreSQL transactions are ordinary ``READ COMMITTED`` ones (read-only for
-reads); claims lock rows with :func:`for_update`.
+PostgreSQL transactions are ordinary ``READ COMMITTED`` ones; claims lock rows
+with :func:`for_update`. Read transactions are read-only on both backends.
 
 :meth:`Store.run` is the entry point for services: it runs a callable in a
 transaction and, when the database is busy (SQLite ``SQLITE_BUSY``/``LOCKED``,
@@ -52,6 +52,7 @@ BACKOFF_MAX_SECONDS = 0.5
 _SQLITE_BUSY_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 # serialization_failure, deadlock_detected, lock_not_available
 _POSTGRES_BUSY_STATES = {"40001", "40P01", "55P03"}
+_POSTGRES_READ_ONLY_STATE = "25006"
 
 T = TypeVar("T")
 S = TypeVar("S", bound=GenerativeSelect)
@@ -171,8 +172,7 @@ class Store:
             except DatabaseBusy as exc:
                 if attempt >= self.max_attempts:
                     raise DatabaseBusy(
-                        f"the database stayed busy through {attempt} attempts; "
-                        "nothing was written",
+                        f"the database stayed busy through {attempt} attempts; nothing was written",
                         attempts=attempt,
                     ) from exc
                 self._sleep(_backoff(attempt))
@@ -189,9 +189,18 @@ def translate_error(exc: DBAPIError) -> StorageError | None:
         return DatabaseBusy(
             f"the database is busy (locked by another transaction); nothing was written: {exc.orig}"
         )
+    if getattr(exc.orig, "sqlstate", None) == _POSTGRES_READ_ONLY_STATE or _is_sqlite_readonly(exc):
+        return StorageError(
+            f"cannot write: the transaction or the database is read-only: {exc.orig}"
+        )
     if isinstance(exc, OperationalError):
         return StorageError(f"the database could not complete the operation: {exc.orig}")
     return None
+
+
+def _is_sqlite_readonly(exc: DBAPIError) -> bool:
+    code = getattr(exc.orig, "sqlite_errorcode", None)
+    return code is not None and (code & 0xFF) == sqlite3.SQLITE_READONLY
 
 
 def _backoff(attempt: int) -> float:

@@ -1,0 +1,51 @@
+# kalends — `make run` and `make test` set everything up themselves and are safe to repeat.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Reinstall when the project's dependencies change.
+RUN_STAMP := $(VENV)/.run-installed
+DEV_STAMP := $(VENV)/.dev-installed
+BENCH_STAMP := $(VENV)/.bench-installed
+
+SAMPLE_RULE := {"kind":"calendars","calendars":[{"kind":"daily","time":"02:30","zone":"America/New_York"},{"kind":"cron","expression":"0 * * * *","zone":"America/New_York"}]}
+
+.PHONY: run test lint typecheck pytest bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@ $(RUN_STAMP)
+
+$(BENCH_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	touch $@ $(RUN_STAMP)
+
+run: $(RUN_STAMP)
+	$(BIN)/kalends preview --rule '{"kind":"daily","time":"02:30","zone":"America/New_York"}' \
+		--after 2026-03-06T00:00:00Z --count 5
+	$(BIN)/kalends preview --rule '$(SAMPLE_RULE)' --after 2026-11-01T03:30:00Z --count 6
+
+lint: $(DEV_STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+typecheck: $(DEV_STAMP)
+	$(BIN)/mypy
+
+pytest: $(DEV_STAMP)
+	$(BIN)/pytest
+
+test: lint typecheck pytest
+
+bench: $(BENCH_STAMP)
+	$(BIN)/python bench/recurrence.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,3 @@
+from kalends.cli.main import main
+
+main()

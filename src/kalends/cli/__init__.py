@@ -1,0 +1,1 @@
+"""The ``kalends`` command line: thin callers of the services."""

@@ -1,0 +1,202 @@
+"""A pytest plugin that runs storage tests on every reachable backend.
+
+Register it once, in the top-level ``tests/conftest.py``::
+
+    pytest_plugins = ["kalends.storage.testing"]
+
+Fixtures: ``storage_backend`` (``"sqlite"`` or ``"postgresql"``; every test
+that uses it, directly or through the fixtures below, runs once per backend),
+``storage_target`` (a fresh, empty database of that backend), ``fake_clock``
+and ``store`` (a migrated :class:`Store` on the target, driven by the fake clock).
+
+SQLite always runs, on a file in the test's temporary directory. PostgreSQL
+runs when ``KALENDS_TEST_DATABASE_URL`` names a server (then it must answer, or
+the tests fail) or when a local server answers within
+:data:`PROBE_TIMEOUT_SECONDS` at one of :data:`LOCAL_POSTGRESQL_URLS`; each test
+gets a private schema ``k_<random>`` reached through ``search_path`` and dropped
+afterwards. The session summary says which backends ran.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+import pytest
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+
+from kalends.clock import FakeClock
+from kalends.config import mask_password, normalize_database_url
+from kalends.storage.engine import DEFAULT_BUSY_TIMEOUT_MS, create_engine_for
+from kalends.storage.migrate import open_store
+from kalends.storage.unit_of_work import Store
+
+__all__ = [
+    "BACKENDS",
+    "ENV_TEST_DATABASE_URL",
+    "FAKE_CLOCK_START",
+    "LOCAL_POSTGRESQL_URLS",
+    "PROBE_TIMEOUT_SECONDS",
+    "PostgresqlServer",
+    "StorageTarget",
+    "discover_postgresql",
+    "provision",
+]
+
+ENV_TEST_DATABASE_URL = "KALENDS_TEST_DATABASE_URL"
+BACKENDS = ("sqlite", "postgresql")
+PROBE_TIMEOUT_SECONDS = 2
+LOCAL_POSTGRESQL_URLS = tuple(
+    dict.fromkeys(
+        f"postgresql+psycopg://{user}@127.0.0.1:5432/test"
+        for user in ("postgres", getpass.getuser())
+    )
+)
+FAKE_CLOCK_START = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+
+_RAN = pytest.StashKey[set[str]]()
+_SKIPPED = pytest.StashKey[str]()
+
+
+@dataclass(frozen=True, slots=True)
+class PostgresqlServer:
+    """Where the PostgreSQL tests run, or why they cannot."""
+
+    url: str | None
+    required: bool
+    reason: str
+
+
+@cache
+def discover_postgresql() -> PostgresqlServer:
+    """Find the PostgreSQL server for tests: the environment's, else a local one that answers."""
+    explicit = os.environ.get(ENV_TEST_DATABASE_URL, "").strip()
+    candidates = (normalize_database_url(explicit),) if explicit else LOCAL_POSTGRESQL_URLS
+    failures = []
+    for url in candidates:
+        try:
+            with _admin_connection(url):
+                return PostgresqlServer(url=url, required=bool(explicit), reason="")
+        except psycopg.Error as exc:
+            failures.append(f"{mask_password(url)} ({str(exc).strip().splitlines()[0]})")
+    return PostgresqlServer(
+        url=None, required=bool(explicit), reason="not reachable at " + ", ".join(failures)
+    )
+
+
+@dataclass(slots=True)
+class StorageTarget:
+    """A fresh, empty database of one backend; its URL works with ``--database`` too."""
+
+    backend: str
+    url: str
+    schema: str | None = None
+    _engines: list[Engine] = field(default_factory=list)
+
+    def engine(self, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Engine:
+        """Return a new engine on this database, disposed when the test ends."""
+        engine = create_engine_for(self.url, busy_timeout_ms=busy_timeout_ms)
+        self._engines.append(engine)
+        return engine
+
+    def dispose(self) -> None:
+        for engine in self._engines:
+            engine.dispose()
+        self._engines.clear()
+
+
+@contextmanager
+def provision(backend: str, directory: Path) -> Iterator[StorageTarget]:
+    """Create an empty database of ``backend`` for one test and remove it afterwards."""
+    if backend == "sqlite":
+        target = StorageTarget("sqlite", f"sqlite:///{directory / 'kalends.sqlite3'}")
+        try:
+            yield target
+        finally:
+            target.dispose()
+        return
+    server = discover_postgresql()
+    if server.url is None:
+        raise RuntimeError(f"PostgreSQL is {server.reason}")
+    schema = f"k_{secrets.token_hex(6)}"
+    with _admin_connection(server.url) as admin:
+        admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    target = StorageTarget("postgresql", _with_search_path(server.url, schema), schema)
+    try:
+        yield target
+    finally:
+        target.dispose()
+        with _admin_connection(server.url) as admin:
+            admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+
+
+@pytest.fixture(params=BACKENDS)
+def storage_backend(request: pytest.FixtureRequest) -> str:
+    """The backend a storage test runs on; PostgreSQL is skipped when no server answers."""
+    backend: str = request.param
+    if backend == "postgresql":
+        server = discover_postgresql()
+        if server.url is None:
+            message = f"PostgreSQL {server.reason}"
+            if server.required:
+                pytest.fail(f"{ENV_TEST_DATABASE_URL} is set but {message}", pytrace=False)
+            request.config.stash[_SKIPPED] = message
+            pytest.skip(message)
+    request.config.stash.setdefault(_RAN, set()).add(backend)
+    return backend
+
+
+@pytest.fixture
+def storage_target(storage_backend: str, tmp_path: Path) -> Iterator[StorageTarget]:
+    """A fresh, empty database (not migrated) of the backend under test."""
+    with provision(storage_backend, tmp_path) as target:
+        yield target
+
+
+@pytest.fixture
+def fake_clock() -> FakeClock:
+    """A clock that stands still at :data:`FAKE_CLOCK_START` until moved."""
+    return FakeClock(FAKE_CLOCK_START)
+
+
+@pytest.fixture
+def store(storage_target: StorageTarget, fake_clock: FakeClock) -> Store:
+    """A migrated store on the backend under test, on the fake clock."""
+    return open_store(storage_target.engine(), fake_clock)
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
+) -> None:
+    ran = config.stash.get(_RAN, set())
+    if not ran:
+        return
+    line = "storage backends: " + ", ".join(name for name in BACKENDS if name in ran)
+    skipped = config.stash.get(_SKIPPED, None)
+    if skipped is not None and "postgresql" not in ran:
+        line += f" ({skipped})"
+    terminalreporter.write_line(line)
+
+
+def _admin_connection(url: str) -> psycopg.Connection[tuple[object, ...]]:
+    conninfo = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    return psycopg.connect(conninfo, autocommit=True, connect_timeout=PROBE_TIMEOUT_SECONDS)
+
+
+def _with_search_path(url: str, schema: str) -> str:
+    parsed = make_url(url)
+    existing = parsed.query.get("options")
+    options = f"-csearch_path={schema}"
+    if isinstance(existing, str):
+        options = f"{existing} {options}"
+    return parsed.update_query_dict({"options": options}).render_as_string(hide_password=False)
