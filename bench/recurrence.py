@@ -279,6 +279,8 @@ class KalendsRunners:
     instants: Produce
     slots: Callable[[int], list[RefSlot]]
     slots_timed: Callable[[int], Sequence[object]]
+    single_call: Callable[[int], int]
+    """How many slots one ``next_instants`` call returns (bounded to 100 years)."""
 
 
 def _kalends(rule: BenchRule) -> KalendsRunners:
@@ -316,7 +318,10 @@ def _kalends(rule: BenchRule) -> KalendsRunners:
             for s in slots_timed(count)
         ]
 
-    return KalendsRunners(instants, slots, slots_timed)
+    def single_call(count: int) -> int:
+        return len(next_instants(parse_rule(data), START, count, origin=START))
+
+    return KalendsRunners(instants, slots, slots_timed, single_call)
 
 
 def _kalends_version() -> str:
@@ -339,10 +344,13 @@ class Timing(Generic[T]):
     best: float
     runs: list[float]
     result: Sequence[T]
+    warmup: float
 
 
 def _time(produce: Callable[[int], Sequence[T]], count: int, repeat: int) -> Timing[T]:
+    t0 = time.perf_counter()
     result = produce(count)  # warm-up (imports, caches); its output is what gets compared
+    warmup = time.perf_counter() - t0
     runs: list[float] = []
     for _ in range(repeat):
         gc.collect()
@@ -353,7 +361,7 @@ def _time(produce: Callable[[int], Sequence[T]], count: int, repeat: int) -> Tim
             runs.append(time.perf_counter() - t0)
         finally:
             gc.enable()
-    return Timing(min(runs) if runs else math.nan, runs, result)
+    return Timing(min(runs) if runs else math.nan, runs, result, warmup)
 
 
 # --------------------------------------------------------------------------- diffs
@@ -505,28 +513,41 @@ def compare(
 class Row:
     library: str
     variant: str
-    slots_per_s: float | None
-    best_s: float | None
-    produced: int
-    dst_correct: bool | None
+    slots_per_s: float | None = None
+    best_s: float | None = None
+    warmup_s: float | None = None
+    produced: int = 0
+    dst_correct: bool | None = None
     differences: list[str] = field(default_factory=list)
     note: str = ""
     error: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.library} {self.variant}" if self.variant else self.library
+
+
+def _row(library: str, variant: str, t: Timing[Any], note: str = "") -> Row:
+    rate = len(t.result) / t.best if t.best and not math.isnan(t.best) else None
+    return Row(library, variant, rate, t.best, t.warmup, len(t.result), note=note)
 
 
 @dataclass
 class RuleResult:
     rule: BenchRule
     rows: list[Row]
-    kalends: Row | None
-    ratio_fastest: float | None = None
-    fastest: str = ""
-    ratio_fastest_dst_correct: float | None = None
-    fastest_dst_correct: str = ""
+    fastest: Row | None = None
+    fastest_dst_correct: Row | None = None
 
+    def kalends(self, variant: str) -> Row | None:
+        found = [r for r in self.rows if r.library == "kalends" and r.variant == variant]
+        return found[0] if found and found[0].slots_per_s else None
 
-def _rate(t: Timing[Any], count: int) -> float | None:
-    return count / t.best if t.best and not math.isnan(t.best) else None
+    def ratio(self, variant: str, peer: Row | None) -> float | None:
+        k = self.kalends(variant)
+        if k is None or peer is None or not k.slots_per_s or not peer.slots_per_s:
+            return None
+        return k.slots_per_s / peer.slots_per_s
 
 
 def _err(exc: BaseException) -> str:
@@ -537,78 +558,56 @@ def run_rule(rule: BenchRule, count: int, repeat: int) -> RuleResult:
     zone = ZoneInfo(rule.zone)
     rows: list[Row] = []
     reference: list[RefSlot] | None = None
-    kalends_row: Row | None = None
     try:
         k = _kalends(rule)
     except ImportError as exc:
-        rows.append(
-            Row("kalends", "next_instants", None, None, 0, None, error=f"not importable ({exc})")
-        )
+        rows.append(Row("kalends", "next_instants", error=f"not importable ({exc})"))
     else:
         try:
             reference = k.slots(count)
             t = _time(k.instants, count, repeat)
-            kalends_row = Row(
-                "kalends",
-                "next_instants",
-                _rate(t, len(t.result)),
-                t.best,
-                len(t.result),
-                None,
-                note="reference (UTC instants)",
-            )
+            inst = _row("kalends", "next_instants", t, "reference (UTC instants)")
             if [s.at for s in reference] != list(t.result):
-                kalends_row.note += "; DIFFERS from next_slots' instants!"
-            rows.append(kalends_row)
-            ts = _time(k.slots_timed, count, repeat)
-            rows.append(
-                Row(
-                    "kalends",
-                    "next_slots",
-                    _rate(ts, len(ts.result)),
-                    ts.best,
-                    len(ts.result),
-                    None,
-                    note="full slots (local time, DST note)",
-                )
-            )
+                inst.note += "; DIFFERS from next_slots' instants!"
             if len(reference) < count:
-                kalends_row.note += f"; only {len(reference)} slots"
+                inst.note += f"; only {len(reference)} slots"
+            single = k.single_call(count)
+            if single < count:
+                inst.note += (
+                    f"; one call stops at the 100-year search bound ({single} slots), "
+                    "so the query is continued from the last slot"
+                )
+            rows.append(inst)
+            ts = _time(k.slots_timed, count, repeat)
+            rows.append(_row("kalends", "next_slots", ts, "full slots (local time, DST note)"))
         except Exception as exc:
             reference = None
-            kalends_row = None
-            rows.append(Row("kalends", "next_instants", None, None, 0, None, error=_err(exc)))
+            rows.append(Row("kalends", "next_instants", error=_err(exc)))
 
     for runner in _peers(rule):
         try:
-            t = _time(runner.produce, count, repeat)
+            tp = _time(runner.produce, count, repeat)
         except Exception as exc:
-            rows.append(Row(runner.library, runner.note, None, None, 0, None, error=_err(exc)))
+            rows.append(Row(runner.library, runner.note, error=_err(exc)))
             continue
-        row = Row(runner.library, runner.note, _rate(t, len(t.result)), t.best, len(t.result), None)
-        if len(t.result) < count:
-            row.note = f"only {len(t.result)} slots"
+        row = _row(runner.library, runner.note, tp)
+        if len(tp.result) < count:
+            row.note = f"only {len(tp.result)} slots"
         if reference is not None:
-            cmp = compare(reference, t.result, zone, rule.wall_times, runner.library)
+            cmp = compare(reference, tp.result, zone, rule.wall_times, runner.library)
             row.dst_correct = cmp.dst_correct
             row.differences = cmp.differences
             if cmp.note:
                 row.note = "; ".join(x for x in (row.note, cmp.note) if x)
         rows.append(row)
 
-    result = RuleResult(rule, rows, kalends_row)
+    result = RuleResult(rule, rows)
     peers = [r for r in rows if r.library != "kalends" and r.slots_per_s]
-    if kalends_row is not None and kalends_row.slots_per_s and peers:
-        best = max(peers, key=lambda r: r.slots_per_s or 0.0)
-        result.fastest = best.library
-        result.ratio_fastest = kalends_row.slots_per_s / (best.slots_per_s or math.nan)
-        ok = [r for r in peers if r.dst_correct]
-        if ok:
-            best_ok = max(ok, key=lambda r: r.slots_per_s or 0.0)
-            result.fastest_dst_correct = best_ok.library
-            result.ratio_fastest_dst_correct = kalends_row.slots_per_s / (
-                best_ok.slots_per_s or math.nan
-            )
+    if peers:
+        result.fastest = max(peers, key=lambda r: r.slots_per_s or 0.0)
+    ok = [r for r in peers if r.dst_correct]
+    if ok:
+        result.fastest_dst_correct = max(ok, key=lambda r: r.slots_per_s or 0.0)
     return result
 
 
@@ -629,41 +628,16 @@ def _fmt_rate(rate: float | None) -> str:
     return f"{rate:,.0f}" if rate else "-"
 
 
-def _fmt_ratio(ratio: float | None, who: str) -> str:
-    return f"{ratio:.2f}x ({who})" if ratio is not None else "n/a"
+def _fmt_ratio(ratio: float | None) -> str:
+    return f"{ratio:.2f}x" if ratio is not None else "n/a"
 
 
 def _fmt_flag(flag: bool | None) -> str:
     return "-" if flag is None else ("yes" if flag else "NO")
 
 
-def print_table(results: Sequence[RuleResult], count: int, repeat: int, elapsed: float) -> None:
-    v = _versions()
-    print(
-        f"Next {count:,} slots after {START:%Y-%m-%dT%H:%M:%SZ}; best of {repeat} "
-        f"(after 1 warm-up); " + ", ".join(f"{k} {val}" for k, val in v.items())
-    )
-    header = ("rule", "library", "variant", "slots/s", "DST-correct", "diffs", "kalends/peer")
-    body: list[tuple[str, ...]] = []
-    for res in results:
-        k_rate = res.kalends.slots_per_s if res.kalends else None
-        for i, row in enumerate(res.rows):
-            ratio = ""
-            if row.library != "kalends" and k_rate and row.slots_per_s:
-                ratio = f"{k_rate / row.slots_per_s:.2f}x"
-            body.append(
-                (
-                    f"{res.rule.key} {res.rule.label}" if i == 0 else "",
-                    row.library,
-                    row.variant,
-                    "error" if row.error else _fmt_rate(row.slots_per_s),
-                    _fmt_flag(row.dst_correct),
-                    str(len(row.differences)) if row.dst_correct is not None else "-",
-                    ratio,
-                )
-            )
+def _grid(header: Sequence[str], body: Sequence[Sequence[str]], right: set[int]) -> list[str]:
     widths = [max(len(r[c]) for r in [header, *body]) for c in range(len(header))]
-    right = {3, 5, 6}
 
     def line(cells: Sequence[str]) -> str:
         return "  ".join(
@@ -671,54 +645,99 @@ def print_table(results: Sequence[RuleResult], count: int, repeat: int, elapsed:
             for j, (c, w) in enumerate(zip(cells, widths, strict=True))
         ).rstrip()
 
-    print()
-    print(line(header))
-    print(line(["-" * w for w in widths]))
-    for cells in body:
-        print(line(cells))
+    return [line(header), line(["-" * w for w in widths]), *(line(r) for r in body)]
 
-    print()
-    print("kalends next_instants vs fastest peer / fastest DST-correct peer:")
+
+def print_table(results: Sequence[RuleResult], count: int, repeat: int, elapsed: float) -> None:
+    v = _versions()
+    print(
+        f"Next {count:,} slots after {START:%Y-%m-%dT%H:%M:%SZ}, best of {repeat} runs "
+        "after 1 warm-up; " + ", ".join(f"{k} {val}" for k, val in v.items())
+    )
+    header = ("rule", "library", "variant", "slots/s", "DST-correct", "diffs", "kalends/this")
+    body: list[tuple[str, ...]] = []
     for res in results:
-        print(
-            f"  {res.rule.key} {res.rule.label}: "
-            f"{_fmt_ratio(res.ratio_fastest, res.fastest)}; "
-            f"DST-correct: {_fmt_ratio(res.ratio_fastest_dst_correct, res.fastest_dst_correct)}"
-        )
+        k = res.kalends("next_instants")
+        for i, row in enumerate(res.rows):
+            ratio = ""
+            if row.library != "kalends":
+                ratio = _fmt_ratio(res.ratio("next_instants", row)) if k else "n/a"
+            body.append(
+                (
+                    f"{res.rule.key} {res.rule.label}" if i == 0 else "",
+                    row.library,
+                    row.variant,
+                    "error" if row.error else _fmt_rate(row.slots_per_s),
+                    _fmt_flag(row.dst_correct),
+                    str(len(row.differences)) if row.dst_correct is not None else "",
+                    ratio,
+                )
+            )
+    print()
+    print("\n".join(_grid(header, body, {3, 5, 6})))
 
     print()
-    print("Differences from kalends (UTC instants; kalends gap policy: shift):")
-    any_diff = False
+    print("kalends / fastest peer, and / fastest DST-correct peer (same instants as kalends):")
+    header2 = (
+        "rule",
+        "fastest peer",
+        "next_instants",
+        "next_slots",
+        "fastest DST-correct peer",
+        "next_instants",
+        "next_slots",
+    )
+    body2: list[tuple[str, ...]] = []
+    for res in results:
+        f, ok = res.fastest, res.fastest_dst_correct
+        body2.append(
+            (
+                res.rule.key,
+                f"{f.name} ({_fmt_rate(f.slots_per_s)}/s)" if f else "-",
+                _fmt_ratio(res.ratio("next_instants", f)),
+                _fmt_ratio(res.ratio("next_slots", f)),
+                f"{ok.name} ({_fmt_rate(ok.slots_per_s)}/s)" if ok else "none",
+                _fmt_ratio(res.ratio("next_instants", ok)),
+                _fmt_ratio(res.ratio("next_slots", ok)),
+            )
+        )
+    print("\n".join(_grid(header2, body2, {2, 3, 5, 6})))
+
+    print()
+    print("Differences from kalends (as UTC instants; kalends gap policy: shift):")
+    shown = False
     for res in results:
         for row in res.rows:
+            head = f"  rule {res.rule.key} {res.rule.label} - {row.name}"
             if row.error:
-                print(f"  rule {res.rule.key} {row.library} {row.variant}: {row.error}")
-                any_diff = True
+                print(f"{head}: {row.error}")
+                shown = True
                 continue
             if row.library == "kalends":
-                if "DIFFERS" in row.note or "only" in row.note:
-                    print(f"  rule {res.rule.key} kalends: {row.note}")
-                    any_diff = True
+                if row.note and row.variant == "next_instants" and ";" in row.note:
+                    print(f"{head}: note: {row.note.split('; ', 1)[1]}")
+                    shown = True
                 continue
             if not row.differences and not row.note:
                 continue
-            any_diff = True
-            name = f"{row.library} ({row.variant})" if row.variant else row.library
+            shown = True
             extra = f" [{row.note}]" if row.note else ""
-            print(
-                f"  rule {res.rule.key} {res.rule.label} - {name}: "
-                f"{len(row.differences)} difference(s){extra}"
-            )
+            print(f"{head}: {len(row.differences)} difference(s){extra}")
             for text in row.differences[:DIFF_LINES_SHOWN]:
                 print(f"    {text}")
             if len(row.differences) > DIFF_LINES_SHOWN:
-                print(
-                    f"    ... and {len(row.differences) - DIFF_LINES_SHOWN} more (--json lists all)"
-                )
-    if not any_diff:
+                more = len(row.differences) - DIFF_LINES_SHOWN
+                print(f"    ... and {more} more (--json lists all)")
+    if not shown:
         print("  none")
     print()
     print(f"total wall time {elapsed:.1f}s")
+
+
+def _row_json(row: Row | None) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    return {"library": row.library, "variant": row.variant, "slots_per_s": row.slots_per_s}
 
 
 def to_json(results: Sequence[RuleResult], count: int, repeat: int, elapsed: float) -> str:
@@ -735,16 +754,24 @@ def to_json(results: Sequence[RuleResult], count: int, repeat: int, elapsed: flo
                 "zone": res.rule.zone,
                 "kalends_rule": dict(res.rule.kalends),
                 "cron": res.rule.cron,
-                "ratio_kalends_over_fastest_peer": res.ratio_fastest,
-                "fastest_peer": res.fastest or None,
-                "ratio_kalends_over_fastest_dst_correct_peer": res.ratio_fastest_dst_correct,
-                "fastest_dst_correct_peer": res.fastest_dst_correct or None,
+                "fastest_peer": _row_json(res.fastest),
+                "fastest_dst_correct_peer": _row_json(res.fastest_dst_correct),
+                "ratios": {
+                    variant: {
+                        "over_fastest_peer": res.ratio(variant, res.fastest),
+                        "over_fastest_dst_correct_peer": res.ratio(
+                            variant, res.fastest_dst_correct
+                        ),
+                    }
+                    for variant in ("next_instants", "next_slots")
+                },
                 "results": [
                     {
                         "library": row.library,
                         "variant": row.variant,
                         "slots_per_s": row.slots_per_s,
                         "best_s": row.best_s,
+                        "warmup_s": row.warmup_s,
                         "produced": row.produced,
                         "dst_correct": row.dst_correct,
                         "differences": row.differences,

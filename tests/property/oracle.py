@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, date, datetime, time, timedelta
-from functools import lru_cache
+from functools import cache
 from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
 
@@ -40,7 +40,7 @@ class Resolution(NamedTuple):
     at: datetime
 
 
-@lru_cache(maxsize=None)
+@cache
 def tz(zone: str) -> ZoneInfo:
     return ZoneInfo(zone)
 
@@ -138,7 +138,9 @@ def _cron_number(text: str, names: Sequence[str], first_name: int) -> int:
     return int(text)
 
 
-def _cron_field(text: str, low: int, high: int, names: Sequence[str] = (), first: int = 0) -> set[int]:
+def _cron_field(
+    text: str, low: int, high: int, names: Sequence[str] = (), first: int = 0
+) -> set[int]:
     values: set[int] = set()
     for item in text.split(","):
         body, _, step_text = item.partition("/")
@@ -182,8 +184,8 @@ class _Contribution(NamedTuple):
 
 
 def parse_time(text: str) -> time:
-    parts = [int(p) for p in text.split(":")]
-    return time(*parts)
+    hour, minute, *second = (int(p) for p in text.split(":"))
+    return time(hour, minute, second[0] if second else 0)
 
 
 def _dates(lo: datetime, hi: datetime, zone: str) -> Iterator[date]:
@@ -340,7 +342,7 @@ def slots(
     return result
 
 
-@lru_cache(maxsize=None)
+@cache
 def transitions(zone: str, first_year: int = 1970, last_year: int = 2100) -> tuple[datetime, ...]:
     """The instants ``zone`` changes offset, found by stepping two days at a time and bisecting.
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.table import Table
 
 from kalends.civil import DstNote, Slot, format_local, parse_rule, preview
@@ -17,9 +18,9 @@ from kalends.errors import InvalidInput, KalendsError
 # The largest preview one command prints.
 MAX_PREVIEW_COUNT = 10_000
 
-_NOTES = {
-    DstNote.SHIFTED: "shifted: the wall time does not exist that day",
-    DstNote.EARLIER: "earlier-of-two: the wall time occurs twice",
+_LEGEND = {
+    DstNote.SHIFTED: "shifted: the wall time does not exist that day; moved to the end of the gap",
+    DstNote.EARLIER: "earlier-of-two: the wall time occurs twice that day; the earlier is taken",
 }
 
 
@@ -99,18 +100,21 @@ def preview_command(
     if not slots:
         console.print("No slot within 100 years.")
         return
-    table = Table(title=f"Next {len(slots)} slot(s) of {parsed.kind}", title_justify="left")
-    table.add_column("#", justify="right", style="dim")
-    table.add_column("local time")
-    table.add_column("zone")
-    table.add_column("UTC")
-    table.add_column("DST")
+    zones = sorted({s.zone for s in slots})
+    one_zone = len(zones) == 1
+    title = f"Next {len(slots)} slot(s) of {parsed.kind}" + (f" in {zones[0]}" if one_zone else "")
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("#", justify="right", style="dim", no_wrap=True)
+    table.add_column("local time", no_wrap=True)
+    if not one_zone:
+        table.add_column("zone", no_wrap=True)
+    table.add_column("UTC", no_wrap=True)
+    table.add_column("DST", no_wrap=True)
     for i, slot in enumerate(slots, 1):
-        table.add_row(
-            str(i),
-            slot.local.strftime("%a %Y-%m-%d %H:%M:%S"),
-            slot.zone,
-            slot_json(slot)["at"],
-            _NOTES.get(slot.dst, "") if slot.dst is not None else "",
-        )
+        local = slot.local.strftime("%Y-%m-%d %H:%M:%S %a")
+        row = [str(i), local] + ([] if one_zone else [slot.zone])
+        row += [slot_json(slot)["at"], slot.dst.value if slot.dst is not None else ""]
+        table.add_row(*row)
     console.print(table)
+    for note in sorted({s.dst for s in slots if s.dst is not None}):
+        console.print(f"  [dim]{_LEGEND[note]}[/]")

@@ -106,7 +106,8 @@ def _sqlite_engine(url: str, busy_timeout_ms: int, echo: bool) -> Engine:
 def _postgresql_engine(url: str, busy_timeout_ms: int, schema: str | None, echo: bool) -> Engine:
     parsed = make_url(url)
     # connect_args replace the URL's own ``options``: keep those, e.g. a search_path.
-    options = [parsed.query["options"]] if isinstance(parsed.query.get("options"), str) else []
+    existing = parsed.query.get("options")
+    options = [existing] if isinstance(existing, str) else []
     # lock_timeout=0 would mean "wait forever" on PostgreSQL, unlike SQLite.
     options.append(f"-c lock_timeout={max(1, int(busy_timeout_ms))}")
     if schema is not None:

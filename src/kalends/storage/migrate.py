@@ -20,7 +20,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, text
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import StatementError
 
 from kalends.clock import Clock
 from kalends.config import resolve_database_url
@@ -143,7 +143,7 @@ def _bound(engine_or_url: Engine | str) -> Iterator[Engine]:
 def _translated() -> Iterator[None]:
     try:
         yield
-    except DBAPIError as exc:
+    except StatementError as exc:
         translated = translate_error(exc)
         if translated is None:
             raise

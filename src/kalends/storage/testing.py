@@ -30,8 +30,8 @@ from functools import cache
 from pathlib import Path
 
 import psycopg
-from psycopg import sql
 import pytest
+from psycopg import sql
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 

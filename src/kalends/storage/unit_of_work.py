@@ -26,11 +26,11 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Engine
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError, StatementError
 from sqlalchemy.sql.selectable import GenerativeSelect
 
 from kalends.clock import Clock, SystemClock
-from kalends.errors import DatabaseBusy, InvalidInput, StorageError
+from kalends.errors import DatabaseBusy, InvalidInput, KalendsError, StorageError
 from kalends.storage.engine import WRITE_OPTION
 
 __all__ = [
@@ -147,7 +147,7 @@ class Store:
                         yield connection
                 finally:
                     self._active.reset(token)
-        except DBAPIError as exc:
+        except StatementError as exc:
             translated = translate_error(exc)
             if translated is None:
                 raise
@@ -183,8 +183,15 @@ class Store:
         self.engine.dispose()
 
 
-def translate_error(exc: DBAPIError) -> StorageError | None:
-    """Return the kalends error a driver error means, or ``None`` to let it through."""
+def translate_error(exc: StatementError) -> KalendsError | None:
+    """Return the kalends error a SQLAlchemy error means, or ``None`` to let it through.
+
+    A kalends error raised while binding parameters (a naive datetime) is itself.
+    """
+    if isinstance(exc.orig, KalendsError):
+        return exc.orig
+    if not isinstance(exc, DBAPIError):
+        return None
     if is_busy_error(exc):
         return DatabaseBusy(
             f"the database is busy (locked by another transaction); nothing was written: {exc.orig}"

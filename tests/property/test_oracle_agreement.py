@@ -1,0 +1,633 @@
+"""The civil engine agrees with the brute-force oracle of ``oracle.py``, slot for slot.
+
+Rules are random over every kind, zones are drawn from a list of the awkward
+ones (half-hour DST, midnight transitions, negative DST, skipped days), and the
+``after`` instants are aimed at DST transitions. Each comparison asks the engine
+for one slot more than the oracle finds in a window, so a slot the engine adds
+inside the window, or one it misses, fails the test.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
+from typing import Any, NamedTuple
+from zoneinfo import ZoneInfo
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from kalends.civil import (
+    Slot,
+    latest_due,
+    next_instants,
+    next_slot,
+    next_slots,
+    parse_cron,
+    parse_rule,
+    preview,
+    rule_to_json,
+    slots_between,
+)
+
+from . import oracle
+from .oracle import OracleSlot
+
+Json = dict[str, Any]
+
+ZONES = (
+    "Australia/Lord_Howe",  # 30-minute DST
+    "Pacific/Apia",  # 2011-12-30 skipped
+    "Pacific/Fakaofo",  # 2011-12-30 skipped too
+    "America/Santiago",  # transitions at midnight
+    "America/Havana",  # transitions at midnight
+    "America/Asuncion",  # transitions at midnight
+    "Europe/Dublin",  # negative DST in winter
+    "Antarctica/Troll",  # 2-hour DST
+    "Africa/Casablanca",  # DST suspended for Ramadan
+    "America/New_York",
+    "Europe/Berlin",
+    "Australia/Sydney",
+    "Asia/Kathmandu",  # +05:45
+    "America/St_Johns",  # -03:30, with DST
+    "Pacific/Chatham",  # +12:45 / +13:45
+    "America/Nuuk",
+    "America/Godthab",  # a link to America/Nuuk
+    "Asia/Tehran",
+    "America/Sao_Paulo",
+    "Europe/London",
+    "Europe/Moscow",
+    "Pacific/Kiritimati",  # +14, skipped 1994-12-31
+    "Pacific/Kwajalein",  # skipped 1993-08-21
+    "America/Caracas",  # -04:30 from 2007 to 2016
+    "Asia/Gaza",
+    "Asia/Jerusalem",
+    "Africa/Cairo",
+    "America/Mexico_City",
+    "Asia/Pyongyang",  # -00:30 in 2015
+    "Australia/Adelaide",
+    "Pacific/Norfolk",
+    "America/Scoresbysund",
+    "Europe/Lisbon",
+    "Asia/Dhaka",  # DST once, in 2009
+    "Africa/Monrovia",  # -00:44:30 until 1972: offsets in seconds
+    "America/Los_Angeles",
+    "UTC",
+)
+
+FIRST = int(datetime(1970, 1, 1, tzinfo=UTC).timestamp())
+LAST = int(datetime(2100, 1, 1, tzinfo=UTC).timestamp())
+MINUTE_WINDOW = timedelta(days=3)
+DAY_WINDOW = timedelta(days=62)
+
+
+def observed(slot: Slot) -> OracleSlot:
+    """An engine slot as the oracle writes one, after checking the types the doc promises."""
+    assert slot.at.utcoffset() == timedelta(0), slot
+    assert slot.local.tzinfo is None, slot
+    assert slot.dst is None or slot.dst.value in (oracle.SHIFTED, oracle.EARLIER), slot
+    return OracleSlot(slot.at, slot.local, slot.zone, None if slot.dst is None else str(slot.dst))
+
+
+class Scenario(NamedTuple):
+    rule: Json
+    after: datetime
+    origin: datetime
+    window: timedelta
+
+    @property
+    def end(self) -> datetime:
+        return self.after + self.window
+
+    def oracle_slots(self) -> list[OracleSlot]:
+        """The oracle's slots with ``after < at <= end``."""
+        found = oracle.slots(self.rule, self.after, self.end, origin=self.origin)
+        return [s for s in found if s.at > self.after]
+
+
+def assert_agrees(s: Scenario) -> None:
+    expected = s.oracle_slots()
+    got = next_slots(parse_rule(s.rule), s.after, len(expected) + 1, origin=s.origin)
+    assert [observed(g) for g in got[: len(expected)]] == expected
+    if len(got) > len(expected):
+        assert got[-1].at > s.end, f"the engine found {got[-1]}, the oracle nothing in the window"
+
+
+# --- strategies ----------------------------------------------------------------------
+
+GAP_PRONE_TIMES = (
+    "00:00",
+    "00:30",
+    "01:00",
+    "01:30",
+    "01:45",
+    "02:00",
+    "02:15",
+    "02:30",
+    "03:00",
+    "03:30",
+    "23:30",
+    "23:59",
+    "12:00",
+)
+
+
+def format_time(t: time) -> str:
+    return f"{t:%H:%M:%S}" if t.second else f"{t:%H:%M}"
+
+
+def times_of_day() -> st.SearchStrategy[str]:
+    return st.one_of(
+        st.sampled_from(GAP_PRONE_TIMES),
+        st.builds(time, st.integers(0, 23), st.integers(0, 59)).map(format_time),
+        st.builds(time, st.integers(0, 23), st.integers(0, 59), st.integers(1, 59)).map(
+            format_time
+        ),
+    )
+
+
+gaps = st.sampled_from((None, "skip", "shift"))
+zones = st.sampled_from(ZONES)
+
+
+def with_gap(rule: Json, gap: str | None) -> Json:
+    return rule if gap is None else {**rule, "gap": gap}
+
+
+@st.composite
+def instants(draw: st.DrawFn, zone: str) -> datetime:
+    """An instant in 1970-2100, often hours or days before one of ``zone``'s transitions."""
+    near = oracle.transitions(zone) or oracle.transitions("America/New_York")
+    if draw(st.booleans()):
+        before = draw(st.one_of(st.integers(0, 6 * 3600), st.integers(0, 4 * 86400)))
+        at = draw(st.sampled_from(near)) - timedelta(seconds=before)
+    else:
+        at = datetime.fromtimestamp(draw(st.integers(FIRST, LAST)), UTC)
+    # Whole minutes and hours make ``after`` land exactly on slots.
+    grain = draw(st.sampled_from((1, 60, 900, 3600)))
+    return datetime.fromtimestamp(int(at.timestamp()) // grain * grain, UTC)
+
+
+@st.composite
+def presented(draw: st.DrawFn, at: datetime, zone: str) -> datetime:
+    """The same instant in UTC, in the rule's zone, or at a fixed offset."""
+    shown_in: tzinfo = draw(
+        st.sampled_from((UTC, ZoneInfo(zone), timezone(timedelta(hours=-9, minutes=-30))))
+    )
+    return at.astimezone(shown_in)
+
+
+@st.composite
+def origins(draw: st.DrawFn, after: datetime) -> datetime:
+    """Usually a little before ``after`` (a Play or a completion), sometimes after it."""
+    seconds = draw(st.integers(-2 * 86400, 30 * 86400))
+    grain = draw(st.sampled_from((1, 60, 3600)))
+    return datetime.fromtimestamp(int(after.timestamp() - seconds) // grain * grain, UTC)
+
+
+def wall_rule(zone: str, kind: str) -> st.SearchStrategy[Json]:
+    """A wall-clock rule of ``kind`` (not cron) in ``zone``."""
+    base: dict[str, st.SearchStrategy[Any]] = {"zone": st.just(zone), "kind": st.just(kind)}
+    if kind == "times":
+        base["times"] = st.lists(times_of_day(), min_size=1, max_size=8)
+    else:
+        base["time"] = times_of_day()
+    if kind == "weekdays":
+        base["days"] = st.lists(st.integers(1, 7), min_size=1, max_size=7, unique=True)
+    if kind == "monthly":
+        base["day"] = st.one_of(st.integers(28, 31), st.integers(1, 31))
+    if kind == "completion_relative":
+        base["days"] = st.integers(0, 40)
+    rule = st.fixed_dictionaries(base)
+    if kind == "daily":
+        rule = st.tuples(rule, st.one_of(st.none(), st.integers(1, 10))).map(
+            lambda pair: pair[0] if pair[1] is None else {**pair[0], "interval_days": pair[1]}
+        )
+    return st.tuples(rule, gaps).map(lambda pair: with_gap(*pair))
+
+
+MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+
+
+def cron_field(
+    low: int, high: int, names: tuple[str, ...] = (), first: int = 0, values: Any = None
+) -> st.SearchStrategy[str]:
+    """One cron field: lists of ``*``, values, ranges and steps, names sometimes."""
+    number = values if values is not None else st.integers(low, high)
+
+    def show(value: int) -> st.SearchStrategy[str]:
+        name_index = value - first
+        if names and 0 <= name_index < len(names):
+            return st.sampled_from((str(value), names[name_index], names[name_index].upper()))
+        return st.just(str(value))
+
+    def ordered(pair: tuple[int, int]) -> tuple[int, int]:
+        return (min(pair), max(pair))
+
+    single = number.flatmap(show)
+    span = st.tuples(number, number).map(ordered)
+    ranged = span.flatmap(lambda p: st.tuples(show(p[0]), show(p[1]))).map("-".join)
+    step = st.integers(1, high - low + 1)
+    item = st.one_of(
+        st.just("*"),
+        step.map(lambda n: f"*/{n}"),
+        single,
+        ranged,
+        st.tuples(ranged, step).map(lambda p: f"{p[0]}/{p[1]}"),
+        st.tuples(single, step).map(lambda p: f"{p[0]}/{p[1]}"),
+    )
+    return st.lists(item, min_size=1, max_size=3).map(",".join)
+
+
+def cron_expressions() -> st.SearchStrategy[str]:
+    gap_hours = st.one_of(st.integers(0, 23), st.sampled_from((0, 1, 2, 3)))
+    minute = st.one_of(cron_field(0, 59), st.sampled_from(("0", "30", "*/15", "15,45", "*")))
+    hour = st.one_of(cron_field(0, 23, values=gap_hours), st.sampled_from(("*", "*/2", "2", "0")))
+    dom = st.one_of(st.just("*"), cron_field(1, 31))
+    month = st.one_of(st.just("*"), cron_field(1, 12, MONTHS, 1))
+    dow = st.one_of(st.just("*"), cron_field(0, 7, DAYS, 0))
+    return st.tuples(minute, hour, dom, month, dow).map(" ".join)
+
+
+def cron_rule(zone: str) -> st.SearchStrategy[Json]:
+    rule = st.builds(lambda e: {"kind": "cron", "expression": e, "zone": zone}, cron_expressions())
+    return st.tuples(rule, gaps).map(lambda pair: with_gap(*pair))
+
+
+CALENDAR_KINDS = ("daily", "weekdays", "times", "monthly", "cron")
+
+
+@st.composite
+def calendar_entry(draw: st.DrawFn, zone: str) -> Json:
+    entry_zone = draw(st.one_of(st.just(zone), zones))
+    kind = draw(st.sampled_from(CALENDAR_KINDS))
+    if kind == "cron":
+        return draw(cron_rule(entry_zone))
+    rule = draw(wall_rule(entry_zone, kind))
+    rule.pop("interval_days", None)
+    return rule
+
+
+def elapsed_rule() -> st.SearchStrategy[Json]:
+    minutes = st.one_of(
+        st.builds(lambda m: {"minutes": m}, st.integers(15, 3000)),
+        st.builds(lambda h: {"hours": h}, st.integers(1, 100)),
+    )
+    delay = st.one_of(
+        st.builds(lambda m: {"minutes": m}, st.integers(1, 5000)),
+        st.builds(lambda h: {"hours": h}, st.integers(1, 70)),
+    )
+    return st.one_of(
+        st.just({"kind": "immediate"}),
+        minutes.map(lambda f: {"kind": "every", **f}),
+        delay.map(lambda f: {"kind": "after", **f}),
+    )
+
+
+@st.composite
+def scenarios(draw: st.DrawFn, kind: str, scale: int = 1) -> Scenario:
+    """A rule of ``kind`` with an ``after`` near a transition, an origin and a window."""
+    zone = draw(zones)
+    after = draw(instants(zone))
+    origin = draw(origins(after))
+    window = DAY_WINDOW
+    rule: Json
+    if kind in ("daily", "weekdays", "times", "monthly", "completion_relative"):
+        rule = draw(wall_rule(zone, kind))
+    elif kind == "cron":
+        rule = draw(cron_rule(zone))
+        window = MINUTE_WINDOW
+    elif kind == "elapsed":
+        rule = draw(elapsed_rule())
+        window = MINUTE_WINDOW if rule["kind"] == "every" else timedelta(days=4)
+    elif kind == "calendars":
+        entries = draw(st.lists(calendar_entry(zone), min_size=1, max_size=8))
+        rule = with_gap({"kind": "calendars", "calendars": entries}, draw(gaps))
+        if any(e["kind"] == "cron" for e in entries):
+            window = MINUTE_WINDOW
+    elif kind == "at":
+        day_offset = timedelta(minutes=draw(st.integers(-1440, 62 * 1440)))
+        local = oracle.wall(after, zone).replace(second=0) + day_offset
+        assume(oracle.classify(local, zone).kind == "exact")
+        rule = {"kind": "at", "local": local.isoformat(), "zone": zone}
+    else:
+        raise AssertionError(kind)
+    return Scenario(rule, draw(presented(after, zone)), origin, window * scale)
+
+
+KINDS = ("daily", "weekdays", "times", "monthly", "completion_relative", "cron", "elapsed", "at")
+any_kind = st.sampled_from((*KINDS, "calendars"))
+
+
+# --- agreement with the oracle ----------------------------------------------------------
+
+
+class TestNextSlotsAgreeWithTheOracle:
+    @given(scenarios("daily"))
+    def test_daily_rules_agree_including_day_intervals(self, s: Scenario) -> None:
+        assert_agrees(s)
+
+    @given(scenarios("weekdays"))
+    def test_weekday_rules_agree(self, s: Scenario) -> None:
+        assert_agrees(s)
+
+    @given(scenarios("times"))
+    def test_rules_of_several_daily_times_agree(self, s: Scenario) -> None:
+        assert_agrees(s)
+
+    @given(scenarios("monthly"))
+    def test_monthly_rules_agree(self, s: Scenario) -> None:
+        assert_agrees(s)
+
+    @given(scenarios("completion_relative"))
+    def test_completion_relative_rules_agree(self, s: Scenario) -> None:
+        assert_agrees(s)
+
+    @given(scenarios("cron"))
+    def test_cron_rules_agree_both_wall_clock_and_elapsed(self, s: Scenario) -> None:
+        assert_agrees(s)
+
+    @given(scenarios("elapsed"))
+    def test_elapsed_rules_agree(self, s: Scenario) -> None:
+        assert_agrees(s)
+
+    @given(scenarios("at"))
+    def test_one_time_rules_agree(self, s: Scenario) -> None:
+        assert_agrees(s)
+
+    @given(scenarios("calendars"))
+    def test_calendar_unions_agree_and_coalesce(self, s: Scenario) -> None:
+        assert_agrees(s)
+
+
+class TestQueriesAgreeWithTheOracle:
+    @given(any_kind.flatmap(scenarios), st.floats(0, 1), st.booleans())
+    def test_latest_due_is_the_last_oracle_slot_after_the_high_water(
+        self, s: Scenario, fraction: float, just_after_a_slot: bool
+    ) -> None:
+        now = s.after + s.window * fraction
+        seen = s.oracle_slots()
+        if just_after_a_slot and seen:
+            now = seen[len(seen) // 2].at
+        expected = [x for x in seen if x.at <= now]
+        got = latest_due(parse_rule(s.rule), now, high_water=s.after, origin=s.origin)
+        assert (None if got is None else observed(got)) == (expected[-1] if expected else None)
+
+    @given(any_kind.flatmap(scenarios), st.floats(0, 1))
+    def test_slots_between_are_the_oracle_slots_of_the_window(
+        self, s: Scenario, fraction: float
+    ) -> None:
+        start = s.after
+        end = s.after + s.window * fraction
+        expected = [x for x in oracle.slots(s.rule, start, end, origin=s.origin) if x.at < end]
+        got = slots_between(parse_rule(s.rule), start, end, origin=s.origin)
+        assert [observed(g) for g in got] == expected
+
+    @given(any_kind.flatmap(scenarios), st.integers(0, 40))
+    def test_next_instants_are_the_instants_of_next_slots(self, s: Scenario, count: int) -> None:
+        rule = parse_rule(s.rule)
+        slots = next_slots(rule, s.after, count, origin=s.origin)
+        assert next_instants(rule, s.after, count, origin=s.origin) == [x.at for x in slots]
+        one = next_slots(rule, s.after, 1, origin=s.origin)
+        assert next_slot(rule, s.after, origin=s.origin) == (one[0] if one else None)
+
+    @given(any_kind.flatmap(scenarios), st.integers(0, 20))
+    def test_preview_is_next_slots_from_after_except_that_immediate_shows_its_origin(
+        self, s: Scenario, count: int
+    ) -> None:
+        rule = parse_rule(s.rule)
+        shown = preview(rule, s.after, count)
+        if s.rule["kind"] == "immediate":
+            at = s.after.astimezone(UTC)
+            assert shown == [Slot(at, at.replace(tzinfo=None), "UTC", None)][:count]
+        else:
+            assert shown == next_slots(rule, s.after, count, origin=s.after)
+
+
+class TestRulesAsJson:
+    @given(any_kind.flatmap(scenarios))
+    def test_canonical_json_round_trips_exactly(self, s: Scenario) -> None:
+        rule = parse_rule(s.rule)
+        assert rule_to_json(rule) == s.rule
+        assert parse_rule(rule_to_json(rule)) == rule
+
+    @given(cron_expressions())
+    def test_cron_fields_parse_to_the_sets_the_oracle_reads(self, expression: str) -> None:
+        spec = parse_cron(expression)
+        mine = oracle.parse_cron(expression)
+        assert (spec.minutes, spec.hours, spec.days, spec.months, spec.weekdays) == (
+            mine.minutes,
+            mine.hours,
+            mine.days,
+            mine.months,
+            mine.weekdays,
+        )
+        assert (spec.dom_star, spec.dow_star, spec.wall_clock) == (
+            mine.dom_star,
+            mine.dow_star,
+            mine.wall_clock,
+        )
+
+
+class TestSubSecondInstants:
+    @given(elapsed_rule(), st.integers(FIRST, LAST), st.integers(1, 999_999))
+    def test_elapsed_slots_keep_the_origins_fraction_of_a_second(
+        self, rule: Json, second: int, micro: int
+    ) -> None:
+        origin = datetime.fromtimestamp(second, UTC).replace(microsecond=micro)
+        after = origin - timedelta(seconds=1)
+        s = Scenario(rule, after, origin, timedelta(days=4))
+        expected = s.oracle_slots()[:3]
+        assert [observed(g) for g in next_slots(parse_rule(rule), after, 3, origin=origin)] == (
+            expected
+        )
+
+
+# --- regressions at named transitions -----------------------------------------------------
+
+
+def local_day_slots(rule: Json, day: date, *, origin: datetime | None = None) -> list[OracleSlot]:
+    """The engine's slots whose wall time falls on ``day``, checked against the oracle too."""
+    start = datetime.combine(day - timedelta(days=2), time(), UTC)
+    end = datetime.combine(day + timedelta(days=3), time(), UTC)
+    got = [observed(x) for x in slots_between(parse_rule(rule), start, end, origin=origin)]
+    assert got == [x for x in oracle.slots(rule, start, end, origin=origin or start) if x.at < end]
+    return [x for x in got if x.local.date() == day]
+
+
+def utc(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def local(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+class TestRegressionsAtNamedTransitions:
+    @pytest.mark.parametrize("gap", ["skip", "shift"])
+    @pytest.mark.parametrize("clock", ["00:00", "09:00", "23:59"])
+    def test_apia_has_no_daily_slot_on_the_skipped_2011_12_30(self, gap: str, clock: str) -> None:
+        rule = {"kind": "daily", "time": clock, "zone": "Pacific/Apia", "gap": gap}
+        assert local_day_slots(rule, date(2011, 12, 30)) == []
+        assert len(local_day_slots(rule, date(2011, 12, 29))) == 1
+        assert len(local_day_slots(rule, date(2011, 12, 31))) == 1
+
+    def test_lord_howe_every_quarter_hour_loses_two_slots_when_clocks_gain_half_an_hour(
+        self,
+    ) -> None:
+        rule = {"kind": "cron", "expression": "*/15 * * * *", "zone": "Australia/Lord_Howe"}
+        day = local_day_slots(rule, date(2026, 10, 4))
+        assert len(day) == 94
+        assert local("2026-10-04T02:00") not in [x.local for x in day]
+        assert local("2026-10-04T02:15") not in [x.local for x in day]
+
+    def test_lord_howe_every_quarter_hour_repeats_two_slots_when_clocks_lose_half_an_hour(
+        self,
+    ) -> None:
+        rule = {"kind": "cron", "expression": "*/15 * * * *", "zone": "Australia/Lord_Howe"}
+        day = local_day_slots(rule, date(2026, 4, 5))
+        assert len(day) == 98
+        assert [x.local for x in day].count(local("2026-04-05T01:45")) == 2
+
+    def test_lord_howe_daily_0215_shifts_to_0230_or_is_skipped(self) -> None:
+        shifted = {"kind": "daily", "time": "02:15", "zone": "Australia/Lord_Howe", "gap": "shift"}
+        assert local_day_slots(shifted, date(2026, 10, 4)) == [
+            OracleSlot(
+                utc("2026-10-03T15:30"), local("2026-10-04T02:30"), "Australia/Lord_Howe", "shifted"
+            )
+        ]
+        assert local_day_slots({**shifted, "gap": "skip"}, date(2026, 10, 4)) == []
+
+    @pytest.mark.parametrize(
+        ("gap", "expected"),
+        [
+            # The gap starts at midnight: 00:00 becomes the first instant after it, 01:00 CDT.
+            (
+                "shift",
+                [
+                    OracleSlot(
+                        utc("2026-03-08T05:00"),
+                        local("2026-03-08T01:00"),
+                        "America/Havana",
+                        "shifted",
+                    )
+                ],
+            ),
+            # Skipped: no slot that day.
+            ("skip", []),
+        ],
+    )
+    def test_havana_daily_midnight_in_the_midnight_gap(
+        self, gap: str, expected: list[OracleSlot]
+    ) -> None:
+        rule = {"kind": "daily", "time": "00:00", "zone": "America/Havana", "gap": gap}
+        assert local_day_slots(rule, date(2026, 3, 8)) == expected
+
+    def test_havana_daily_midnight_takes_the_earlier_of_the_repeated_midnight(self) -> None:
+        rule = {"kind": "daily", "time": "00:00", "zone": "America/Havana", "gap": "skip"}
+        assert local_day_slots(rule, date(2026, 11, 1)) == [
+            OracleSlot(
+                utc("2026-11-01T04:00"),
+                local("2026-11-01T00:00"),
+                "America/Havana",
+                "earlier-of-two",
+            )
+        ]
+
+    def test_dublin_daily_0130_shifts_in_march_and_takes_the_earlier_in_october(self) -> None:
+        rule = {"kind": "daily", "time": "01:30", "zone": "Europe/Dublin"}
+        assert local_day_slots(rule, date(2026, 3, 29)) == [
+            OracleSlot(
+                utc("2026-03-29T01:00"), local("2026-03-29T02:00"), "Europe/Dublin", "shifted"
+            )
+        ]
+        assert local_day_slots(rule, date(2026, 10, 25)) == [
+            OracleSlot(
+                utc("2026-10-25T00:30"),
+                local("2026-10-25T01:30"),
+                "Europe/Dublin",
+                "earlier-of-two",
+            )
+        ]
+
+    @pytest.mark.parametrize(
+        ("day", "count"),
+        [
+            (date(2026, 11, 1), 25),  # 01:00 happens twice
+            (date(2026, 3, 8), 23),  # 02:00 never happens
+        ],
+    )
+    def test_hourly_cron_follows_elapsed_hours_in_new_york(self, day: date, count: int) -> None:
+        rule = {"kind": "cron", "expression": "0 * * * *", "zone": "America/New_York"}
+        slots = local_day_slots(rule, day)
+        assert len(slots) == count
+        assert all(x.dst is None for x in slots)
+
+    @pytest.mark.parametrize(
+        ("day", "expected"),
+        [
+            # 02:30 does not exist: shifted to 03:00 EDT.
+            (
+                date(2026, 3, 8),
+                OracleSlot(
+                    utc("2026-03-08T07:00"),
+                    local("2026-03-08T03:00"),
+                    "America/New_York",
+                    "shifted",
+                ),
+            ),
+            # 02:30 exists once (01:00-02:00 repeats): 02:30 EST.
+            (
+                date(2026, 11, 1),
+                OracleSlot(
+                    utc("2026-11-01T07:30"), local("2026-11-01T02:30"), "America/New_York", None
+                ),
+            ),
+        ],
+    )
+    def test_cron_at_0230_fires_once_on_both_transition_days(
+        self, day: date, expected: OracleSlot
+    ) -> None:
+        rule = {"kind": "cron", "expression": "30 2 * * *", "zone": "America/New_York"}
+        assert local_day_slots(rule, day) == [expected]
+
+    def test_kwajalein_has_no_slot_on_the_skipped_1993_08_21(self) -> None:
+        rule = {"kind": "times", "times": ["00:00", "12:00", "23:59"], "zone": "Pacific/Kwajalein"}
+        assert local_day_slots(rule, date(1993, 8, 21)) == []
+
+    def test_monrovia_elapsed_cron_fires_at_whole_local_minutes_of_a_seconds_offset(self) -> None:
+        rule = {"kind": "cron", "expression": "*/20 * * * *", "zone": "Africa/Monrovia"}
+        slots = local_day_slots(rule, date(1971, 1, 1))
+        assert len(slots) == 72
+        assert slots[0] == OracleSlot(
+            utc("1971-01-01T00:44:30"), local("1971-01-01T00:00"), "Africa/Monrovia", None
+        )
+
+    def test_a_search_answers_none_past_a_century(self) -> None:
+        rule = parse_rule({"kind": "at", "local": "2127-01-01T00:00:00", "zone": "Europe/Berlin"})
+        assert next_slot(rule, utc("2026-01-01T00:00")) is None
+        assert next_slot(rule, utc("2027-01-01T00:00")) is not None
+        never = parse_rule({"kind": "cron", "expression": "0 0 30 2 *", "zone": "UTC"})
+        assert next_slots(never, utc("2026-01-01T00:00"), 3) == []
+
+
+# --- long runs (KALENDS_SLOW=1) -----------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("KALENDS_SLOW") != "1", reason="set KALENDS_SLOW=1")
+class TestLongRuns:
+    @settings(max_examples=500)
+    @given(any_kind.flatmap(lambda kind: scenarios(kind, scale=6)))
+    def test_rules_of_every_kind_agree_over_windows_six_times_longer(self, s: Scenario) -> None:
+        assert_agrees(s)
+
+    @settings(max_examples=500)
+    @given(any_kind.flatmap(scenarios), st.floats(0, 1))
+    def test_latest_due_agrees_over_many_more_examples(self, s: Scenario, fraction: float) -> None:
+        now = s.after + s.window * fraction
+        expected = [x for x in s.oracle_slots() if x.at <= now]
+        got = latest_due(parse_rule(s.rule), now, high_water=s.after, origin=s.origin)
+        assert (None if got is None else observed(got)) == (expected[-1] if expected else None)
