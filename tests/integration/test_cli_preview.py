@@ -11,6 +11,10 @@ from typing import Any
 import pytest
 
 NEW_YORK_DAILY = '{"kind":"daily","time":"02:30","zone":"America/New_York"}'
+AFTER = "2026-01-01T00:00:00Z"
+BAD_TIME = '{"kind":"daily","time":"24:00","zone":"UTC"}'
+ABBREVIATION = '{"kind":"daily","time":"09:00","zone":"CET"}'
+IN_GAP = '{"kind":"at","local":"2026-03-08T02:30:00","zone":"America/New_York"}'
 
 
 def kalends(*args: str) -> subprocess.CompletedProcess[str]:
@@ -76,36 +80,28 @@ class TestPreviewBadInput:
         ("args", "expected"),
         [
             # malformed JSON
-            (["--rule", "{nope", "--after", "2026-01-01T00:00:00Z"], "rule: not valid JSON"),
+            (["--rule", "{nope", "--after", AFTER], "rule: not valid JSON"),
             # an unknown kind names the field
-            (["--rule", '{"kind":"hourly"}', "--after", "2026-01-01T00:00:00Z"], "kind"),
+            (["--rule", '{"kind":"hourly"}', "--after", AFTER], "kind"),
             # a bad time names the field
-            (
-                ["--rule", '{"kind":"daily","time":"24:00","zone":"UTC"}', "--after", "2026-01-01T00:00:00Z"],
-                "time",
-            ),
+            (["--rule", BAD_TIME, "--after", AFTER], "time"),
             # an abbreviation is not a zone
-            (
-                ["--rule", '{"kind":"daily","time":"09:00","zone":"CET"}', "--after", "2026-01-01T00:00:00Z"],
-                "zone",
-            ),
+            (["--rule", ABBREVIATION, "--after", AFTER], "zone"),
             # an instant without offset is ambiguous
             (["--rule", NEW_YORK_DAILY, "--after", "2026-01-01T00:00:00"], "after"),
             # garbage instant
             (["--rule", NEW_YORK_DAILY, "--after", "yesterday"], "after"),
             # count out of range
-            (["--rule", NEW_YORK_DAILY, "--after", "2026-01-01T00:00:00Z", "--count", "0"], "count"),
-            (["--rule", NEW_YORK_DAILY, "--after", "2026-01-01T00:00:00Z", "--count", "10001"], "count"),
+            (["--rule", NEW_YORK_DAILY, "--after", AFTER, "--count", "0"], "count"),
+            (["--rule", NEW_YORK_DAILY, "--after", AFTER, "--count", "10001"], "count"),
             # a user-given wall time inside a gap names the transition
             (
-                [
-                    "--rule", '{"kind":"at","local":"2026-03-08T02:30:00","zone":"America/New_York"}',
-                    "--after", "2026-01-01T00:00:00Z",
-                ],
-                "2026-03-08T02:30:00 does not exist in America/New_York: clocks jump from 02:00 to 03:00",
+                ["--rule", IN_GAP, "--after", AFTER],
+                "2026-03-08T02:30:00 does not exist in America/New_York: "
+                "clocks jump from 02:00 to 03:00",
             ),
             # a missing file
-            (["--rule", "@/nonexistent/rule.json", "--after", "2026-01-01T00:00:00Z"], "rule: cannot read"),
+            (["--rule", "@/nonexistent/rule.json", "--after", AFTER], "rule: cannot read"),
         ],
     )  # fmt: skip
     def test_bad_input_exits_2_with_a_one_line_error_naming_the_field(

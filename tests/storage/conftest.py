@@ -15,6 +15,7 @@ from sqlalchemy import Engine, update
 from sqlalchemy.engine import Connection, RootTransaction
 
 from kalends.storage.engine import WRITE_OPTION
+from kalends.storage.migrate import upgrade
 from kalends.storage.schema import kalends_meta
 from kalends.storage.testing import StorageTarget, discover_postgresql, provision
 
@@ -71,8 +72,6 @@ def postgresql_target(tmp_path: Path) -> Iterator[StorageTarget]:
 @pytest.fixture
 def write_lock_holder(storage_target: StorageTarget) -> Iterator[WriteLockHolder]:
     """A write lock held by another connection on the (migrated) database under test."""
-    from kalends.storage.migrate import upgrade
-
     upgrade(storage_target.engine())
     holder = WriteLockHolder(storage_target.engine())
     try:
