@@ -19,8 +19,10 @@ is also the one compared), then ``--repeat`` timed runs with the garbage collect
 paused (as ``timeit`` does); the best run is reported.
 
 Correctness: each peer's instants (converted to UTC) are compared with kalends'
-``next_slots`` (gap policy ``shift``). A peer is "DST-correct" when its first
-``count`` instants equal kalends'. Every difference is listed with a reason (capped in
+``next_slots`` (gap policy ``shift``). A peer is "DST-correct" on a rule when its first
+``count`` instants equal kalends'; the "fastest DST-correct peer" of a rule is chosen
+among peers whose method was right on every rule of the run (a peer that returns
+nonexistent or duplicate times on one rule avoids them on another only by luck). Every difference is listed with a reason (capped in
 the table output; complete in ``--json``).
 
 Run from the repository root: ``python bench/recurrence.py [--json] [--count N]
@@ -605,10 +607,26 @@ def run_rule(rule: BenchRule, count: int, repeat: int) -> RuleResult:
     peers = [r for r in rows if r.library != "kalends" and r.slots_per_s]
     if peers:
         result.fastest = max(peers, key=lambda r: r.slots_per_s or 0.0)
-    ok = [r for r in peers if r.dst_correct]
-    if ok:
-        result.fastest_dst_correct = max(ok, key=lambda r: r.slots_per_s or 0.0)
     return result
+
+
+def judge_methods(results: Sequence[RuleResult]) -> set[str]:
+    """Picks each rule's fastest DST-correct peer, judging a peer's method over the whole run.
+
+    A peer that returned a nonexistent, duplicate or missing instant on any rule of the
+    run does not handle DST correctly, even on a rule whose times happen to avoid every
+    transition; it is left out of the "fastest DST-correct peer" of every rule.
+    Returns the names of the peers so left out.
+    """
+    wrong = {r.name for res in results for r in res.rows if r.dst_correct is False}
+    for res in results:
+        ok = [
+            r
+            for r in res.rows
+            if r.library != "kalends" and r.slots_per_s and r.dst_correct and r.name not in wrong
+        ]
+        res.fastest_dst_correct = max(ok, key=lambda r: r.slots_per_s or 0.0) if ok else None
+    return wrong
 
 
 # --------------------------------------------------------------------------- output
@@ -677,7 +695,7 @@ def print_table(results: Sequence[RuleResult], count: int, repeat: int, elapsed:
     print("\n".join(_grid(header, body, {3, 5, 6})))
 
     print()
-    print("kalends / fastest peer, and / fastest DST-correct peer (same instants as kalends):")
+    print("kalends / fastest peer, and / fastest peer whose DST results are right on every rule:")
     header2 = (
         "rule",
         "fastest peer",
@@ -817,11 +835,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     rules = [r for r in _rules() if not args.rule or r.key in args.rule]
     t0 = time.perf_counter()
     results = [run_rule(rule, args.count, args.repeat) for rule in rules]
+    wrong = judge_methods(results)
     elapsed = time.perf_counter() - t0
     if args.json:
         print(to_json(results, args.count, args.repeat, elapsed))
     else:
         print_table(results, args.count, args.repeat, elapsed)
+        if wrong:
+            print(
+                "Not counted as DST-correct on any rule (wrong instants on some rule of this run): "
+                + ", ".join(sorted(wrong))
+            )
     return 0
 
 
