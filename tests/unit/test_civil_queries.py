@@ -235,3 +235,21 @@ class TestPreview:
         with pytest.raises(InvalidRule) as info:
             parse_rule({"kind": "calendars", "calendars": [{"kind": "calendars", "calendars": []}]})
         assert info.value.field == "calendars[0].kind"
+
+
+class TestEdgesOfTheCalendar:
+    def test_a_search_near_year_9999_stops_at_the_last_representable_day(self) -> None:
+        daily = rule(kind="daily", time="09:00", zone="Pacific/Kiritimati")
+        found = next_slots(daily, utc(9999, 12, 25), 10)
+        assert found and found[-1].at < utc(9999, 12, 31)
+        assert [s.local.day for s in found] == list(range(26, 26 + len(found)))  # UTC+14
+
+    def test_catch_up_near_year_1_does_not_overflow(self) -> None:
+        daily = rule(kind="daily", time="09:00", zone="UTC")
+        slot = latest_due(daily, utc(1, 1, 5, 12))
+        assert slot is not None and slot.at == utc(1, 1, 5, 9)
+
+    def test_elapsed_cron_near_year_9999_stops_cleanly(self) -> None:
+        every_minute = rule(kind="cron", expression="*/30 * * * *", zone="America/New_York")
+        found = next_slots(every_minute, utc(9999, 12, 29, 12), 1000)
+        assert 0 < len(found) < 1000

@@ -17,6 +17,7 @@ _ALL_DAYS = frozenset(range(1, 32))
 _ALL_MONTHS = frozenset(range(1, 13))
 _ALL_WEEKDAYS = frozenset(range(1, 8))
 _MONTH_LENGTHS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+_FIRST_DAY = date(1, 1, 1).toordinal() - EPOCH_ORDINAL
 _LAST_DAY = date(9999, 12, 31).toordinal() - EPOCH_ORDINAL
 
 
@@ -61,7 +62,7 @@ class DayFilter:
 
     def between(self, first: int, last: int) -> Iterable[int]:
         """Matching day numbers from ``first`` to ``last`` inclusive, ascending."""
-        last = min(last, _LAST_DAY)
+        first, last = max(first, _FIRST_DAY), min(last, _LAST_DAY)
         if self.every_day:
             return range(first, last + 1)
         return self._scan(first, last)
@@ -92,5 +93,6 @@ class DayFilter:
 
 def every_nth(anchor: int, step: int, first: int, last: int) -> range:
     """Days ``anchor + k*step`` (k ≥ 0) from ``first`` to ``last`` inclusive."""
+    first = max(first, _FIRST_DAY)
     start = anchor if first <= anchor else anchor + -(-(first - anchor) // step) * step
     return range(start, min(last, _LAST_DAY) + 1, step)

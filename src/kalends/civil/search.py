@@ -10,7 +10,7 @@ period the wall clock runs in step with real time.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
 from functools import lru_cache
 from typing import NamedTuple
@@ -32,7 +32,15 @@ from kalends.civil.rules import (
     Weekdays,
 )
 from kalends.civil.values import instant_seconds
-from kalends.civil.zones import DAY, NAIVE_EPOCH, Resolution, Zone, get_zone, local_seconds
+from kalends.civil.zones import (
+    DAY,
+    EPOCH_ORDINAL,
+    NAIVE_EPOCH,
+    Resolution,
+    Zone,
+    get_zone,
+    local_seconds,
+)
 from kalends.errors import InvalidInput
 
 # SPEC §2: every next-slot search is bounded to 100 years and answers "none" past it.
@@ -41,6 +49,9 @@ SEARCH_BOUND_SECONDS = 36_525 * DAY
 # A window query refuses to materialise more slots than this; narrow the window.
 MAX_WINDOW_SLOTS = 100_000
 DEFAULT_GAP = GapPolicy.SHIFT
+# Instants a datetime can hold in any zone: a day inside the years 1 to 9999.
+FIRST_SECOND = (date(1, 1, 2).toordinal() - EPOCH_ORDINAL) * DAY
+LAST_SECOND = (date(9999, 12, 30).toordinal() - EPOCH_ORDINAL) * DAY
 
 _fromtimestamp = datetime.fromtimestamp
 
@@ -293,7 +304,8 @@ def _origin(origin: datetime | None, default: int) -> int:
 def _raw_next(rule: Rule, after: datetime, count: int, origin: datetime | None) -> list[Raw]:
     after_s = instant_seconds(after, "after")
     plan = _compile(rule, _origin(origin, after_s))
-    return plan.generate(after_s, after_s + SEARCH_BOUND_SECONDS, _count(count))
+    end = min(after_s + SEARCH_BOUND_SECONDS, LAST_SECOND)
+    return plan.generate(after_s, end, _count(count))
 
 
 def next_slots(
@@ -328,7 +340,9 @@ def slots_between(
     if end_s - start_s > SEARCH_BOUND_SECONDS:
         raise InvalidInput("end: a window spans at most 100 years", field="end")
     plan = _compile(rule, _origin(origin, start_s))
-    raws = plan.generate(start_s - 1, end_s, MAX_WINDOW_SLOTS + 1)
+    raws = plan.generate(
+        max(start_s, FIRST_SECOND) - 1, min(end_s, LAST_SECOND), MAX_WINDOW_SLOTS + 1
+    )
     if len(raws) > MAX_WINDOW_SLOTS:
         raise InvalidInput(
             f"end: the window holds more than {MAX_WINDOW_SLOTS} slots; narrow it", field="end"
@@ -353,7 +367,8 @@ def latest_due(
     Catch-up admits this one missed slot, never a backlog.
     """
     now_s = instant_seconds(now, "now")
-    floor = now_s - SEARCH_BOUND_SECONDS
+    floor = max(now_s - SEARCH_BOUND_SECONDS, FIRST_SECOND)
+    now_s = min(now_s, LAST_SECOND)
     if high_water is not None:
         floor = max(floor, instant_seconds(high_water, "high_water"))
     if floor >= now_s:
