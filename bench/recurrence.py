@@ -22,8 +22,9 @@ Correctness: each peer's instants (converted to UTC) are compared with kalends'
 ``next_slots`` (gap policy ``shift``). A peer is "DST-correct" on a rule when its first
 ``count`` instants equal kalends'; the "fastest DST-correct peer" of a rule is chosen
 among peers whose method was right on every rule of the run (a peer that returns
-nonexistent or duplicate times on one rule avoids them on another only by luck). Every difference is listed with a reason (capped in
-the table output; complete in ``--json``).
+nonexistent or duplicate times on one rule avoids them on another only by luck).
+Every difference is listed with a reason (capped in the table output; complete in
+``--json``).
 
 Run from the repository root: ``python bench/recurrence.py [--json] [--count N]
 [--repeat R]``.

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
 from kalends.civil import (
@@ -108,6 +108,8 @@ class Scenario(NamedTuple):
 
 def assert_agrees(s: Scenario) -> None:
     expected = s.oracle_slots()
+    event("DST notes in the window", str(sorted({str(x.dst) for x in expected})))
+    event("slots in the window", "none" if not expected else "1-9" if len(expected) < 10 else "10+")
     got = next_slots(parse_rule(s.rule), s.after, len(expected) + 1, origin=s.origin)
     assert [observed(g) for g in got[: len(expected)]] == expected
     if len(got) > len(expected):
@@ -137,16 +139,6 @@ def format_time(t: time) -> str:
     return f"{t:%H:%M:%S}" if t.second else f"{t:%H:%M}"
 
 
-def times_of_day() -> st.SearchStrategy[str]:
-    return st.one_of(
-        st.sampled_from(GAP_PRONE_TIMES),
-        st.builds(time, st.integers(0, 23), st.integers(0, 59)).map(format_time),
-        st.builds(time, st.integers(0, 23), st.integers(0, 59), st.integers(1, 59)).map(
-            format_time
-        ),
-    )
-
-
 gaps = st.sampled_from((None, "skip", "shift"))
 zones = st.sampled_from(ZONES)
 
@@ -155,13 +147,59 @@ def with_gap(rule: Json, gap: str | None) -> Json:
     return rule if gap is None else {**rule, "gap": gap}
 
 
+class Focus(NamedTuple):
+    """A transition of ``zone`` that a scenario aims at: its ``after``, times and days."""
+
+    zone: str
+    transition: datetime
+
+    @property
+    def day(self) -> date:
+        return oracle.wall(self.transition, self.zone).date()
+
+    def clocks(self, zone: str | None = None) -> st.SearchStrategy[time]:
+        """Wall times in ``zone`` (default: the focus zone) around the transition.
+
+        In the focus zone these fall mostly inside its gap or overlap, which is the
+        wall-time span between what the old and the new offset show at the
+        transition; in another zone they name the same instants, so calendars in
+        two zones coincide.
+        """
+        shown_in = zone or self.zone
+        before = oracle.wall(self.transition - oracle.SECOND, shown_in) + oracle.SECOND
+        after = oracle.wall(self.transition, shown_in)
+        low, span = min(before, after), abs(after - before) // timedelta(minutes=1)
+        return st.builds(
+            lambda minutes, grain: (low + timedelta(minutes=minutes // grain * grain)).time(),
+            st.integers(0, max(span - 1, 0)) | st.integers(-30, span + 30) | st.integers(-180, 180),
+            st.sampled_from((1, 15, 30)),
+        )
+
+
 @st.composite
-def instants(draw: st.DrawFn, zone: str) -> datetime:
-    """An instant in 1970-2100, often hours or days before one of ``zone``'s transitions."""
+def focuses(draw: st.DrawFn, zone: str) -> Focus:
     near = oracle.transitions(zone) or oracle.transitions("America/New_York")
-    if draw(st.booleans()):
-        before = draw(st.one_of(st.integers(0, 6 * 3600), st.integers(0, 4 * 86400)))
-        at = draw(st.sampled_from(near)) - timedelta(seconds=before)
+    return Focus(zone, draw(st.sampled_from(near)))
+
+
+def times_of_day(focus: Focus, zone: str | None = None) -> st.SearchStrategy[str]:
+    return st.one_of(
+        focus.clocks(zone).map(format_time),
+        focus.clocks(zone).map(format_time),
+        st.sampled_from(GAP_PRONE_TIMES),
+        st.builds(time, st.integers(0, 23), st.integers(0, 59)).map(format_time),
+        st.builds(time, st.integers(0, 23), st.integers(0, 59), st.integers(1, 59)).map(
+            format_time
+        ),
+    )
+
+
+@st.composite
+def instants(draw: st.DrawFn, focus: Focus) -> datetime:
+    """An instant in 1970-2100, usually hours or days before the focus transition."""
+    if draw(st.sampled_from((True, True, True, False))):
+        before = draw(st.integers(60, 6 * 3600) | st.integers(0, 4 * 86400))
+        at = focus.transition - timedelta(seconds=before)
     else:
         at = datetime.fromtimestamp(draw(st.integers(FIRST, LAST)), UTC)
     # Whole minutes and hours make ``after`` land exactly on slots.
@@ -186,25 +224,32 @@ def origins(draw: st.DrawFn, after: datetime) -> datetime:
     return datetime.fromtimestamp(int(after.timestamp() - seconds) // grain * grain, UTC)
 
 
-def wall_rule(zone: str, kind: str) -> st.SearchStrategy[Json]:
-    """A wall-clock rule of ``kind`` (not cron) in ``zone``."""
-    base: dict[str, st.SearchStrategy[Any]] = {"zone": st.just(zone), "kind": st.just(kind)}
+@st.composite
+def wall_rule(
+    draw: st.DrawFn, focus: Focus, kind: str, zone: str, origin: datetime | None = None
+) -> Json:
+    """A wall-clock rule of ``kind`` (not cron) in ``zone``, aimed at the focus transition."""
+    rule: Json = {"kind": kind}
     if kind == "times":
-        base["times"] = st.lists(times_of_day(), min_size=1, max_size=8)
+        rule["times"] = draw(st.lists(times_of_day(focus, zone), min_size=1, max_size=8))
     else:
-        base["time"] = times_of_day()
+        rule["time"] = draw(times_of_day(focus, zone))
     if kind == "weekdays":
-        base["days"] = st.lists(st.integers(1, 7), min_size=1, max_size=7, unique=True)
+        days = draw(st.lists(st.integers(1, 7), min_size=1, max_size=7, unique=True))
+        if draw(st.booleans()) and focus.day.isoweekday() not in days:
+            days.insert(draw(st.integers(0, len(days))), focus.day.isoweekday())
+        rule["days"] = days
     if kind == "monthly":
-        base["day"] = st.one_of(st.integers(28, 31), st.integers(1, 31))
+        rule["day"] = draw(st.sampled_from((focus.day.day, 28, 29, 30, 31)) | st.integers(1, 31))
     if kind == "completion_relative":
-        base["days"] = st.integers(0, 40)
-    rule = st.fixed_dictionaries(base)
-    if kind == "daily":
-        rule = st.tuples(rule, st.one_of(st.none(), st.integers(1, 10))).map(
-            lambda pair: pair[0] if pair[1] is None else {**pair[0], "interval_days": pair[1]}
-        )
-    return st.tuples(rule, gaps).map(lambda pair: with_gap(*pair))
+        assert origin is not None
+        to_focus = (focus.day - oracle.wall(origin, zone).date()).days
+        aimed = st.integers(to_focus - 1, to_focus + 1).filter(lambda d: 0 <= d <= 40)
+        rule["days"] = draw(aimed | st.integers(0, 40))
+    rule["zone"] = zone
+    if kind == "daily" and draw(st.booleans()):
+        rule["interval_days"] = draw(st.integers(1, 10))
+    return with_gap(rule, draw(gaps))
 
 
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
@@ -241,18 +286,27 @@ def cron_field(
     return st.lists(item, min_size=1, max_size=3).map(",".join)
 
 
-def cron_expressions() -> st.SearchStrategy[str]:
-    gap_hours = st.one_of(st.integers(0, 23), st.sampled_from((0, 1, 2, 3)))
-    minute = st.one_of(cron_field(0, 59), st.sampled_from(("0", "30", "*/15", "15,45", "*")))
-    hour = st.one_of(cron_field(0, 23, values=gap_hours), st.sampled_from(("*", "*/2", "2", "0")))
-    dom = st.one_of(st.just("*"), cron_field(1, 31))
-    month = st.one_of(st.just("*"), cron_field(1, 12, MONTHS, 1))
-    dow = st.one_of(st.just("*"), cron_field(0, 7, DAYS, 0))
+def cron_expressions(focus: Focus | None = None, zone: str | None = None) -> st.SearchStrategy[str]:
+    """Five fields from the grammar; hours and minutes often those of the focus transition."""
+    hours: st.SearchStrategy[int] = st.integers(0, 23) | st.sampled_from((0, 1, 2, 3))
+    minutes: st.SearchStrategy[int] = st.integers(0, 59)
+    days: st.SearchStrategy[int] = st.integers(1, 31)
+    if focus is not None:
+        hours = hours | focus.clocks(zone).map(lambda t: t.hour)
+        minutes = minutes | focus.clocks(zone).map(lambda t: t.minute)
+        days = days | st.just(focus.day.day)
+    minute = cron_field(0, 59, values=minutes) | st.sampled_from(("0", "30", "*/15", "15,45", "*"))
+    hour = cron_field(0, 23, values=hours) | st.sampled_from(("*", "*/2", "2", "0"))
+    dom = st.just("*") | cron_field(1, 31, values=days)
+    month = st.just("*") | cron_field(1, 12, MONTHS, 1)
+    dow = st.just("*") | cron_field(0, 7, DAYS, 0)
     return st.tuples(minute, hour, dom, month, dow).map(" ".join)
 
 
-def cron_rule(zone: str) -> st.SearchStrategy[Json]:
-    rule = st.builds(lambda e: {"kind": "cron", "expression": e, "zone": zone}, cron_expressions())
+def cron_rule(focus: Focus, zone: str) -> st.SearchStrategy[Json]:
+    rule = st.builds(
+        lambda e: {"kind": "cron", "expression": e, "zone": zone}, cron_expressions(focus, zone)
+    )
     return st.tuples(rule, gaps).map(lambda pair: with_gap(*pair))
 
 
@@ -260,12 +314,12 @@ CALENDAR_KINDS = ("daily", "weekdays", "times", "monthly", "cron")
 
 
 @st.composite
-def calendar_entry(draw: st.DrawFn, zone: str) -> Json:
-    entry_zone = draw(st.one_of(st.just(zone), zones))
+def calendar_entry(draw: st.DrawFn, focus: Focus) -> Json:
+    zone = draw(st.just(focus.zone) | zones)
     kind = draw(st.sampled_from(CALENDAR_KINDS))
     if kind == "cron":
-        return draw(cron_rule(entry_zone))
-    rule = draw(wall_rule(entry_zone, kind))
+        return draw(cron_rule(focus, zone))
+    rule = draw(wall_rule(focus, kind, zone))
     rule.pop("interval_days", None)
     return rule
 
@@ -290,20 +344,21 @@ def elapsed_rule() -> st.SearchStrategy[Json]:
 def scenarios(draw: st.DrawFn, kind: str, scale: int = 1) -> Scenario:
     """A rule of ``kind`` with an ``after`` near a transition, an origin and a window."""
     zone = draw(zones)
-    after = draw(instants(zone))
+    focus = draw(focuses(zone))
+    after = draw(instants(focus))
     origin = draw(origins(after))
     window = DAY_WINDOW
     rule: Json
     if kind in ("daily", "weekdays", "times", "monthly", "completion_relative"):
-        rule = draw(wall_rule(zone, kind))
+        rule = draw(wall_rule(focus, kind, zone, origin))
     elif kind == "cron":
-        rule = draw(cron_rule(zone))
+        rule = draw(cron_rule(focus, zone))
         window = MINUTE_WINDOW
     elif kind == "elapsed":
         rule = draw(elapsed_rule())
         window = MINUTE_WINDOW if rule["kind"] == "every" else timedelta(days=4)
     elif kind == "calendars":
-        entries = draw(st.lists(calendar_entry(zone), min_size=1, max_size=8))
+        entries = draw(st.lists(calendar_entry(focus), min_size=1, max_size=8))
         rule = with_gap({"kind": "calendars", "calendars": entries}, draw(gaps))
         if any(e["kind"] == "cron" for e in entries):
             window = MINUTE_WINDOW
@@ -360,6 +415,16 @@ class TestNextSlotsAgreeWithTheOracle:
     @given(scenarios("calendars"))
     def test_calendar_unions_agree_and_coalesce(self, s: Scenario) -> None:
         assert_agrees(s)
+
+
+class TestOriginsAgreeWithTheOracle:
+    @given(scenarios("daily"), st.integers(1, 10), st.integers(-20 * 86400, 20 * 86400))
+    def test_day_intervals_count_from_the_origins_date_wherever_the_origin_is(
+        self, s: Scenario, interval: int, origin_shift: int
+    ) -> None:
+        rule = {**s.rule, "interval_days": interval}
+        origin = s.after + timedelta(seconds=origin_shift)
+        assert_agrees(s._replace(rule=rule, origin=origin))
 
 
 class TestQueriesAgreeWithTheOracle:
@@ -604,6 +669,31 @@ class TestRegressionsAtNamedTransitions:
         assert slots[0] == OracleSlot(
             utc("1971-01-01T00:44:30"), local("1971-01-01T00:00"), "Africa/Monrovia", None
         )
+
+    def test_latest_due_picks_only_the_newest_missed_slot(self) -> None:
+        rule = parse_rule({"kind": "daily", "time": "09:00", "zone": "Europe/Berlin"})
+        now, high_water = utc("2026-05-10T12:00"), utc("2026-05-01T07:00")
+        got = latest_due(rule, now, high_water=high_water)
+        assert got is not None
+        assert (got.at, got.local) == (utc("2026-05-10T07:00"), local("2026-05-10T09:00"))
+        assert latest_due(rule, now, high_water=utc("2026-05-10T07:00")) is None
+
+    def test_latest_due_without_a_high_water_finds_a_one_time_slot_years_back(self) -> None:
+        rule = parse_rule({"kind": "at", "local": "2000-01-01T00:00:00", "zone": "Europe/Berlin"})
+        got = latest_due(rule, utc("2026-05-10T12:00"))
+        assert got is not None
+        assert got.at == utc("1999-12-31T23:00")
+        assert latest_due(rule, utc("1999-12-31T22:59:59")) is None
+
+    @pytest.mark.parametrize("interval", [1, 2])
+    def test_a_day_interval_starts_on_the_origins_date_even_when_it_is_one(
+        self, interval: int
+    ) -> None:
+        # docs/civil-engine.md 5: the dates anchor + k*N (k >= 0), anchor = the origin's date.
+        rule = {"kind": "daily", "time": "09:00", "zone": "UTC", "interval_days": interval}
+        got = next_slot(parse_rule(rule), utc("2026-03-01T00:00"), origin=utc("2026-03-02T12:00"))
+        assert got is not None
+        assert got.at == utc("2026-03-02T09:00")
 
     def test_a_search_answers_none_past_a_century(self) -> None:
         rule = parse_rule({"kind": "at", "local": "2127-01-01T00:00:00", "zone": "Europe/Berlin"})

@@ -94,7 +94,9 @@ def _report(result: dict[str, Any], json_output: bool) -> None:
         emit_json(result)
         return
     revision = result["revision"] or "none (not migrated)"
-    console.print(f"database: {result['database']}", highlight=False)
-    console.print(f"revision: {revision}", highlight=False)
+    console.print(f"database: {result['database']}", highlight=False, soft_wrap=True)
+    console.print(f"revision: {revision}", highlight=False, soft_wrap=True)
     if "up_to_date" in result and not result["up_to_date"]:
-        console.print(f"head: {result['head']} (run `kalends db upgrade`)", highlight=False)
+        console.print(
+            f"head: {result['head']} (run `kalends db upgrade`)", highlight=False, soft_wrap=True
+        )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import time
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
@@ -40,6 +41,7 @@ DEFAULT_BUSY_TIMEOUT_MS = 5000
 WRITE_OPTION = "kalends_write"
 """Execution option read by the ``begin`` hook: true for a write, false for a read-only one."""
 
+_WAL_RETRY_SECONDS = 0.01
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
@@ -86,7 +88,7 @@ def _sqlite_engine(url: str, busy_timeout_ms: int, echo: bool) -> Engine:
         cursor = dbapi_connection.cursor()
         try:
             cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            cursor.execute("PRAGMA journal_mode = WAL")
+            _enable_wal(cursor, busy_timeout_ms)
             cursor.execute("PRAGMA foreign_keys = ON")
             # NORMAL is durable across application crashes in WAL mode.
             cursor.execute("PRAGMA synchronous = NORMAL")
@@ -101,6 +103,20 @@ def _sqlite_engine(url: str, busy_timeout_ms: int, echo: bool) -> Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
+
+
+def _enable_wal(cursor: sqlite3.Cursor, busy_timeout_ms: int) -> None:
+    # The WAL switch is persistent, and SQLite answers it "database is locked" at
+    # once, without the busy handler, while another connection is switching too.
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    while cursor.execute("PRAGMA journal_mode").fetchone() != ("wal",):
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL").fetchall()
+            return
+        except sqlite3.OperationalError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(_WAL_RETRY_SECONDS)
 
 
 def _postgresql_engine(url: str, busy_timeout_ms: int, schema: str | None, echo: bool) -> Engine:

@@ -5,7 +5,8 @@ Register it once, in the top-level ``tests/conftest.py``::
     pytest_plugins = ["kalends.storage.testing"]
 
 Fixtures: ``storage_backend`` (``"sqlite"`` or ``"postgresql"``; every test
-that uses it, directly or through the fixtures below, runs once per backend),
+that uses it, directly or through the fixtures below, runs once per available
+backend),
 ``storage_target`` (a fresh, empty database of that backend), ``fake_clock``
 and ``store`` (a migrated :class:`Store` on the target, driven by the fake clock).
 
@@ -14,7 +15,8 @@ runs when ``KALENDS_TEST_DATABASE_URL`` names a server (then it must answer, or
 the tests fail) or when a local server answers within
 :data:`PROBE_TIMEOUT_SECONDS` at one of :data:`LOCAL_POSTGRESQL_URLS`; each test
 gets a private schema ``k_<random>`` reached through ``search_path`` and dropped
-afterwards. The session summary says which backends ran.
+afterwards. Without a server the PostgreSQL variants are left out, not skipped
+one by one; the session summary says which backends ran, and why one did not.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ LOCAL_POSTGRESQL_URLS = tuple(
 FAKE_CLOCK_START = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
 _RAN = pytest.StashKey[set[str]]()
-_SKIPPED = pytest.StashKey[str]()
+_LEFT_OUT = pytest.StashKey[str]()
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,18 +142,29 @@ def provision(backend: str, directory: Path) -> Iterator[StorageTarget]:
             admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
 
 
-@pytest.fixture(params=BACKENDS)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run every test that needs ``storage_backend`` once per available backend."""
+    if "storage_backend" not in metafunc.fixturenames:
+        return
+    backends = list(BACKENDS)
+    server = discover_postgresql()
+    if server.url is None and not server.required:
+        # Leave the PostgreSQL variants out rather than list a skip for each.
+        backends.remove("postgresql")
+        metafunc.config.stash[_LEFT_OUT] = f"PostgreSQL {server.reason}"
+    metafunc.parametrize("storage_backend", backends, indirect=True)
+
+
+@pytest.fixture
 def storage_backend(request: pytest.FixtureRequest) -> str:
-    """The backend a storage test runs on; PostgreSQL is skipped when no server answers."""
+    """The backend a storage test runs on: ``"sqlite"`` or ``"postgresql"``."""
     backend: str = request.param
     if backend == "postgresql":
         server = discover_postgresql()
         if server.url is None:
-            message = f"PostgreSQL {server.reason}"
-            if server.required:
-                pytest.fail(f"{ENV_TEST_DATABASE_URL} is set but {message}", pytrace=False)
-            request.config.stash[_SKIPPED] = message
-            pytest.skip(message)
+            pytest.fail(
+                f"{ENV_TEST_DATABASE_URL} is set but PostgreSQL is {server.reason}", pytrace=False
+            )
     request.config.stash.setdefault(_RAN, set()).add(backend)
     return backend
 
@@ -182,9 +195,9 @@ def pytest_terminal_summary(
     if not ran:
         return
     line = "storage backends: " + ", ".join(name for name in BACKENDS if name in ran)
-    skipped = config.stash.get(_SKIPPED, None)
-    if skipped is not None and "postgresql" not in ran:
-        line += f" ({skipped})"
+    left_out = config.stash.get(_LEFT_OUT, None)
+    if left_out is not None and "postgresql" not in ran:
+        line += f" ({left_out})"
     terminalreporter.write_line(line)
 
 

@@ -194,15 +194,20 @@ def translate_error(exc: StatementError) -> KalendsError | None:
         return None
     if is_busy_error(exc):
         return DatabaseBusy(
-            f"the database is busy (locked by another transaction); nothing was written: {exc.orig}"
+            "the database is busy (locked by another transaction); nothing was written: "
+            + _one_line(exc.orig)
         )
     if getattr(exc.orig, "sqlstate", None) == _POSTGRES_READ_ONLY_STATE or _is_sqlite_readonly(exc):
         return StorageError(
-            f"cannot write: the transaction or the database is read-only: {exc.orig}"
+            f"cannot write: the transaction or the database is read-only: {_one_line(exc.orig)}"
         )
     if isinstance(exc, OperationalError):
-        return StorageError(f"the database could not complete the operation: {exc.orig}")
+        return StorageError(f"the database could not complete the operation: {_one_line(exc.orig)}")
     return None
+
+
+def _one_line(error: BaseException | None) -> str:
+    return " ".join(str(error).split())
 
 
 def _is_sqlite_readonly(exc: DBAPIError) -> bool:

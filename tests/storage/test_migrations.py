@@ -1,0 +1,151 @@
+"""Migrations on every backend: idempotent, automatic on first use, safe to race."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect, select, text, update
+
+from kalends import __version__
+from kalends.clock import FakeClock
+from kalends.errors import StorageError, UnknownSchemaRevision
+from kalends.storage.migrate import current_revision, head_revision, open_store, upgrade
+from kalends.storage.schema import kalends_meta, metadata
+from kalends.storage.testing import StorageTarget
+
+HEAD = "0001"
+
+
+class TestUpgrade:
+    def test_the_head_revision_is_the_foundation(self) -> None:
+        assert head_revision() == HEAD
+
+    def test_a_fresh_database_has_no_revision_until_upgraded(
+        self, storage_target: StorageTarget
+    ) -> None:
+        engine = storage_target.engine()
+        assert current_revision(engine) is None
+        assert upgrade(engine) == HEAD
+        assert current_revision(engine) == HEAD
+
+    def test_upgrading_twice_reports_the_same_revision_and_changes_nothing(
+        self, storage_target: StorageTarget
+    ) -> None:
+        engine = storage_target.engine()
+        assert upgrade(engine) == HEAD
+        with engine.begin() as conn:
+            conn.execute(update(kalends_meta).values(value="marker"))
+        assert upgrade(engine) == HEAD
+        with engine.connect() as conn:
+            assert conn.execute(select(kalends_meta.c.value)).scalars().all() == ["marker"]
+            versions = conn.execute(text("SELECT version_num FROM alembic_version")).all()
+        assert [tuple(v) for v in versions] == [(HEAD,)]
+
+    def test_upgrade_accepts_a_url_as_well_as_an_engine(
+        self, storage_target: StorageTarget
+    ) -> None:
+        assert upgrade(storage_target.url) == HEAD
+        assert current_revision(storage_target.url) == HEAD
+
+    def test_the_migrated_schema_matches_the_table_metadata(
+        self, storage_target: StorageTarget
+    ) -> None:
+        engine = storage_target.engine()
+        upgrade(engine)
+        with engine.connect() as conn:
+            context = MigrationContext.configure(conn, opts={"compare_type": True})
+            assert compare_metadata(context, metadata) == []
+
+    def test_the_foundation_records_the_kalends_version_that_created_the_database(
+        self, storage_target: StorageTarget
+    ) -> None:
+        engine = storage_target.engine()
+        upgrade(engine)
+        with engine.connect() as conn:
+            rows = conn.execute(select(kalends_meta.c.key, kalends_meta.c.value)).all()
+        assert [tuple(row) for row in rows] == [("created_by", f"kalends {__version__}")]
+
+    def test_concurrent_upgrades_of_a_fresh_database_all_succeed_once(
+        self, storage_target: StorageTarget
+    ) -> None:
+        engines = [storage_target.engine() for _ in range(4)]
+        barrier = threading.Barrier(len(engines))
+        outcomes: list[str | BaseException] = []
+
+        def upgrader(n: int) -> None:
+            barrier.wait(5)
+            try:
+                outcomes.append(upgrade(engines[n]))
+            except BaseException as exc:
+                outcomes.append(exc)
+
+        threads = [threading.Thread(target=upgrader, args=(n,)) for n in range(len(engines))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert outcomes == [HEAD] * len(engines)
+        with engines[0].connect() as conn:
+            assert conn.execute(select(kalends_meta)).all() != []
+            assert len(conn.execute(select(kalends_meta)).all()) == 1
+
+
+class TestOpenStore:
+    def test_a_fresh_database_is_upgraded_on_first_use(
+        self, storage_target: StorageTarget, fake_clock: FakeClock
+    ) -> None:
+        store = open_store(storage_target.engine(), fake_clock)
+        assert current_revision(store.engine) == HEAD
+        assert store.clock is fake_clock
+
+    def test_an_up_to_date_database_is_opened_as_it_is(
+        self, storage_target: StorageTarget, fake_clock: FakeClock
+    ) -> None:
+        first = open_store(storage_target.engine(), fake_clock)
+        with first.transaction() as conn:
+            conn.execute(update(kalends_meta).values(value="marker"))
+        second = open_store(storage_target.engine(), fake_clock)
+        with second.transaction(write=False) as conn:
+            assert conn.execute(select(kalends_meta.c.value)).scalar_one() == "marker"
+
+    def test_a_database_from_a_newer_kalends_is_refused_naming_its_revision(
+        self, storage_target: StorageTarget
+    ) -> None:
+        engine = storage_target.engine()
+        upgrade(engine)
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+        with pytest.raises(UnknownSchemaRevision, match="'9999'") as caught:
+            open_store(engine)
+        assert caught.value.revision == "9999"
+        assert current_revision(engine) == "9999"
+
+    def test_open_store_takes_a_url(self, storage_target: StorageTarget) -> None:
+        store = open_store(storage_target.url)
+        try:
+            assert current_revision(store.engine) == HEAD
+        finally:
+            store.close()
+
+    def test_a_database_that_cannot_be_opened_is_a_storage_error(self, tmp_path: Path) -> None:
+        missing = tmp_path / "no-such-directory" / "kalends.sqlite3"
+        with pytest.raises(StorageError, match="unable to open database file"):
+            open_store(str(missing))
+        assert not missing.parent.exists()
+
+
+class TestPostgresqlSchemas:
+    def test_tables_and_the_version_record_live_in_the_search_path_schema(
+        self, postgresql_target: StorageTarget
+    ) -> None:
+        engine = postgresql_target.engine()
+        upgrade(engine)
+        with engine.connect() as conn:
+            tables = set(inspect(conn).get_table_names(schema=postgresql_target.schema))
+            in_public = set(inspect(conn).get_table_names(schema="public"))
+        assert {"alembic_version", "leases", "kalends_meta"} <= tables
+        assert not {"alembic_version", "leases", "kalends_meta"} & in_public
