@@ -458,6 +458,18 @@ class TestQueriesAgreeWithTheOracle:
         one = next_slots(rule, s.after, 1, origin=s.origin)
         assert next_slot(rule, s.after, origin=s.origin) == (one[0] if one else None)
 
+    @given(any_kind.flatmap(scenarios), st.floats(0, 1))
+    def test_the_origin_defaults_to_after_start_or_now(self, s: Scenario, fraction: float) -> None:
+        rule = parse_rule(s.rule)
+        later = s.after + s.window * fraction
+        assert next_slots(rule, s.after, 5) == next_slots(rule, s.after, 5, origin=s.after)
+        assert slots_between(rule, s.after, later) == slots_between(
+            rule, s.after, later, origin=s.after
+        )
+        assert latest_due(rule, later, high_water=s.after) == latest_due(
+            rule, later, high_water=s.after, origin=later
+        )
+
     @given(any_kind.flatmap(scenarios), st.integers(0, 20))
     def test_preview_is_next_slots_from_after_except_that_immediate_shows_its_origin(
         self, s: Scenario, count: int
@@ -498,12 +510,13 @@ class TestRulesAsJson:
 
 class TestSubSecondInstants:
     @given(elapsed_rule(), st.integers(FIRST, LAST), st.integers(1, 999_999))
-    def test_elapsed_slots_keep_the_origins_fraction_of_a_second(
+    def test_elapsed_slots_count_from_the_origin_truncated_to_its_second(
         self, rule: Json, second: int, micro: int
     ) -> None:
         origin = datetime.fromtimestamp(second, UTC).replace(microsecond=micro)
-        after = origin - timedelta(seconds=1)
-        s = Scenario(rule, after, origin, timedelta(days=4))
+        whole = origin.replace(microsecond=0)
+        after = whole - timedelta(seconds=1)
+        s = Scenario(rule, after, whole, timedelta(days=15))  # three 100-hour intervals fit
         expected = s.oracle_slots()[:3]
         assert [observed(g) for g in next_slots(parse_rule(rule), after, 3, origin=origin)] == (
             expected

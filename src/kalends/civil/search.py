@@ -241,7 +241,7 @@ def _compile(rule: Rule, origin: int, inherited: GapPolicy | None = None) -> _Pl
             tz = get_zone(zone)
             target = (origin + tz.offset_at(origin)) // DAY + days
             return _Wall(tz, (time,), lambda a, b: (target,), _gap(rule, inherited))
-        case Daily(interval_days=interval) if interval not in (None, 1):
+        case Daily(interval_days=interval) if interval is not None:
             tz = get_zone(rule.zone)
             anchor = (origin + tz.offset_at(origin)) // DAY
             step = interval
