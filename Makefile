@@ -7,7 +7,7 @@ RUN_STAMP := $(VENV)/.run-installed
 DEV_STAMP := $(VENV)/.dev-installed
 BENCH_STAMP := $(VENV)/.bench-installed
 
-SAMPLE_RULE := {"kind":"calendars","calendars":[{"kind":"daily","time":"02:30","zone":"America/New_York"},{"kind":"cron","expression":"0 * * * *","zone":"America/New_York"}]}
+SAMPLE_RULE := {"kind":"calendars","calendars":[{"kind":"daily","time":"01:30","zone":"America/New_York"},{"kind":"cron","expression":"0 * * * *","zone":"America/New_York"}]}
 
 .PHONY: run test lint typecheck pytest bench clean
 
