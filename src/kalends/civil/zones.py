@@ -163,7 +163,7 @@ def check_zone_name(name: object, field: str = "zone") -> str:
     """Rejects anything but an IANA area/location name (or ``UTC``)."""
     if not isinstance(name, str) or not name:
         raise UnknownZone(f"{field}: an IANA time zone name is required", field=field)
-    if name == "UTC":
+    if name in ("UTC", "Etc/UTC"):
         return name
     if not _ZONE_NAME.match(name) or "/" not in name or name.startswith(_REJECTED_PREFIXES):
         raise UnknownZone(
