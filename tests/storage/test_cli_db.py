@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kalends.config import ENV_DATABASE_URL, mask_password
-from kalends.storage.migrate import current_revision
+from kalends.storage.migrate import current_revision, head_revision
 from kalends.storage.testing import StorageTarget
 
 
@@ -37,8 +37,8 @@ class TestUpgrade:
         self, storage_target: StorageTarget
     ) -> None:
         result = json_of(kalends("db", "upgrade", "--database", storage_target.url, "--json"))
-        assert result == {"database": mask_password(storage_target.url), "revision": "0001"}
-        assert current_revision(storage_target.engine()) == "0001"
+        assert result == {"database": mask_password(storage_target.url), "revision": head_revision()}
+        assert current_revision(storage_target.engine()) == head_revision()
 
     def test_upgrading_again_changes_nothing_and_reports_the_same_revision(
         self, storage_target: StorageTarget
@@ -50,7 +50,7 @@ class TestUpgrade:
     def test_upgrade_uses_the_environment_variable_without_database(self, tmp_path: Path) -> None:
         path = tmp_path / "from-env.sqlite3"
         result = json_of(kalends("db", "upgrade", "--json", env={ENV_DATABASE_URL: str(path)}))
-        assert result == {"database": f"sqlite:///{path}", "revision": "0001"}
+        assert result == {"database": f"sqlite:///{path}", "revision": head_revision()}
         assert path.exists()
 
     def test_the_database_option_wins_over_the_environment_variable(self, tmp_path: Path) -> None:
@@ -59,7 +59,7 @@ class TestUpgrade:
             "db", "upgrade", "--database", str(chosen), env={ENV_DATABASE_URL: str(ignored)}
         )
         assert done.returncode == 0, done.stderr
-        assert "revision: 0001" in done.stdout
+        assert f"revision: {head_revision()}" in done.stdout
         assert chosen.exists()
         assert not ignored.exists()
 
@@ -73,7 +73,7 @@ class TestCurrent:
         assert result == {
             "database": f"sqlite:///{path}",
             "revision": None,
-            "head": "0001",
+            "head": head_revision(),
             "up_to_date": False,
         }
         assert not path.exists()
@@ -83,7 +83,7 @@ class TestCurrent:
     ) -> None:
         json_of(kalends("db", "upgrade", "--database", storage_target.url, "--json"))
         result = json_of(kalends("db", "current", "--database", storage_target.url, "--json"))
-        assert (result["revision"], result["up_to_date"]) == ("0001", True)
+        assert (result["revision"], result["up_to_date"]) == (head_revision(), True)
 
 
 class TestBadDatabase:

@@ -17,7 +17,7 @@ from kalends.storage.migrate import current_revision, head_revision, open_store,
 from kalends.storage.schema import kalends_meta, metadata
 from kalends.storage.testing import StorageTarget
 
-HEAD = "0001"
+HEAD = head_revision()
 
 
 class TestUpgrade:

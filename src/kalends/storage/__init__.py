@@ -9,7 +9,7 @@ Typical use::
 
 from __future__ import annotations
 
-from kalends.storage import leases
+from kalends.storage import leases, task_tables
 from kalends.storage.engine import DEFAULT_BUSY_TIMEOUT_MS, create_engine_for
 from kalends.storage.leases import Lease
 from kalends.storage.migrate import current_revision, head_revision, open_store, upgrade
@@ -28,5 +28,6 @@ __all__ = [
     "leases",
     "metadata",
     "open_store",
+    "task_tables",
     "upgrade",
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy.engine import Connection
 
+from kalends.storage import task_tables  # noqa: F401 - registers the task tables
 from kalends.storage.schema import metadata
 
 config = context.config
