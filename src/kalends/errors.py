@@ -115,3 +115,33 @@ class UnknownSchemaRevision(StorageError):
     def __init__(self, message: str | None = None, *, revision: str | None = None) -> None:
         self.revision = revision
         super().__init__(message, revision=revision)
+
+
+class Forbidden(KalendsError, PermissionError):
+    """The actor may not do this: their current role on the list does not allow it."""
+
+    code = "forbidden"
+
+
+class ListArchived(Conflict):
+    """The list is archived: it can be read, not changed."""
+
+    code = "list-archived"
+
+
+class TaskTrashed(Conflict):
+    """The task is in the trash (itself or an ancestor): restore it before changing it."""
+
+    code = "task-trashed"
+
+
+class OpenDescendants(Conflict):
+    """The task has open checklist items: complete them, or pass complete_subtree=true."""
+
+    code = "open-descendants"
+
+
+class ReparentCycle(InvalidInput):
+    """A task cannot be moved under itself or one of its own descendants."""
+
+    code = "reparent-cycle"

@@ -1,0 +1,49 @@
+"""The task store and its scheduling domain (seed 000): lists, checklists, schedules."""
+
+from kalends.tasks.directory import Directory
+from kalends.tasks.models import (
+    Actor,
+    Attachment,
+    Comment,
+    HistoryEvent,
+    Section,
+    Task,
+    TaskDetail,
+    TaskList,
+    TreeNode,
+)
+from kalends.tasks.service import AfterTaskUpdate, TaskChange, TaskService
+from kalends.tasks.values import (
+    Channel,
+    ListStatus,
+    Reminder,
+    Role,
+    Schedule,
+    TaskStatus,
+    TimedValue,
+    parse_schedule,
+)
+
+__all__ = [
+    "Actor",
+    "AfterTaskUpdate",
+    "Attachment",
+    "Channel",
+    "Comment",
+    "Directory",
+    "HistoryEvent",
+    "ListStatus",
+    "Reminder",
+    "Role",
+    "Schedule",
+    "Section",
+    "Task",
+    "TaskChange",
+    "TaskDetail",
+    "TaskList",
+    "TaskService",
+    "TaskStatus",
+    "TimedValue",
+    "TreeNode",
+    "parse_schedule",
+]

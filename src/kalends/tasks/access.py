@@ -1,0 +1,102 @@
+"""Who may do what: every read and write checks the actor's current role on the list."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import select
+from sqlalchemy.engine import Connection
+
+from kalends.errors import Forbidden, InvalidInput, ListArchived, NotFound
+from kalends.storage.task_tables import actors, list_members, lists, tasks
+from kalends.tasks.values import ListStatus, Role
+
+
+def parse_uuid(value: object, field: str) -> UUID | None:
+    """A UUID given as such or as text; ``None`` when the text is not a UUID."""
+    if isinstance(value, UUID):
+        return value
+    if isinstance(value, str):
+        try:
+            return UUID(value)
+        except ValueError:
+            return None
+    raise InvalidInput(f"{field}: an ID or reference is expected, got {value!r}", field=field)
+
+
+def resolve_actor(conn: Connection, actor: UUID | str, field: str = "actor") -> UUID:
+    """The ID of an actor given by ID or handle; unknown actors are :class:`NotFound`."""
+    as_id = parse_uuid(actor, field)
+    column = actors.c.id if as_id is not None else actors.c.handle
+    found = conn.execute(select(actors.c.id).where(column == (as_id or actor))).scalar()
+    if found is None:
+        raise NotFound(f"{field}: no actor {actor!r}", field=field)
+    return found  # type: ignore[no-any-return]
+
+
+def require_list_role(
+    conn: Connection, actor_id: UUID, list_id: UUID, minimum: Role, *, write: bool
+) -> tuple[Role, Any]:
+    """The actor's role and the list row; refuses a missing membership or a lower role.
+
+    A write to an archived list is refused with :class:`ListArchived`. A
+    non-member learns nothing about the list beyond :class:`Forbidden`.
+    """
+    row = conn.execute(
+        select(lists, list_members.c.role)
+        .select_from(
+            lists.outerjoin(
+                list_members,
+                (list_members.c.list_id == lists.c.id) & (list_members.c.actor_id == actor_id),
+            )
+        )
+        .where(lists.c.id == list_id)
+    ).first()
+    if row is None:
+        raise NotFound(f"list: no list {list_id}", field="list")
+    return _check(row, minimum, write), row
+
+
+def _check(row: Any, minimum: Role, write: bool) -> Role:
+    if row.role is None:
+        raise Forbidden("you are not a member of this list")
+    role = Role(row.role)
+    if role.rank < minimum.rank:
+        raise Forbidden(f"this needs the {minimum.value} role on the list; you are {role.value}")
+    if write and row.status == ListStatus.ARCHIVED.value:
+        raise ListArchived(f"the list {row.name!r} is archived")
+    return role
+
+
+def task_with_role(
+    conn: Connection, actor_id: UUID, task: UUID | str, minimum: Role, *, write: bool
+) -> Any:
+    """The task row (given by ID or short reference) once the actor's role allows ``minimum``."""
+    as_id = parse_uuid(task, "task")
+    condition = tasks.c.id == as_id if as_id is not None else tasks.c.ref == str(task).upper()
+    row = conn.execute(
+        select(
+            tasks,
+            lists.c.status.label("list_status"),
+            lists.c.name.label("list_name"),
+            list_members.c.role,
+        )
+        .select_from(
+            tasks.join(lists, lists.c.id == tasks.c.list_id).outerjoin(
+                list_members,
+                (list_members.c.list_id == tasks.c.list_id) & (list_members.c.actor_id == actor_id),
+            )
+        )
+        .where(condition)
+    ).first()
+    if row is None:
+        raise NotFound(f"task: no task {task!s}", field="task")
+    if row.role is None:
+        raise Forbidden("you are not a member of this task's list")
+    role = Role(row.role)
+    if role.rank < minimum.rank:
+        raise Forbidden(f"this needs the {minimum.value} role on the list; you are {role.value}")
+    if write and row.list_status == ListStatus.ARCHIVED.value:
+        raise ListArchived(f"the list {row.list_name!r} is archived")
+    return row

@@ -1,0 +1,61 @@
+"""The append-only history of each task, written in the operation's own transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import insert, select
+from sqlalchemy.engine import Connection
+
+from kalends.storage.task_tables import task_history
+from kalends.tasks.models import HistoryEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    task_id: UUID
+    kind: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    series_id: UUID | None = None
+    occurrence: int | None = None
+
+
+def record(conn: Connection, actor_id: UUID | None, at: datetime, events: Iterable[Event]) -> None:
+    """Appends ``events`` in one statement."""
+    rows = [
+        {
+            "task_id": e.task_id,
+            "kind": e.kind,
+            "actor_id": actor_id,
+            "at": at,
+            "payload": dict(e.payload),
+            "series_id": e.series_id,
+            "occurrence": e.occurrence,
+        }
+        for e in events
+    ]
+    if rows:
+        conn.execute(insert(task_history), rows)
+
+
+def read(conn: Connection, task_id: UUID) -> list[HistoryEvent]:
+    rows = conn.execute(
+        select(task_history).where(task_history.c.task_id == task_id).order_by(task_history.c.id)
+    )
+    return [
+        HistoryEvent(
+            id=r.id,
+            task_id=r.task_id,
+            kind=r.kind,
+            actor_id=r.actor_id,
+            at=r.at,
+            payload=r.payload,
+            series_id=r.series_id,
+            occurrence=r.occurrence,
+        )
+        for r in rows
+    ]

@@ -1,0 +1,290 @@
+"""What the task store returns: frozen values built from rows."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+from uuid import UUID
+
+from kalends.civil import format_local, parse_local_datetime
+from kalends.tasks.values import (
+    Channel,
+    Due,
+    ListStatus,
+    Reminder,
+    Role,
+    TaskStatus,
+    TimedValue,
+    due_to_json,
+)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Actor:
+    id: UUID
+    handle: str
+    display_name: str
+    email: str | None
+
+    @classmethod
+    def from_row(cls, row: Any) -> Actor:
+        return cls(id=row.id, handle=row.handle, display_name=row.display_name, email=row.email)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id),
+            "handle": self.handle,
+            "display_name": self.display_name,
+            "email": self.email,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskList:
+    id: UUID
+    name: str
+    status: ListStatus
+    revision: int
+    role: Role | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id),
+            "name": self.name,
+            "status": self.status.value,
+            "revision": self.revision,
+            "role": self.role.value if self.role else None,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Section:
+    id: UUID
+    list_id: UUID
+    name: str
+    position: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": str(self.id), "name": self.name, "position": self.position}
+
+
+def due_from_row(row: Any) -> Due | None:
+    if row.due_date is not None:
+        return row.due_date  # type: ignore[no-any-return]
+    if row.due_local is not None:
+        return TimedValue(
+            local=parse_local_datetime(row.due_local), zone=row.due_zone, at=row.due_at
+        )
+    return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Task:
+    """One task as stored; ``tags`` and ``reminders`` are filled where the read asks for them."""
+
+    id: UUID
+    ref: str
+    list_id: UUID
+    section_id: UUID | None
+    parent_id: UUID | None
+    position: int
+    title: str
+    description: str
+    status: TaskStatus
+    completed_at: datetime | None
+    trashed: bool
+    revision: int
+    schedule_revision: int
+    priority: int | None
+    planned: date | None
+    due: Due | None
+    series_id: UUID | None
+    occurrence: int | None
+    created_at: datetime
+    updated_at: datetime
+    tags: tuple[str, ...] = ()
+    reminders: tuple[Reminder, ...] = ()
+
+    @classmethod
+    def from_row(
+        cls, row: Any, tags: tuple[str, ...] = (), reminders: tuple[Reminder, ...] = ()
+    ) -> Task:
+        return cls(
+            id=row.id,
+            ref=row.ref,
+            list_id=row.list_id,
+            section_id=row.section_id,
+            parent_id=row.parent_id,
+            position=row.position,
+            title=row.title,
+            description=row.description,
+            status=TaskStatus(row.status),
+            completed_at=row.completed_at,
+            trashed=bool(row.trashed),
+            revision=row.revision,
+            schedule_revision=row.schedule_revision,
+            priority=row.priority,
+            planned=row.planned_date,
+            due=due_from_row(row),
+            series_id=row.series_id,
+            occurrence=row.occurrence,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            tags=tags,
+            reminders=reminders,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id),
+            "ref": self.ref,
+            "list_id": str(self.list_id),
+            "section_id": str(self.section_id) if self.section_id else None,
+            "parent_id": str(self.parent_id) if self.parent_id else None,
+            "position": self.position,
+            "title": self.title,
+            "description": self.description,
+            "status": self.status.value,
+            "completed_at": _iso(self.completed_at),
+            "trashed": self.trashed,
+            "revision": self.revision,
+            "schedule_revision": self.schedule_revision,
+            "priority": self.priority,
+            "planned": self.planned.isoformat() if self.planned else None,
+            "due": due_to_json(self.due),
+            "series_id": str(self.series_id) if self.series_id else None,
+            "occurrence": self.occurrence,
+            "created_at": _iso(self.created_at),
+            "updated_at": _iso(self.updated_at),
+            "tags": list(self.tags),
+            "reminders": [reminder_to_json(r) for r in self.reminders],
+        }
+
+
+def reminder_to_json(reminder: Reminder) -> dict[str, Any]:
+    return {
+        "channel": reminder.channel.value,
+        "local": format_local(reminder.time.local),
+        "zone": reminder.time.zone,
+        "at": _iso(reminder.time.at),
+        "recipient_id": str(reminder.recipient_id),
+    }
+
+
+def reminder_from_row(row: Any) -> Reminder:
+    return Reminder(
+        channel=Channel(row.channel),
+        time=TimedValue(local=parse_local_datetime(row.local), zone=row.zone, at=row.at),
+        recipient_id=row.recipient_id,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TreeNode:
+    """A task and its visible children, in sibling order."""
+
+    task: Task
+    children: tuple[TreeNode, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.task.to_json(), "children": [c.to_json() for c in self.children]}
+
+    def walk(self) -> list[Task]:
+        found = [self.task]
+        for child in self.children:
+            found.extend(child.walk())
+        return found
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Comment:
+    id: UUID
+    task_id: UUID
+    author_id: UUID
+    body: str
+    created_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id),
+            "task_id": str(self.task_id),
+            "author_id": str(self.author_id),
+            "body": self.body,
+            "created_at": _iso(self.created_at),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Attachment:
+    id: UUID
+    task_id: UUID
+    author_id: UUID
+    name: str
+    media_type: str
+    size: int
+    sha256: str
+    created_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id),
+            "task_id": str(self.task_id),
+            "author_id": str(self.author_id),
+            "name": self.name,
+            "media_type": self.media_type,
+            "size": self.size,
+            "sha256": self.sha256,
+            "created_at": _iso(self.created_at),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HistoryEvent:
+    id: int
+    task_id: UUID
+    kind: str
+    actor_id: UUID | None
+    at: datetime
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    series_id: UUID | None = None
+    occurrence: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "task_id": str(self.task_id),
+            "kind": self.kind,
+            "actor_id": str(self.actor_id) if self.actor_id else None,
+            "at": _iso(self.at),
+            "payload": dict(self.payload),
+            "series_id": str(self.series_id) if self.series_id else None,
+            "occurrence": self.occurrence,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskDetail:
+    """A task with its comments, attachments and list context, for ``show``."""
+
+    task: Task
+    list: TaskList
+    section: str | None
+    comments: tuple[Comment, ...]
+    attachments: tuple[Attachment, ...]
+    children: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.task.to_json(),
+            "list": self.list.to_json(),
+            "section": self.section,
+            "comments": [c.to_json() for c in self.comments],
+            "attachments": [a.to_json() for a in self.attachments],
+            "children": self.children,
+        }

@@ -1,0 +1,262 @@
+"""Reading tasks back: rows with their tags and reminders, and ordered trees.
+
+Every read is a fixed number of statements, whatever the size of the tree: the
+tasks, then their tags, then their reminders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import Select, and_, func, or_, select
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql.elements import ColumnElement
+
+from kalends.storage.task_tables import (
+    attachments,
+    comments,
+    lists,
+    sections,
+    tags,
+    task_reminders,
+    task_tags,
+    tasks,
+)
+from kalends.tasks.models import (
+    Attachment,
+    Comment,
+    Task,
+    TaskDetail,
+    TaskList,
+    TreeNode,
+    reminder_from_row,
+)
+from kalends.tasks.values import ListStatus, Reminder, Role, TaskStatus
+
+
+def _extras(
+    conn: Connection, ids: Any
+) -> tuple[dict[UUID, tuple[str, ...]], dict[UUID, tuple[Reminder, ...]]]:
+    """Tags and reminders of the tasks whose IDs ``ids`` selects (a list or a subquery)."""
+    tag_map: dict[UUID, list[str]] = {}
+    for task_id, name in conn.execute(
+        select(task_tags.c.task_id, tags.c.name)
+        .join(tags, tags.c.id == task_tags.c.tag_id)
+        .where(task_tags.c.task_id.in_(ids))
+        .order_by(tags.c.name)
+    ):
+        tag_map.setdefault(task_id, []).append(name)
+    reminder_map: dict[UUID, list[Reminder]] = {}
+    for row in conn.execute(
+        select(task_reminders)
+        .where(task_reminders.c.task_id.in_(ids))
+        .order_by(task_reminders.c.task_id, task_reminders.c.position)
+    ):
+        reminder_map.setdefault(row.task_id, []).append(reminder_from_row(row))
+    return (
+        {k: tuple(v) for k, v in tag_map.items()},
+        {k: tuple(v) for k, v in reminder_map.items()},
+    )
+
+
+def _build(conn: Connection, rows: Sequence[Any], ids: Any) -> list[Task]:
+    if not rows:
+        return []
+    tag_map, reminder_map = _extras(conn, ids)
+    return [Task.from_row(r, tag_map.get(r.id, ()), reminder_map.get(r.id, ())) for r in rows]
+
+
+def load_tasks(conn: Connection, ids: Sequence[UUID]) -> list[Task]:
+    """The tasks with these IDs, in the order given."""
+    rows = {r.id: r for r in conn.execute(select(tasks).where(tasks.c.id.in_(ids)))}
+    built = {t.id: t for t in _build(conn, list(rows.values()), list(ids))}
+    return [built[i] for i in ids if i in built]
+
+
+def _subtree_query(root_id: UUID) -> Select[Any]:
+    tree = select(tasks.c.id).where(tasks.c.id == root_id).cte("tree", recursive=True)
+    tree = tree.union_all(
+        select(tasks.c.id)
+        .join(tree, tasks.c.parent_id == tree.c.id)
+        .where(tasks.c.trashed.is_(False))
+    )
+    return select(tree.c.id)
+
+
+def subtree_tree(conn: Connection, root_id: UUID) -> TreeNode:
+    """The task and its live descendants as one ordered tree, in three statements."""
+    ids = _subtree_query(root_id)
+    rows = list(conn.execute(select(tasks).where(tasks.c.id.in_(ids))))
+    built = _build(conn, rows, ids)
+    return _assemble(built, {root_id})[0]
+
+
+def _assemble(found: Sequence[Task], roots: set[UUID] | None = None) -> list[TreeNode]:
+    """Trees from tasks: a task whose parent is absent is a root; siblings by position."""
+    present = {t.id for t in found}
+    children: dict[UUID | None, list[Task]] = {}
+    for t in found:
+        parent = t.parent_id if t.parent_id in present else None
+        if roots is not None and t.id in roots:
+            parent = None
+        children.setdefault(parent, []).append(t)
+
+    def node(task: Task) -> TreeNode:
+        kids = sorted(children.get(task.id, ()), key=lambda t: (t.position, t.ref))
+        return TreeNode(task=task, children=tuple(node(k) for k in kids))
+
+    tops = sorted(children.get(None, ()), key=lambda t: (t.position, t.ref))
+    return [node(t) for t in tops]
+
+
+def read_tree(
+    conn: Connection,
+    list_id: UUID,
+    *,
+    section: str | None,
+    tag: str | None,
+    status: TaskStatus | None,
+    due_from: date | None,
+    due_to: date | None,
+    planned: date | None,
+    include_trashed: bool,
+) -> list[TreeNode]:
+    """The list's tasks as trees; with filters, matching tasks and their ancestors."""
+    rows = list(conn.execute(select(tasks).where(tasks.c.list_id == list_id)))
+    by_id = {r.id: r for r in rows}
+    if not include_trashed:
+        hidden: set[UUID] = set()
+
+        def is_hidden(row: Any) -> bool:
+            chain: list[Any] = []
+            while row is not None:
+                if row.id in hidden or row.trashed:
+                    hidden.update(c.id for c in chain)
+                    hidden.add(row.id)
+                    return True
+                chain.append(row)
+                row = by_id.get(row.parent_id)
+            return False
+
+        rows = [r for r in rows if not is_hidden(r)]
+    filtered = any(v is not None for v in (section, tag, status, due_from, due_to, planned))
+    if filtered:
+        matching = set(
+            conn.execute(
+                _filters(
+                    select(tasks.c.id).where(tasks.c.list_id == list_id),
+                    section,
+                    tag,
+                    status,
+                    due_from,
+                    due_to,
+                    planned,
+                )
+            ).scalars()
+        )
+        keep: set[UUID] = set()
+        visible = {r.id for r in rows}
+        for task_id in matching & visible:
+            current: Any = by_id[task_id]
+            while current is not None and current.id not in keep:
+                keep.add(current.id)
+                current = by_id.get(current.parent_id)
+        rows = [r for r in rows if r.id in keep]
+    built = _build(conn, rows, select(tasks.c.id).where(tasks.c.list_id == list_id))
+    return _assemble(built)
+
+
+def _filters(
+    query: Select[Any],
+    section: str | None,
+    tag: str | None,
+    status: TaskStatus | None,
+    due_from: date | None,
+    due_to: date | None,
+    planned: date | None,
+) -> Select[Any]:
+    if section is not None:
+        query = query.join(sections, sections.c.id == tasks.c.section_id).where(
+            sections.c.name == section
+        )
+    if tag is not None:
+        tagged = (
+            select(task_tags.c.task_id)
+            .join(tags, tags.c.id == task_tags.c.tag_id)
+            .where(tags.c.name == tag)
+        )
+        query = query.where(tasks.c.id.in_(tagged))
+    if status is not None:
+        query = query.where(tasks.c.status == status.value)
+    if planned is not None:
+        query = query.where(tasks.c.planned_date == planned)
+    if due_from is not None or due_to is not None:
+        # A timed due value counts on its local date.
+        local_day = func.substr(tasks.c.due_local, 1, 10)
+        dated: list[ColumnElement[bool]] = [tasks.c.due_date.is_not(None)]
+        timed: list[ColumnElement[bool]] = [tasks.c.due_local.is_not(None)]
+        if due_from is not None:
+            dated.append(tasks.c.due_date >= due_from)
+            timed.append(local_day >= due_from.isoformat())
+        if due_to is not None:
+            dated.append(tasks.c.due_date <= due_to)
+            timed.append(local_day <= due_to.isoformat())
+        query = query.where(or_(and_(*dated), and_(*timed)))
+    return query
+
+
+def read_detail(conn: Connection, row: Any) -> TaskDetail:
+    task = _build(conn, [row], [row.id])[0]
+    list_row = conn.execute(select(lists).where(lists.c.id == row.list_id)).one()
+    section = (
+        conn.execute(select(sections.c.name).where(sections.c.id == row.section_id)).scalar()
+        if row.section_id
+        else None
+    )
+    found_comments = tuple(
+        Comment(
+            id=c.id, task_id=c.task_id, author_id=c.author_id, body=c.body, created_at=c.created_at
+        )
+        for c in conn.execute(
+            select(comments).where(comments.c.task_id == row.id).order_by(comments.c.created_at)
+        )
+    )
+    found_attachments = tuple(
+        Attachment(
+            id=a.id,
+            task_id=a.task_id,
+            author_id=a.author_id,
+            name=a.name,
+            media_type=a.media_type,
+            size=a.size,
+            sha256=a.sha256,
+            created_at=a.created_at,
+        )
+        for a in conn.execute(
+            select(attachments)
+            .where(attachments.c.task_id == row.id)
+            .order_by(attachments.c.created_at)
+        )
+    )
+    children = conn.execute(
+        select(func.count())
+        .select_from(tasks)
+        .where(tasks.c.parent_id == row.id, tasks.c.trashed.is_(False))
+    ).scalar_one()
+    return TaskDetail(
+        task=task,
+        list=TaskList(
+            id=list_row.id,
+            name=list_row.name,
+            status=ListStatus(list_row.status),
+            revision=list_row.revision,
+            role=Role(row.role) if getattr(row, "role", None) else None,
+        ),
+        section=section,
+        comments=found_comments,
+        attachments=found_attachments,
+        children=children,
+    )
