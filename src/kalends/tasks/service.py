@@ -7,99 +7,64 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from datetime import date, datetime
+from collections.abc import Sequence
+from datetime import date
 from typing import Any
 from uuid import UUID
 
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection
 
-from kalends.civil import format_local
-from kalends.errors import (
-    Conflict,
-    Forbidden,
-    InvalidInput,
-    NotFound,
-    OpenDescendants,
-    ReparentCycle,
-    RevisionConflict,
-    TaskTrashed,
-)
+from kalends.errors import Conflict, InvalidInput, NotFound, ReparentCycle, TaskTrashed
 from kalends.storage.task_tables import (
     attachments,
     blobs,
     comments,
-    list_members,
-    reminder_intents,
     sections,
     tags,
-    task_reminders,
     task_tags,
     tasks,
 )
-from kalends.storage.unit_of_work import Store
 from kalends.tasks import history
 from kalends.tasks.access import parse_uuid, require_list_role, resolve_actor, task_with_role
 from kalends.tasks.directory import find_list
 from kalends.tasks.history import Event
-from kalends.tasks.models import (
-    Attachment,
-    Comment,
-    HistoryEvent,
-    Task,
-    TaskDetail,
-    TaskList,
-    reminder_to_json,
-)
+from kalends.tasks.models import Attachment, Comment, HistoryEvent, Task, TaskDetail
 from kalends.tasks.positions import end_position, position_near
 from kalends.tasks.reads import load_tasks, read_detail, read_tree, subtree_tree
 from kalends.tasks.refs import new_refs
+from kalends.tasks.steps import (
+    ActorRef,
+    AfterTaskUpdate,
+    TaskChange,
+    TaskRef,
+    cancel_intents,
+    cas,
+    expect_revision,
+    group_by_tags,
+    require_live,
+    section_id,
+    set_tags,
+    sibling_id,
+    tag_names,
+    tag_names_of,
+)
+from kalends.tasks.transitions import Transitions
 from kalends.tasks.tree import ancestor_ids, hidden_by_trash, subtree_ids
 from kalends.tasks.values import (
     MAX_ATTACHMENT_BYTES,
     MAX_COMMENT_BYTES,
     MAX_DESCRIPTION_BYTES,
-    MAX_TAG_LENGTH,
     Role,
-    Schedule,
     TaskStatus,
-    TimedValue,
     check_name,
     check_text,
     check_title,
-    due_to_json,
 )
 
-ActorRef = UUID | str
-TaskRef = UUID | str
 
-
-@dataclass(frozen=True, slots=True)
-class TaskChange:
-    """What a transition did, handed to every ``after_task_update`` hook."""
-
-    kind: str
-    root_id: UUID
-    actor_id: UUID
-    at: datetime
-    complete_subtree: bool = False
-
-
-# after_task_update(tx, task_ids, change): runs inside the operation's transaction;
-# raising aborts the whole operation.
-AfterTaskUpdate = Callable[[Connection, Sequence[UUID], TaskChange], None]
-
-_LIVE_INTENTS = ("pending", "leased")
-
-
-class TaskService:
+class TaskService(Transitions):
     """Tasks, checklists and schedules. Every method is one transaction."""
-
-    def __init__(self, store: Store, hooks: Iterable[AfterTaskUpdate] = ()) -> None:
-        self.store = store
-        self.hooks: list[AfterTaskUpdate] = list(hooks)
 
     # --- reads ---------------------------------------------------------------------------
 
@@ -211,14 +176,14 @@ class TaskService:
         """Creates an open task at the end of its siblings, or before/after a sibling."""
         checked_title = check_title(title)
         checked_description = check_text(description, "description", MAX_DESCRIPTION_BYTES)
-        tag_names = _tag_names(tags)
+        checked_tags = tag_names(tags)
 
         def run(conn: Connection) -> Task:
             actor_id = resolve_actor(conn, actor)
             now = self.store.clock.now()
             if parent is not None:
                 parent_row = task_with_role(conn, actor_id, parent, Role.EDITOR, write=True)
-                _require_live(conn, parent_row, "parent")
+                require_live(conn, parent_row, "parent")
                 list_id, parent_id = parent_row.list_id, parent_row.id
                 if list_ref is not None and find_list(conn, actor_id, list_ref) != list_id:
                     raise InvalidInput("parent: the parent task is in another list", field="parent")
@@ -229,8 +194,8 @@ class TaskService:
                 conn,
                 list_id,
                 parent_id,
-                before=_sibling_id(conn, before),
-                after=_sibling_id(conn, after),
+                before=sibling_id(conn, before),
+                after=sibling_id(conn, after),
             )
             task_id = uuid.uuid4()
             conn.execute(
@@ -238,7 +203,7 @@ class TaskService:
                     id=task_id,
                     ref=new_refs(conn, 1)[0],
                     list_id=list_id,
-                    section_id=_section_id(conn, list_id, section),
+                    section_id=section_id(conn, list_id, section),
                     parent_id=parent_id,
                     position=position,
                     title=checked_title,
@@ -252,8 +217,8 @@ class TaskService:
                     updated_at=now,
                 )
             )
-            _set_tags(conn, list_id, [task_id], tag_names, replace=False)
-            payload = {"title": checked_title, "list_id": str(list_id), "tags": tag_names}
+            set_tags(conn, list_id, [task_id], checked_tags, replace=False)
+            payload = {"title": checked_title, "list_id": str(list_id), "tags": checked_tags}
             if parent_id is not None:
                 payload["parent_id"] = str(parent_id)
             history.record(conn, actor_id, now, [Event(task_id, "created", payload)])
@@ -293,7 +258,7 @@ class TaskService:
     ) -> Task:
         def run(conn: Connection) -> Task:
             actor_id, row, now = self._writable(conn, actor, task, expected_revision)
-            _cas(conn, row, expected_revision, now, values)
+            cas(conn, row, expected_revision, now, values)
             history.record(conn, actor_id, now, [Event(row.id, kind, payload)])
             return load_tasks(conn, [row.id])[0]
 
@@ -319,15 +284,15 @@ class TaskService:
         *,
         add: bool,
     ) -> Task:
-        checked = _tag_names(names)
+        checked = tag_names(names)
         if not checked:
             raise InvalidInput("tags: name at least one tag", field="tags")
 
         def run(conn: Connection) -> Task:
             actor_id, row, now = self._writable(conn, actor, task, expected_revision)
-            _cas(conn, row, expected_revision, now, {})
+            cas(conn, row, expected_revision, now, {})
             if add:
-                _set_tags(conn, row.list_id, [row.id], checked, replace=False)
+                set_tags(conn, row.list_id, [row.id], checked, replace=False)
             else:
                 ids = select(tags.c.id).where(
                     tags.c.list_id == row.list_id, tags.c.name.in_(checked)
@@ -365,19 +330,19 @@ class TaskService:
                     conn,
                     row.list_id,
                     row.parent_id,
-                    before=_sibling_id(conn, before),
-                    after=_sibling_id(conn, after),
+                    before=sibling_id(conn, before),
+                    after=sibling_id(conn, after),
                     moving=row.id,
                 )
                 payload["position"] = values["position"]
             if section is not None or clear_section:
                 values["section_id"] = (
-                    None if clear_section else _section_id(conn, row.list_id, section)
+                    None if clear_section else section_id(conn, row.list_id, section)
                 )
                 payload["section"] = None if clear_section else section
             if not values:
                 raise InvalidInput("move: say where: before, after or section", field="move")
-            _cas(conn, row, expected_revision, now, values)
+            cas(conn, row, expected_revision, now, values)
             history.record(conn, actor_id, now, [Event(row.id, "moved", payload)])
             self._notify(conn, [row.id], TaskChange("moved", row.id, actor_id, now))
             return load_tasks(conn, [row.id])[0]
@@ -411,21 +376,25 @@ class TaskService:
                     "task: only a root task moves to another list; reparent it first", field="task"
                 )
             ids = subtree_ids(conn, row.id)
-            root_section = _section_id(conn, target_id, section)
-            names = _tag_names_of(conn, ids)
+            root_section = section_id(conn, target_id, section)
+            names = tag_names_of(conn, ids)
             section_names = dict(
                 conn.execute(
                     select(tasks.c.id, sections.c.name)
                     .join(sections, sections.c.id == tasks.c.section_id)
                     .where(tasks.c.id.in_(ids))
-                ).tuples().all()
+                )
+                .tuples()
+                .all()
             )
             target_sections = dict(
                 conn.execute(
                     select(sections.c.name, sections.c.id).where(sections.c.list_id == target_id)
-                ).tuples().all()
+                )
+                .tuples()
+                .all()
             )
-            _cas(
+            cas(
                 conn,
                 row,
                 expected_revision,
@@ -453,8 +422,8 @@ class TaskService:
                         update(tasks).where(tasks.c.id == item["i"]).values(section_id=item["s"])
                     )
             conn.execute(delete(task_tags).where(task_tags.c.task_id.in_(ids)))
-            for name_set, task_ids in _group_by_tags(names).items():
-                _set_tags(conn, target_id, task_ids, list(name_set), replace=False)
+            for name_set, task_ids in group_by_tags(names).items():
+                set_tags(conn, target_id, task_ids, list(name_set), replace=False)
             payload = {"from_list": str(row.list_id), "to_list": str(target_id)}
             history.record(
                 conn,
@@ -486,7 +455,7 @@ class TaskService:
                         "parent: the new parent is in another list; move the task there first",
                         field="parent",
                     )
-                _require_live(conn, parent_row, "parent")
+                require_live(conn, parent_row, "parent")
                 if parent_row.id == row.id or row.id in ancestor_ids(conn, parent_row.id):
                     raise ReparentCycle(
                         "parent: a task cannot move under itself or its own descendant",
@@ -495,7 +464,7 @@ class TaskService:
                 parent_id = parent_row.id
             if parent_id == row.parent_id:
                 raise InvalidInput("parent: the task is already there", field="parent")
-            _cas(
+            cas(
                 conn,
                 row,
                 expected_revision,
@@ -518,8 +487,8 @@ class TaskService:
         def run(conn: Connection) -> Task:
             actor_id, row, now = self._writable(conn, actor, task, expected_revision)
             ids = subtree_ids(conn, row.id, live_only=True)
-            _cas(conn, row, expected_revision, now, {"trashed": True, "trashed_at": now})
-            _cancel_intents(conn, ids, now, "task-trashed")
+            cas(conn, row, expected_revision, now, {"trashed": True, "trashed_at": now})
+            cancel_intents(conn, ids, now, "task-trashed")
             history.record(conn, actor_id, now, [Event(row.id, "trashed", {})])
             self._notify(conn, ids, TaskChange("trashed", row.id, actor_id, now))
             return load_tasks(conn, [row.id])[0]
@@ -532,13 +501,13 @@ class TaskService:
         def run(conn: Connection) -> Task:
             actor_id = resolve_actor(conn, actor)
             row = task_with_role(conn, actor_id, task, Role.EDITOR, write=True)
-            _expect(row, expected_revision)
+            expect_revision(row, expected_revision)
             if not row.trashed:
                 raise Conflict("task: the task is not in the trash", field="task")
             if row.parent_id is not None and hidden_by_trash(conn, row.parent_id):
                 raise TaskTrashed("an ancestor of this task is in the trash: restore it first")
             now = self.store.clock.now()
-            _cas(conn, row, expected_revision, now, {"trashed": False, "trashed_at": None})
+            cas(conn, row, expected_revision, now, {"trashed": False, "trashed_at": None})
             history.record(conn, actor_id, now, [Event(row.id, "restored", {})])
             ids = subtree_ids(conn, row.id, live_only=True)
             self._notify(conn, ids, TaskChange("restored", row.id, actor_id, now))
@@ -555,7 +524,7 @@ class TaskService:
         def run(conn: Connection) -> Comment:
             actor_id = resolve_actor(conn, actor)
             row = task_with_role(conn, actor_id, task, Role.EDITOR, write=True)
-            _require_live(conn, row, "task")
+            require_live(conn, row, "task")
             now = self.store.clock.now()
             made = Comment(
                 id=uuid.uuid4(), task_id=row.id, author_id=actor_id, body=text, created_at=now
@@ -593,7 +562,7 @@ class TaskService:
         def run(conn: Connection) -> Attachment:
             actor_id = resolve_actor(conn, actor)
             row = task_with_role(conn, actor_id, task, Role.EDITOR, write=True)
-            _require_live(conn, row, "task")
+            require_live(conn, row, "task")
             now = self.store.clock.now()
             known = conn.execute(select(blobs.c.sha256).where(blobs.c.sha256 == digest)).first()
             if known is None:
@@ -641,359 +610,5 @@ class TaskService:
 
         return self.store.run(run)
 
-    # --- schedule ----------------------------------------------------------------------------
 
-    def set_schedule(
-        self, actor: ActorRef, task: TaskRef, expected_task_revision: int, schedule: Schedule
-    ) -> Task:
-        """Writes planned date, due value, priority and reminders (seed 000, "Scheduling domain").
-
-        Bumps the task revision and the schedule revision, appends history, cancels the
-        pending and leased intents of the old schedule revision and creates the new ones,
-        all in one transaction. Reminder recipients must be members of the list.
-        """
-
-        def run(conn: Connection) -> Task:
-            actor_id, row, now = self._writable(conn, actor, task, expected_task_revision)
-            recipients = {r.recipient_id for r in schedule.reminders}
-            if recipients:
-                members = set(
-                    conn.execute(
-                        select(list_members.c.actor_id).where(
-                            list_members.c.list_id == row.list_id,
-                            list_members.c.actor_id.in_(recipients),
-                        )
-                    ).scalars()
-                )
-                if recipients - members:
-                    raise Forbidden(
-                        "reminders: every recipient must be a member of the task's list"
-                    )
-            schedule_revision = row.schedule_revision + 1
-            due = schedule.due
-            timed = due if isinstance(due, TimedValue) else None
-            _cas(
-                conn,
-                row,
-                expected_task_revision,
-                now,
-                {
-                    "schedule_revision": schedule_revision,
-                    "planned_date": schedule.planned,
-                    "priority": schedule.priority,
-                    "due_date": due if isinstance(due, date) else None,
-                    "due_local": format_local(timed.local) if timed else None,
-                    "due_zone": timed.zone if timed else None,
-                    "due_at": timed.at if timed else None,
-                },
-            )
-            conn.execute(delete(task_reminders).where(task_reminders.c.task_id == row.id))
-            if schedule.reminders:
-                conn.execute(
-                    insert(task_reminders),
-                    [
-                        {
-                            "task_id": row.id,
-                            "position": i,
-                            "channel": r.channel.value,
-                            "local": format_local(r.time.local),
-                            "zone": r.time.zone,
-                            "at": r.time.at,
-                            "recipient_id": r.recipient_id,
-                        }
-                        for i, r in enumerate(schedule.reminders)
-                    ],
-                )
-            _cancel_intents(conn, [row.id], now, "schedule-changed")
-            if schedule.reminders and row.status == TaskStatus.OPEN.value:
-                conn.execute(
-                    insert(reminder_intents),
-                    [
-                        {
-                            "id": uuid.uuid4(),
-                            "task_id": row.id,
-                            "schedule_revision": schedule_revision,
-                            "channel": r.channel.value,
-                            "at": r.time.at,
-                            "recipient_id": r.recipient_id,
-                            "status": "pending",
-                            "attempts": 0,
-                            "next_attempt_at": r.time.at,
-                            "created_at": now,
-                            "updated_at": now,
-                        }
-                        for r in schedule.reminders
-                    ],
-                )
-            payload = {
-                "schedule_revision": schedule_revision,
-                "planned": schedule.planned.isoformat() if schedule.planned else None,
-                "due": due_to_json(due),
-                "priority": schedule.priority,
-                "reminders": [reminder_to_json(r) for r in schedule.reminders],
-            }
-            history.record(conn, actor_id, now, [Event(row.id, "schedule-set", payload)])
-            return load_tasks(conn, [row.id])[0]
-
-        return self.store.run(run)
-
-    # --- transitions -------------------------------------------------------------------------
-
-    def complete(
-        self,
-        actor: ActorRef,
-        task: TaskRef,
-        expected_revision: int,
-        *,
-        complete_subtree: bool = False,
-    ) -> Task:
-        """Completes a task. With open live descendants it needs ``complete_subtree=True``,
-        which completes them all in the same transaction; a recurring occurrence root
-        always needs it (seed 000, "Recurrence").
-        """
-
-        def run(conn: Connection) -> Task:
-            actor_id, row, now = self._writable(conn, actor, task, expected_revision)
-            if row.status == TaskStatus.COMPLETED.value:
-                raise Conflict("task: the task is already completed", field="task")
-            descendants = [i for i in subtree_ids(conn, row.id, live_only=True) if i != row.id]
-            open_ids = (
-                list(
-                    conn.execute(
-                        select(tasks.c.id).where(
-                            tasks.c.id.in_(descendants), tasks.c.status == TaskStatus.OPEN.value
-                        )
-                    ).scalars()
-                )
-                if descendants
-                else []
-            )
-            recurring_root = row.series_id is not None and row.parent_id is None
-            if not complete_subtree and (open_ids or recurring_root):
-                reason = (
-                    "a recurring checklist is completed only with complete_subtree=true"
-                    if recurring_root
-                    else f"{len(open_ids)} open checklist item(s) remain; "
-                    "complete them or pass complete_subtree=true"
-                )
-                raise OpenDescendants(reason, open=len(open_ids))
-            done = {"status": TaskStatus.COMPLETED.value, "completed_at": now}
-            _cas(conn, row, expected_revision, now, done)
-            if open_ids:
-                conn.execute(
-                    update(tasks)
-                    .where(tasks.c.id.in_(open_ids))
-                    .values(**done, revision=tasks.c.revision + 1, updated_at=now)
-                )
-            changed = [row.id, *open_ids]
-            _cancel_intents(conn, changed, now, "task-completed")
-            cascade = {"cascade_from": str(row.id)}
-            history.record(
-                conn,
-                actor_id,
-                now,
-                [Event(row.id, "completed", {"complete_subtree": complete_subtree})]
-                + [Event(i, "completed", cascade) for i in open_ids],
-            )
-            change = TaskChange("completed", row.id, actor_id, now, complete_subtree)
-            self._notify(conn, changed, change)
-            return load_tasks(conn, [row.id])[0]
-
-        return self.store.run(run)
-
-    def reopen(self, actor: ActorRef, task: TaskRef, expected_revision: int) -> Task:
-        """Reopens a completed task and its completed ancestors. Reminders are not replayed."""
-
-        def run(conn: Connection) -> Task:
-            actor_id, row, now = self._writable(conn, actor, task, expected_revision)
-            if row.status != TaskStatus.COMPLETED.value:
-                raise Conflict("task: the task is not completed", field="task")
-            opened = {"status": TaskStatus.OPEN.value, "completed_at": None}
-            _cas(conn, row, expected_revision, now, opened)
-            ancestors = ancestor_ids(conn, row.id)
-            closed = (
-                list(
-                    conn.execute(
-                        select(tasks.c.id).where(
-                            tasks.c.id.in_(ancestors),
-                            tasks.c.status == TaskStatus.COMPLETED.value,
-                        )
-                    ).scalars()
-                )
-                if ancestors
-                else []
-            )
-            if closed:
-                conn.execute(
-                    update(tasks)
-                    .where(tasks.c.id.in_(closed))
-                    .values(**opened, revision=tasks.c.revision + 1, updated_at=now)
-                )
-            cascade = {"cascade_from": str(row.id)}
-            history.record(
-                conn,
-                actor_id,
-                now,
-                [Event(row.id, "reopened", {})] + [Event(i, "reopened", cascade) for i in closed],
-            )
-            changed = [row.id, *closed]
-            self._notify(conn, changed, TaskChange("reopened", row.id, actor_id, now))
-            return load_tasks(conn, [row.id])[0]
-
-        return self.store.run(run)
-
-    # --- shared steps ------------------------------------------------------------------------
-
-    def _writable(
-        self, conn: Connection, actor: ActorRef, task: TaskRef, expected_revision: int
-    ) -> tuple[UUID, Any, datetime]:
-        actor_id = resolve_actor(conn, actor)
-        row = task_with_role(conn, actor_id, task, Role.EDITOR, write=True)
-        _expect(row, expected_revision)
-        _require_live(conn, row, "task")
-        return actor_id, row, self.store.clock.now()
-
-    def _notify(self, conn: Connection, task_ids: Sequence[UUID], change: TaskChange) -> None:
-        for hook in self.hooks:
-            hook(conn, task_ids, change)
-
-
-def _expect(row: Any, expected_revision: object) -> None:
-    if not isinstance(expected_revision, int) or isinstance(expected_revision, bool):
-        raise InvalidInput(
-            f"expected_revision: a whole number is required, got {expected_revision!r}",
-            field="expected_revision",
-        )
-    if row.revision != expected_revision:
-        raise RevisionConflict(
-            f"the task changed: expected revision {expected_revision}, it is {row.revision}",
-            expected=expected_revision,
-            actual=row.revision,
-        )
-
-
-def _cas(
-    conn: Connection, row: Any, expected_revision: int, now: datetime, values: dict[str, Any]
-) -> None:
-    """One compare-and-swap on the task's revision; zero rows means someone else won."""
-    result = conn.execute(
-        update(tasks)
-        .where(tasks.c.id == row.id, tasks.c.revision == expected_revision)
-        .values(**values, revision=tasks.c.revision + 1, updated_at=now)
-    )
-    if result.rowcount == 0:
-        actual = conn.execute(select(tasks.c.revision).where(tasks.c.id == row.id)).scalar()
-        raise RevisionConflict(
-            f"the task changed: expected revision {expected_revision}, it is {actual}",
-            expected=expected_revision,
-            actual=actual,
-        )
-
-
-def _require_live(conn: Connection, row: Any, field: str) -> None:
-    if row.trashed or (row.parent_id is not None and hidden_by_trash(conn, row.parent_id)):
-        raise TaskTrashed(f"{field}: the task is in the trash (itself or an ancestor)")
-
-
-def _cancel_intents(conn: Connection, task_ids: Sequence[UUID], now: datetime, reason: str) -> None:
-    conn.execute(
-        update(reminder_intents)
-        .where(
-            reminder_intents.c.task_id.in_(task_ids), reminder_intents.c.status.in_(_LIVE_INTENTS)
-        )
-        .values(status="cancelled", closed_reason=reason, lease_token=None, updated_at=now)
-    )
-
-
-def _sibling_id(conn: Connection, ref: TaskRef | None) -> UUID | None:
-    if ref is None:
-        return None
-    as_id = parse_uuid(ref, "sibling")
-    if as_id is not None:
-        return as_id
-    found = conn.execute(select(tasks.c.id).where(tasks.c.ref == str(ref).upper())).scalar()
-    if found is None:
-        raise NotFound(f"task: no task {ref!s}", field="task")
-    return found  # type: ignore[no-any-return]
-
-
-def _section_id(conn: Connection, list_id: UUID, name: str | None) -> UUID | None:
-    if name is None:
-        return None
-    found = conn.execute(
-        select(sections.c.id).where(sections.c.list_id == list_id, sections.c.name == name)
-    ).scalar()
-    if found is None:
-        raise NotFound(f"section: the list has no section {name!r}", field="section")
-    return found  # type: ignore[no-any-return]
-
-
-def _tag_names(names: Sequence[str]) -> list[str]:
-    if isinstance(names, str):
-        names = [names]
-    checked = [check_name(n, "tags", MAX_TAG_LENGTH) for n in names]
-    return sorted(set(checked))
-
-
-def _tag_names_of(conn: Connection, ids: Sequence[UUID]) -> dict[UUID, frozenset[str]]:
-    found: dict[UUID, set[str]] = {}
-    rows = conn.execute(
-        select(task_tags.c.task_id, tags.c.name)
-        .join(tags, tags.c.id == task_tags.c.tag_id)
-        .where(task_tags.c.task_id.in_(ids))
-    )
-    for task_id, name in rows:
-        found.setdefault(task_id, set()).add(name)
-    return {k: frozenset(v) for k, v in found.items()}
-
-
-def _group_by_tags(names: dict[UUID, frozenset[str]]) -> dict[frozenset[str], list[UUID]]:
-    groups: dict[frozenset[str], list[UUID]] = {}
-    for task_id, name_set in names.items():
-        groups.setdefault(name_set, []).append(task_id)
-    return groups
-
-
-def _set_tags(
-    conn: Connection,
-    list_id: UUID,
-    task_ids: Sequence[UUID],
-    names: Sequence[str],
-    *,
-    replace: bool,
-) -> None:
-    """Links the tasks to the named tags of ``list_id``, creating missing tags."""
-    if replace:
-        conn.execute(delete(task_tags).where(task_tags.c.task_id.in_(task_ids)))
-    if not names or not task_ids:
-        return
-    existing = dict(
-        conn.execute(
-            select(tags.c.name, tags.c.id).where(tags.c.list_id == list_id, tags.c.name.in_(names))
-        ).tuples().all()
-    )
-    missing = [n for n in names if n not in existing]
-    if missing:
-        fresh = {n: uuid.uuid4() for n in missing}
-        conn.execute(
-            insert(tags), [{"id": i, "list_id": list_id, "name": n} for n, i in fresh.items()]
-        )
-        existing.update(fresh)
-    linked = set(
-        conn.execute(
-            select(task_tags.c.task_id, task_tags.c.tag_id).where(
-                task_tags.c.task_id.in_(task_ids), task_tags.c.tag_id.in_(existing.values())
-            )
-        ).tuples().all()
-    )
-    rows = [
-        {"task_id": t, "tag_id": existing[n]}
-        for t in task_ids
-        for n in names
-        if (t, existing[n]) not in linked
-    ]
-    if rows:
-        conn.execute(insert(task_tags), rows)
-
-
-__all__ = ["AfterTaskUpdate", "TaskChange", "TaskList", "TaskService"]
+__all__ = ["AfterTaskUpdate", "TaskChange", "TaskService"]

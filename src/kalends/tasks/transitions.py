@@ -1,0 +1,225 @@
+"""Schedules and transitions: set_schedule, complete, reopen (seed 000)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.engine import Connection
+
+from kalends.civil import format_local
+from kalends.errors import Conflict, Forbidden, OpenDescendants
+from kalends.storage.task_tables import list_members, reminder_intents, task_reminders, tasks
+from kalends.tasks import history
+from kalends.tasks.history import Event
+from kalends.tasks.models import Task, reminder_to_json
+from kalends.tasks.reads import load_tasks
+from kalends.tasks.steps import ActorRef, ServiceBase, TaskChange, TaskRef, cancel_intents, cas
+from kalends.tasks.tree import ancestor_ids, subtree_ids
+from kalends.tasks.values import Schedule, TaskStatus, TimedValue, due_to_json
+
+
+class Transitions(ServiceBase):
+    """Schedule writes and the completion transitions, each calling the hooks."""
+
+    # --- schedule ----------------------------------------------------------------------------
+
+    def set_schedule(
+        self, actor: ActorRef, task: TaskRef, expected_task_revision: int, schedule: Schedule
+    ) -> Task:
+        """Writes planned date, due value, priority and reminders (seed 000, "Scheduling domain").
+
+        Bumps the task revision and the schedule revision, appends history, cancels the
+        pending and leased intents of the old schedule revision and creates the new ones,
+        all in one transaction. Reminder recipients must be members of the list.
+        """
+
+        def run(conn: Connection) -> Task:
+            actor_id, row, now = self._writable(conn, actor, task, expected_task_revision)
+            recipients = {r.recipient_id for r in schedule.reminders}
+            if recipients:
+                members = set(
+                    conn.execute(
+                        select(list_members.c.actor_id).where(
+                            list_members.c.list_id == row.list_id,
+                            list_members.c.actor_id.in_(recipients),
+                        )
+                    ).scalars()
+                )
+                if recipients - members:
+                    raise Forbidden(
+                        "reminders: every recipient must be a member of the task's list"
+                    )
+            schedule_revision = row.schedule_revision + 1
+            due = schedule.due
+            timed = due if isinstance(due, TimedValue) else None
+            cas(
+                conn,
+                row,
+                expected_task_revision,
+                now,
+                {
+                    "schedule_revision": schedule_revision,
+                    "planned_date": schedule.planned,
+                    "priority": schedule.priority,
+                    "due_date": due if isinstance(due, date) else None,
+                    "due_local": format_local(timed.local) if timed else None,
+                    "due_zone": timed.zone if timed else None,
+                    "due_at": timed.at if timed else None,
+                },
+            )
+            conn.execute(delete(task_reminders).where(task_reminders.c.task_id == row.id))
+            if schedule.reminders:
+                conn.execute(
+                    insert(task_reminders),
+                    [
+                        {
+                            "task_id": row.id,
+                            "position": i,
+                            "channel": r.channel.value,
+                            "local": format_local(r.time.local),
+                            "zone": r.time.zone,
+                            "at": r.time.at,
+                            "recipient_id": r.recipient_id,
+                        }
+                        for i, r in enumerate(schedule.reminders)
+                    ],
+                )
+            cancel_intents(conn, [row.id], now, "schedule-changed")
+            if schedule.reminders and row.status == TaskStatus.OPEN.value:
+                conn.execute(
+                    insert(reminder_intents),
+                    [
+                        {
+                            "id": uuid.uuid4(),
+                            "task_id": row.id,
+                            "schedule_revision": schedule_revision,
+                            "channel": r.channel.value,
+                            "at": r.time.at,
+                            "recipient_id": r.recipient_id,
+                            "status": "pending",
+                            "attempts": 0,
+                            "next_attempt_at": r.time.at,
+                            "created_at": now,
+                            "updated_at": now,
+                        }
+                        for r in schedule.reminders
+                    ],
+                )
+            payload = {
+                "schedule_revision": schedule_revision,
+                "planned": schedule.planned.isoformat() if schedule.planned else None,
+                "due": due_to_json(due),
+                "priority": schedule.priority,
+                "reminders": [reminder_to_json(r) for r in schedule.reminders],
+            }
+            history.record(conn, actor_id, now, [Event(row.id, "schedule-set", payload)])
+            return load_tasks(conn, [row.id])[0]
+
+        return self.store.run(run)
+
+    # --- transitions -------------------------------------------------------------------------
+
+    def complete(
+        self,
+        actor: ActorRef,
+        task: TaskRef,
+        expected_revision: int,
+        *,
+        complete_subtree: bool = False,
+    ) -> Task:
+        """Completes a task. With open live descendants it needs ``complete_subtree=True``,
+        which completes them all in the same transaction; a recurring occurrence root
+        always needs it (seed 000, "Recurrence").
+        """
+
+        def run(conn: Connection) -> Task:
+            actor_id, row, now = self._writable(conn, actor, task, expected_revision)
+            if row.status == TaskStatus.COMPLETED.value:
+                raise Conflict("task: the task is already completed", field="task")
+            descendants = [i for i in subtree_ids(conn, row.id, live_only=True) if i != row.id]
+            open_ids = (
+                list(
+                    conn.execute(
+                        select(tasks.c.id).where(
+                            tasks.c.id.in_(descendants), tasks.c.status == TaskStatus.OPEN.value
+                        )
+                    ).scalars()
+                )
+                if descendants
+                else []
+            )
+            recurring_root = row.series_id is not None and row.parent_id is None
+            if not complete_subtree and (open_ids or recurring_root):
+                reason = (
+                    "a recurring checklist is completed only with complete_subtree=true"
+                    if recurring_root
+                    else f"{len(open_ids)} open checklist item(s) remain; "
+                    "complete them or pass complete_subtree=true"
+                )
+                raise OpenDescendants(reason, open=len(open_ids))
+            done = {"status": TaskStatus.COMPLETED.value, "completed_at": now}
+            cas(conn, row, expected_revision, now, done)
+            if open_ids:
+                conn.execute(
+                    update(tasks)
+                    .where(tasks.c.id.in_(open_ids))
+                    .values(**done, revision=tasks.c.revision + 1, updated_at=now)
+                )
+            changed = [row.id, *open_ids]
+            cancel_intents(conn, changed, now, "task-completed")
+            cascade = {"cascade_from": str(row.id)}
+            history.record(
+                conn,
+                actor_id,
+                now,
+                [Event(row.id, "completed", {"complete_subtree": complete_subtree})]
+                + [Event(i, "completed", cascade) for i in open_ids],
+            )
+            change = TaskChange("completed", row.id, actor_id, now, complete_subtree)
+            self._notify(conn, changed, change)
+            return load_tasks(conn, [row.id])[0]
+
+        return self.store.run(run)
+
+    def reopen(self, actor: ActorRef, task: TaskRef, expected_revision: int) -> Task:
+        """Reopens a completed task and its completed ancestors. Reminders are not replayed."""
+
+        def run(conn: Connection) -> Task:
+            actor_id, row, now = self._writable(conn, actor, task, expected_revision)
+            if row.status != TaskStatus.COMPLETED.value:
+                raise Conflict("task: the task is not completed", field="task")
+            opened = {"status": TaskStatus.OPEN.value, "completed_at": None}
+            cas(conn, row, expected_revision, now, opened)
+            ancestors = ancestor_ids(conn, row.id)
+            closed = (
+                list(
+                    conn.execute(
+                        select(tasks.c.id).where(
+                            tasks.c.id.in_(ancestors),
+                            tasks.c.status == TaskStatus.COMPLETED.value,
+                        )
+                    ).scalars()
+                )
+                if ancestors
+                else []
+            )
+            if closed:
+                conn.execute(
+                    update(tasks)
+                    .where(tasks.c.id.in_(closed))
+                    .values(**opened, revision=tasks.c.revision + 1, updated_at=now)
+                )
+            cascade = {"cascade_from": str(row.id)}
+            history.record(
+                conn,
+                actor_id,
+                now,
+                [Event(row.id, "reopened", {})] + [Event(i, "reopened", cascade) for i in closed],
+            )
+            changed = [row.id, *closed]
+            self._notify(conn, changed, TaskChange("reopened", row.id, actor_id, now))
+            return load_tasks(conn, [row.id])[0]
+
+        return self.store.run(run)
