@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import select
+from sqlalchemy import Select, bindparam, select
 from sqlalchemy.engine import Connection
+from sqlalchemy.sql.elements import ColumnElement
 
 from kalends.errors import Forbidden, InvalidInput, ListArchived, NotFound
 from kalends.storage.task_tables import actors, list_members, lists, tasks
@@ -25,11 +26,15 @@ def parse_uuid(value: object, field: str) -> UUID | None:
     raise InvalidInput(f"{field}: an ID or reference is expected, got {value!r}", field=field)
 
 
+_ACTOR_BY_ID = select(actors.c.id).where(actors.c.id == bindparam("key"))
+_ACTOR_BY_HANDLE = select(actors.c.id).where(actors.c.handle == bindparam("key"))
+
+
 def resolve_actor(conn: Connection, actor: UUID | str, field: str = "actor") -> UUID:
     """The ID of an actor given by ID or handle; unknown actors are :class:`NotFound`."""
     as_id = parse_uuid(actor, field)
-    column = actors.c.id if as_id is not None else actors.c.handle
-    found = conn.execute(select(actors.c.id).where(column == (as_id or actor))).scalar()
+    statement = _ACTOR_BY_ID if as_id is not None else _ACTOR_BY_HANDLE
+    found = conn.execute(statement, {"key": as_id or actor}).scalar()
     if found is None:
         raise NotFound(f"{field}: no actor {actor!r}", field=field)
     return found  # type: ignore[no-any-return]
@@ -69,13 +74,8 @@ def _check(row: Any, minimum: Role, write: bool) -> Role:
     return role
 
 
-def task_with_role(
-    conn: Connection, actor_id: UUID, task: UUID | str, minimum: Role, *, write: bool
-) -> Any:
-    """The task row (given by ID or short reference) once the actor's role allows ``minimum``."""
-    as_id = parse_uuid(task, "task")
-    condition = tasks.c.id == as_id if as_id is not None else tasks.c.ref == str(task).upper()
-    row = conn.execute(
+def _task_with_role(condition: ColumnElement[bool]) -> Select[Any]:
+    return (
         select(
             tasks,
             lists.c.status.label("list_status"),
@@ -85,11 +85,27 @@ def task_with_role(
         .select_from(
             tasks.join(lists, lists.c.id == tasks.c.list_id).outerjoin(
                 list_members,
-                (list_members.c.list_id == tasks.c.list_id) & (list_members.c.actor_id == actor_id),
+                (list_members.c.list_id == tasks.c.list_id)
+                & (list_members.c.actor_id == bindparam("actor_id")),
             )
         )
         .where(condition)
-    ).first()
+    )
+
+
+# Built once: every task operation starts with this read.
+_TASK_BY_ID = _task_with_role(tasks.c.id == bindparam("key"))
+_TASK_BY_REF = _task_with_role(tasks.c.ref == bindparam("key"))
+
+
+def task_with_role(
+    conn: Connection, actor_id: UUID, task: UUID | str, minimum: Role, *, write: bool
+) -> Any:
+    """The task row (given by ID or short reference) once the actor's role allows ``minimum``."""
+    as_id = parse_uuid(task, "task")
+    statement = _TASK_BY_ID if as_id is not None else _TASK_BY_REF
+    key = as_id if as_id is not None else str(task).upper()
+    row = conn.execute(statement, {"actor_id": actor_id, "key": key}).first()
     if row is None:
         raise NotFound(f"task: no task {task!s}", field="task")
     if row.role is None:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import date
+from types import SimpleNamespace
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Select, and_, func, or_, select
+from sqlalchemy import Select, and_, bindparam, func, or_, select
 from sqlalchemy.engine import Connection
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.elements import BindParameter, ColumnElement
 
 from kalends.storage.task_tables import (
     attachments,
@@ -37,24 +38,45 @@ from kalends.tasks.models import (
 from kalends.tasks.values import ListStatus, Reminder, Role, TaskStatus
 
 
-def _extras(
-    conn: Connection, ids: Any
-) -> tuple[dict[UUID, tuple[str, ...]], dict[UUID, tuple[Reminder, ...]]]:
-    """Tags and reminders of the tasks whose IDs ``ids`` selects (a list or a subquery)."""
-    tag_map: dict[UUID, list[str]] = {}
-    for task_id, name in conn.execute(
+def _tags_of(ids: Any) -> Select[Any]:
+    return (
         select(task_tags.c.task_id, tags.c.name)
         .join(tags, tags.c.id == task_tags.c.tag_id)
         .where(task_tags.c.task_id.in_(ids))
         .order_by(tags.c.name)
-    ):
-        tag_map.setdefault(task_id, []).append(name)
-    reminder_map: dict[UUID, list[Reminder]] = {}
-    for row in conn.execute(
+    )
+
+
+def _reminders_of(ids: Any) -> Select[Any]:
+    return (
         select(task_reminders)
         .where(task_reminders.c.task_id.in_(ids))
         .order_by(task_reminders.c.task_id, task_reminders.c.position)
-    ):
+    )
+
+
+# Built once for the common case of a list of IDs.
+_IDS: BindParameter[Any] = bindparam("ids", expanding=True)
+_TAGS_OF_IDS = _tags_of(_IDS)
+_REMINDERS_OF_IDS = _reminders_of(_IDS)
+_TASKS_OF_IDS = select(tasks).where(tasks.c.id.in_(_IDS))
+
+
+def _extras(
+    conn: Connection, ids: Any
+) -> tuple[dict[UUID, tuple[str, ...]], dict[UUID, tuple[Reminder, ...]]]:
+    """Tags and reminders of the tasks whose IDs ``ids`` selects (a list or a subquery)."""
+    if isinstance(ids, list):
+        tag_rows = conn.execute(_TAGS_OF_IDS, {"ids": ids})
+        reminder_rows = conn.execute(_REMINDERS_OF_IDS, {"ids": ids})
+    else:
+        tag_rows = conn.execute(_tags_of(ids))
+        reminder_rows = conn.execute(_reminders_of(ids))
+    tag_map: dict[UUID, list[str]] = {}
+    for task_id, name in tag_rows:
+        tag_map.setdefault(task_id, []).append(name)
+    reminder_map: dict[UUID, list[Reminder]] = {}
+    for row in reminder_rows:
         reminder_map.setdefault(row.task_id, []).append(reminder_from_row(row))
     return (
         {k: tuple(v) for k, v in tag_map.items()},
@@ -69,9 +91,21 @@ def _build(conn: Connection, rows: Sequence[Any], ids: Any) -> list[Task]:
     return [Task.from_row(r, tag_map.get(r.id, ()), reminder_map.get(r.id, ())) for r in rows]
 
 
+def task_after_write(
+    conn: Connection, row: Any, written: dict[str, Any], *, reminders: tuple[Reminder, ...]
+) -> Task:
+    """The task as a row read in this transaction plus the columns written since.
+
+    Only the tags are read again, so a hot write path need not read the task back.
+    """
+    merged = SimpleNamespace(**{**row._asdict(), **written})
+    tag_names = tuple(r.name for r in conn.execute(_TAGS_OF_IDS, {"ids": [row.id]}))
+    return Task.from_row(merged, tag_names, reminders)
+
+
 def load_tasks(conn: Connection, ids: Sequence[UUID]) -> list[Task]:
     """The tasks with these IDs, in the order given."""
-    rows = {r.id: r for r in conn.execute(select(tasks).where(tasks.c.id.in_(ids)))}
+    rows = {r.id: r for r in conn.execute(_TASKS_OF_IDS, {"ids": list(ids)})}
     built = {t.id: t for t in _build(conn, list(rows.values()), list(ids))}
     return [built[i] for i in ids if i in built]
 

@@ -8,10 +8,11 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import Update, bindparam, delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from kalends.errors import InvalidInput, NotFound, RevisionConflict, TaskTrashed
@@ -78,14 +79,35 @@ def expect_revision(row: Any, expected_revision: object) -> None:
         )
 
 
+@lru_cache(maxsize=64)
+def _cas_statement(columns: tuple[str, ...]) -> Update:
+    # Built once per set of columns: building SQL expressions costs more than running them.
+    return (
+        update(tasks)
+        .where(tasks.c.id == bindparam("_id"), tasks.c.revision == bindparam("_expected"))
+        .values(
+            {
+                **{name: bindparam(f"v_{name}") for name in columns},
+                "revision": tasks.c.revision + 1,
+                "updated_at": bindparam("_now"),
+            }
+        )
+    )
+
+
 def cas(
     conn: Connection, row: Any, expected_revision: int, now: datetime, values: dict[str, Any]
 ) -> None:
     """One compare-and-swap on the task's revision; zero rows means someone else won."""
+    statement = _cas_statement(tuple(sorted(values)))
     result = conn.execute(
-        update(tasks)
-        .where(tasks.c.id == row.id, tasks.c.revision == expected_revision)
-        .values(**values, revision=tasks.c.revision + 1, updated_at=now)
+        statement,
+        {
+            **{f"v_{name}": value for name, value in values.items()},
+            "_id": row.id,
+            "_expected": expected_revision,
+            "_now": now,
+        },
     )
     if result.rowcount == 0:
         actual = conn.execute(select(tasks.c.revision).where(tasks.c.id == row.id)).scalar()
@@ -101,14 +123,24 @@ def require_live(conn: Connection, row: Any, field: str) -> None:
         raise TaskTrashed(f"{field}: the task is in the trash (itself or an ancestor)")
 
 
-def cancel_intents(conn: Connection, task_ids: Sequence[UUID], now: datetime, reason: str) -> None:
-    conn.execute(
-        update(reminder_intents)
-        .where(
-            reminder_intents.c.task_id.in_(task_ids), reminder_intents.c.status.in_(LIVE_INTENTS)
-        )
-        .values(status="cancelled", closed_reason=reason, lease_token=None, updated_at=now)
+_CANCEL_INTENTS = (
+    update(reminder_intents)
+    .where(
+        reminder_intents.c.task_id.in_(bindparam("task_ids", expanding=True)),
+        reminder_intents.c.status.in_(LIVE_INTENTS),
     )
+    .values(
+        status="cancelled",
+        closed_reason=bindparam("reason"),
+        lease_token=None,
+        updated_at=bindparam("now"),
+    )
+)
+
+
+def cancel_intents(conn: Connection, task_ids: Sequence[UUID], now: datetime, reason: str) -> None:
+    """Cancels the pending and leased reminder intents of these tasks."""
+    conn.execute(_CANCEL_INTENTS, {"task_ids": list(task_ids), "now": now, "reason": reason})
 
 
 def sibling_id(conn: Connection, ref: TaskRef | None) -> UUID | None:

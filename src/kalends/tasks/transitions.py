@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import date
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from kalends.civil import format_local
@@ -14,10 +14,16 @@ from kalends.storage.task_tables import list_members, reminder_intents, task_rem
 from kalends.tasks import history
 from kalends.tasks.history import Event
 from kalends.tasks.models import Task, reminder_to_json
-from kalends.tasks.reads import load_tasks
+from kalends.tasks.reads import load_tasks, task_after_write
 from kalends.tasks.steps import ActorRef, ServiceBase, TaskChange, TaskRef, cancel_intents, cas
 from kalends.tasks.tree import ancestor_ids, subtree_ids
 from kalends.tasks.values import Schedule, TaskStatus, TimedValue, due_to_json
+
+_MEMBERS_AMONG = select(list_members.c.actor_id).where(
+    list_members.c.list_id == bindparam("list_id"),
+    list_members.c.actor_id.in_(bindparam("ids", expanding=True)),
+)
+_DELETE_REMINDERS = delete(task_reminders).where(task_reminders.c.task_id == bindparam("task_id"))
 
 
 class Transitions(ServiceBase):
@@ -41,10 +47,7 @@ class Transitions(ServiceBase):
             if recipients:
                 members = set(
                     conn.execute(
-                        select(list_members.c.actor_id).where(
-                            list_members.c.list_id == row.list_id,
-                            list_members.c.actor_id.in_(recipients),
-                        )
+                        _MEMBERS_AMONG, {"list_id": row.list_id, "ids": list(recipients)}
                     ).scalars()
                 )
                 if recipients - members:
@@ -54,22 +57,17 @@ class Transitions(ServiceBase):
             schedule_revision = row.schedule_revision + 1
             due = schedule.due
             timed = due if isinstance(due, TimedValue) else None
-            cas(
-                conn,
-                row,
-                expected_task_revision,
-                now,
-                {
-                    "schedule_revision": schedule_revision,
-                    "planned_date": schedule.planned,
-                    "priority": schedule.priority,
-                    "due_date": due if isinstance(due, date) else None,
-                    "due_local": format_local(timed.local) if timed else None,
-                    "due_zone": timed.zone if timed else None,
-                    "due_at": timed.at if timed else None,
-                },
-            )
-            conn.execute(delete(task_reminders).where(task_reminders.c.task_id == row.id))
+            values = {
+                "schedule_revision": schedule_revision,
+                "planned_date": schedule.planned,
+                "priority": schedule.priority,
+                "due_date": due if isinstance(due, date) else None,
+                "due_local": format_local(timed.local) if timed else None,
+                "due_zone": timed.zone if timed else None,
+                "due_at": timed.at if timed else None,
+            }
+            cas(conn, row, expected_task_revision, now, values)
+            conn.execute(_DELETE_REMINDERS, {"task_id": row.id})
             if schedule.reminders:
                 conn.execute(
                     insert(task_reminders),
@@ -115,7 +113,13 @@ class Transitions(ServiceBase):
                 "reminders": [reminder_to_json(r) for r in schedule.reminders],
             }
             history.record(conn, actor_id, now, [Event(row.id, "schedule-set", payload)])
-            return load_tasks(conn, [row.id])[0]
+            # The row read at the start plus what was written: no need to read it back.
+            return task_after_write(
+                conn,
+                row,
+                values | {"revision": expected_task_revision + 1, "updated_at": now},
+                reminders=schedule.reminders,
+            )
 
         return self.store.run(run)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from sqlalchemy import literal, select
+from sqlalchemy import Select, bindparam, exists, literal, select
 from sqlalchemy.engine import Connection
 
 from kalends.storage.task_tables import tasks
@@ -40,10 +40,24 @@ def ancestor_ids(conn: Connection, task_id: UUID) -> list[UUID]:
     return list(rows)
 
 
+def _trashed_in_chain() -> Select[tuple[bool]]:
+    chain = (
+        select(tasks.c.id, tasks.c.parent_id, tasks.c.trashed)
+        .where(tasks.c.id == bindparam("task_id"))
+        .cte("trash_chain", recursive=True)
+    )
+    chain = chain.union_all(
+        select(tasks.c.id, tasks.c.parent_id, tasks.c.trashed).join(
+            chain, tasks.c.id == chain.c.parent_id
+        )
+    )
+    return select(exists().where(chain.c.trashed.is_(True)))
+
+
+# Built once: the check runs on every write to a checklist item.
+_TRASHED_IN_CHAIN = _trashed_in_chain()
+
+
 def hidden_by_trash(conn: Connection, task_id: UUID) -> bool:
-    """Whether the task or one of its ancestors is in the trash."""
-    ids = [task_id, *ancestor_ids(conn, task_id)]
-    found = conn.execute(
-        select(tasks.c.id).where(tasks.c.id.in_(ids), tasks.c.trashed.is_(True)).limit(1)
-    ).first()
-    return found is not None
+    """Whether the task or one of its ancestors is in the trash, in one statement."""
+    return bool(conn.execute(_TRASHED_IN_CHAIN, {"task_id": task_id}).scalar())
