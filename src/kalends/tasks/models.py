@@ -74,6 +74,9 @@ class Section:
         return {"id": str(self.id), "name": self.name, "position": self.position}
 
 
+_STATUSES = {s.value: s for s in TaskStatus}
+
+
 def due_from_row(row: Any) -> Due | None:
     if row.due_date is not None:
         return row.due_date  # type: ignore[no-any-return]
@@ -124,7 +127,7 @@ class Task:
             position=row.position,
             title=row.title,
             description=row.description,
-            status=TaskStatus(row.status),
+            status=_STATUSES[row.status],
             completed_at=row.completed_at,
             trashed=bool(row.trashed),
             revision=row.revision,

@@ -110,21 +110,24 @@ def load_tasks(conn: Connection, ids: Sequence[UUID]) -> list[Task]:
     return [built[i] for i in ids if i in built]
 
 
-def _subtree_query(root_id: UUID) -> Select[Any]:
-    tree = select(tasks.c.id).where(tasks.c.id == root_id).cte("tree", recursive=True)
+def _subtree_rows() -> Select[Any]:
+    tree = select(tasks.c.id).where(tasks.c.id == bindparam("root_id")).cte("tree", recursive=True)
     tree = tree.union_all(
         select(tasks.c.id)
         .join(tree, tasks.c.parent_id == tree.c.id)
         .where(tasks.c.trashed.is_(False))
     )
-    return select(tree.c.id)
+    return select(tasks).join(tree, tree.c.id == tasks.c.id)
+
+
+# Built once: a checklist is read as one recursive query, then its tags and reminders.
+_SUBTREE_ROWS = _subtree_rows()
 
 
 def subtree_tree(conn: Connection, root_id: UUID) -> TreeNode:
     """The task and its live descendants as one ordered tree, in three statements."""
-    ids = _subtree_query(root_id)
-    rows = list(conn.execute(select(tasks).where(tasks.c.id.in_(ids))))
-    built = _build(conn, rows, ids)
+    rows = list(conn.execute(_SUBTREE_ROWS, {"root_id": root_id}))
+    built = _build(conn, rows, [r.id for r in rows])
     return _assemble(built, {root_id})[0]
 
 
