@@ -48,7 +48,11 @@ class Directory:
                 with conn.begin_nested():
                     conn.execute(
                         insert(actors).values(
-                            **actor.to_json() | {"id": actor.id}, created_at=self.store.clock.now()
+                            id=actor.id,
+                            handle=handle,
+                            display_name=name,
+                            email=email,
+                            created_at=self.store.clock.now(),
                         )
                     )
             except IntegrityError as exc:
