@@ -5,8 +5,11 @@ from __future__ import annotations
 import typer
 
 from kalends import __version__
+from kalends.cli.actors import actor_app
 from kalends.cli.db import db_app
+from kalends.cli.lists import list_app
 from kalends.cli.preview import preview_command
+from kalends.cli.tasks import task_app
 
 app = typer.Typer(
     name="kalends",
@@ -17,6 +20,9 @@ app = typer.Typer(
 )
 app.command("preview")(preview_command)
 app.add_typer(db_app, name="db")
+app.add_typer(actor_app, name="actor")
+app.add_typer(list_app, name="list")
+app.add_typer(task_app, name="task")
 
 
 @app.callback(invoke_without_command=True)

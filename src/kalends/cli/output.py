@@ -27,5 +27,6 @@ def emit_json(data: Any) -> None:
 def fail(error: KalendsError | str, *, code: int = EXIT_INVALID) -> NoReturn:
     """Prints a one-line error on standard error and exits."""
     message = error.message if isinstance(error, KalendsError) else error
-    error_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    # The message may hold user text: print it as text, never as markup.
+    error_console.print("error: " + message, markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(code)

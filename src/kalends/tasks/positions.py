@@ -53,7 +53,7 @@ def position_near(
     ).scalar()
     if anchor_position is None:
         field = "before" if before is not None else "after"
-        raise InvalidInput(f"{field}: {anchor} is not a sibling of this task", field=field)
+        raise InvalidInput(f"{field}: that task is not a sibling of this one", field=field)
     others = scope if moving is None else scope & (tasks.c.id != moving)
     if before is not None:
         neighbour = conn.execute(

@@ -29,7 +29,7 @@ from kalends.tasks import history
 from kalends.tasks.access import parse_uuid, require_list_role, resolve_actor, task_with_role
 from kalends.tasks.directory import find_list
 from kalends.tasks.history import Event
-from kalends.tasks.models import Attachment, Comment, HistoryEvent, Task, TaskDetail
+from kalends.tasks.models import Attachment, Comment, HistoryEvent, Task, TaskDetail, TreeNode
 from kalends.tasks.positions import end_position, position_near
 from kalends.tasks.reads import load_tasks, read_detail, read_tree, subtree_tree
 from kalends.tasks.refs import new_refs
@@ -90,11 +90,13 @@ class TaskService(Transitions):
         due_to: date | None = None,
         planned: date | None = None,
         include_trashed: bool = False,
-    ) -> list[Any]:
+    ) -> list[TreeNode]:
         """The list's tasks as ordered trees; filters keep matching tasks and their ancestors."""
+        if status is not None and status not in {s.value for s in TaskStatus}:
+            raise InvalidInput(f"status: open or completed, got {status!r}", field="status")
         wanted = TaskStatus(status) if status is not None else None
 
-        def run(conn: Connection) -> list[Any]:
+        def run(conn: Connection) -> list[TreeNode]:
             actor_id = resolve_actor(conn, actor)
             list_id = find_list(conn, actor_id, list_ref)
             require_list_role(conn, actor_id, list_id, Role.VIEWER, write=False)
@@ -112,10 +114,10 @@ class TaskService(Transitions):
 
         return self.store.run(run, write=False)
 
-    def checklist(self, actor: ActorRef, task: TaskRef) -> Any:
+    def checklist(self, actor: ActorRef, task: TaskRef) -> TreeNode:
         """The task and its live descendants as one ordered tree."""
 
-        def run(conn: Connection) -> Any:
+        def run(conn: Connection) -> TreeNode:
             actor_id = resolve_actor(conn, actor)
             row = task_with_role(conn, actor_id, task, Role.VIEWER, write=False)
             return subtree_tree(conn, row.id)
@@ -194,8 +196,8 @@ class TaskService(Transitions):
                 conn,
                 list_id,
                 parent_id,
-                before=sibling_id(conn, before),
-                after=sibling_id(conn, after),
+                before=sibling_id(conn, before, "before"),
+                after=sibling_id(conn, after, "after"),
             )
             task_id = uuid.uuid4()
             conn.execute(
@@ -330,8 +332,8 @@ class TaskService(Transitions):
                     conn,
                     row.list_id,
                     row.parent_id,
-                    before=sibling_id(conn, before),
-                    after=sibling_id(conn, after),
+                    before=sibling_id(conn, before, "before"),
+                    after=sibling_id(conn, after, "after"),
                     moving=row.id,
                 )
                 payload["position"] = values["position"]
@@ -383,16 +385,12 @@ class TaskService(Transitions):
                     select(tasks.c.id, sections.c.name)
                     .join(sections, sections.c.id == tasks.c.section_id)
                     .where(tasks.c.id.in_(ids))
-                )
-                .tuples()
-                .all()
+                ).all()
             )
             target_sections = dict(
                 conn.execute(
                     select(sections.c.name, sections.c.id).where(sections.c.list_id == target_id)
-                )
-                .tuples()
-                .all()
+                ).all()
             )
             cas(
                 conn,

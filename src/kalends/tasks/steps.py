@@ -143,15 +143,16 @@ def cancel_intents(conn: Connection, task_ids: Sequence[UUID], now: datetime, re
     conn.execute(_CANCEL_INTENTS, {"task_ids": list(task_ids), "now": now, "reason": reason})
 
 
-def sibling_id(conn: Connection, ref: TaskRef | None) -> UUID | None:
+def sibling_id(conn: Connection, ref: TaskRef | None, field: str) -> UUID | None:
+    """The ID of the sibling named by ``before``/``after`` (an ID or a short reference)."""
     if ref is None:
         return None
-    as_id = parse_uuid(ref, "sibling")
+    as_id = parse_uuid(ref, field)
     if as_id is not None:
         return as_id
     found = conn.execute(select(tasks.c.id).where(tasks.c.ref == str(ref).upper())).scalar()
     if found is None:
-        raise NotFound(f"task: no task {ref!s}", field="task")
+        raise NotFound(f"{field}: no task {ref!s}", field=field)
     return found  # type: ignore[no-any-return]
 
 
@@ -208,9 +209,7 @@ def set_tags(
     existing = dict(
         conn.execute(
             select(tags.c.name, tags.c.id).where(tags.c.list_id == list_id, tags.c.name.in_(names))
-        )
-        .tuples()
-        .all()
+        ).all()
     )
     missing = [n for n in names if n not in existing]
     if missing:
@@ -219,15 +218,14 @@ def set_tags(
             insert(tags), [{"id": i, "list_id": list_id, "name": n} for n, i in fresh.items()]
         )
         existing.update(fresh)
-    linked = set(
-        conn.execute(
+    linked = {
+        (task_id, tag_id)
+        for task_id, tag_id in conn.execute(
             select(task_tags.c.task_id, task_tags.c.tag_id).where(
                 task_tags.c.task_id.in_(task_ids), task_tags.c.tag_id.in_(existing.values())
             )
         )
-        .tuples()
-        .all()
-    )
+    }
     rows = [
         {"task_id": t, "tag_id": existing[n]}
         for t in task_ids

@@ -1,0 +1,168 @@
+"""What every task-store command shares: the database, the acting actor, and exit codes.
+
+Until the HTTP layer brings real authentication the command line runs in local
+single-user mode: whoever runs it names the acting actor with ``--as`` or
+``KALENDS_ACTOR``, and the store checks that actor's roles as it would a login.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Annotated, NoReturn, TypeVar
+
+import typer
+from rich.text import Text
+
+from kalends.bootstrap import Services, open_services
+from kalends.cli.db import DatabaseOption, JsonOption
+from kalends.cli.output import EXIT_FAILURE, EXIT_INVALID, console, emit_json, error_console
+from kalends.errors import InvalidInput, KalendsError
+from kalends.tasks import Directory, TaskService
+
+__all__ = [
+    "ENV_ACTOR",
+    "EXIT_CODES_HELP",
+    "LOCAL_MODE_HELP",
+    "ActorOption",
+    "DatabaseOption",
+    "ExpectOption",
+    "JsonOption",
+    "ListArgument",
+    "Session",
+    "TaskArgument",
+    "expected_revision",
+    "optional_revision",
+    "report_error",
+    "session",
+]
+
+T = TypeVar("T")
+
+ENV_ACTOR = "KALENDS_ACTOR"
+LOCAL_MODE_HELP = (
+    "Local single-user mode: there is no login yet; --as HANDLE (or KALENDS_ACTOR) "
+    "names the acting actor, whose roles on each list are checked."
+)
+EXIT_CODES_HELP = (
+    "Exit codes: 0 done; 1 refused (not found, not allowed, conflict); 2 bad input. "
+    "On 1 and 2 nothing is written; one line `error: …` goes to stderr and, with --json, "
+    'an object {"error": {"code", "message", "details"}} to stdout.'
+)
+
+ActorOption = Annotated[
+    str | None,
+    typer.Option(
+        "--as",
+        envvar=ENV_ACTOR,
+        metavar="HANDLE",
+        help="The acting actor (handle or ID). Local mode: no login yet.",
+        show_default=False,
+    ),
+]
+TaskArgument = Annotated[
+    str, typer.Argument(metavar="REF", help="Task reference (e.g. K7Q2XW) or ID.")
+]
+ListArgument = Annotated[str, typer.Argument(metavar="LIST", help="List name or ID.")]
+ExpectOption = Annotated[
+    str | None,
+    typer.Option(
+        "--expect",
+        metavar="REV",
+        help="The task's revision you saw (`kalends task show REF`); a changed task is refused.",
+        show_default=False,
+    ),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """One command's services, acting actor and output mode."""
+
+    services: Services
+    actor: str
+    json_output: bool
+
+    @property
+    def tasks(self) -> TaskService:
+        return self.services.tasks
+
+    @property
+    def directory(self) -> Directory:
+        return self.services.directory
+
+    def atomic(self, fn: Callable[[], T], *, write: bool = True) -> T:
+        """Runs several service calls as one transaction: all of them happen, or none."""
+        return self.services.store.run(lambda _conn: fn(), write=write)
+
+    def local_note(self) -> None:
+        """Reminds a person (never a JSON reader) that nobody logged in."""
+        if not self.json_output and self.actor:
+            console.print(
+                Text(f"local mode: acting as {self.actor} (no login yet)", style="dim"),
+                soft_wrap=True,
+            )
+
+
+@contextmanager
+def session(
+    database: str | None, json_output: bool, *, actor: str | None = None, anonymous: bool = False
+) -> Iterator[Session]:
+    """Opens the services for one command and turns a kalends error into its exit code.
+
+    The acting actor is checked before the database is opened, so a command
+    refused for that reason creates nothing, not even the database file.
+    """
+    try:
+        acting = "" if anonymous else _require_actor(actor)
+        services = open_services(database)
+        try:
+            yield Session(services=services, actor=acting, json_output=json_output)
+        finally:
+            services.store.close()
+    except KalendsError as exc:
+        report_error(exc, json_output)
+
+
+def report_error(error: KalendsError, json_output: bool) -> NoReturn:
+    """Prints the error and exits: 2 for bad input, 1 for every other refusal."""
+    code = EXIT_INVALID if isinstance(error, InvalidInput) else EXIT_FAILURE
+    if json_output:
+        details = json.loads(json.dumps(error.details, default=str))
+        emit_json({"error": {"code": error.code, "message": error.message, "details": details}})
+    # Built as Text, not markup: a message quoting user input may hold brackets.
+    line = Text.assemble(("error:", "bold red"), " ", error.message.replace("\n", " "))
+    error_console.print(line, soft_wrap=True, highlight=False)
+    raise typer.Exit(code)
+
+
+def expected_revision(text: str | None) -> int:
+    """The ``--expect`` revision; every task write needs one."""
+    if text is None:
+        raise InvalidInput(
+            "expect: pass the task's current revision with --expect REV "
+            "(`kalends task show REF` shows it)",
+            field="expect",
+        )
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise InvalidInput(
+            f"expect: a revision is a whole number, got {text!r}", field="expect"
+        ) from None
+
+
+def optional_revision(text: str | None) -> int | None:
+    return None if text is None else expected_revision(text)
+
+
+def _require_actor(actor: str | None) -> str:
+    if actor is None or not actor.strip():
+        raise InvalidInput(
+            "say who is acting: --as HANDLE or KALENDS_ACTOR=HANDLE "
+            "(local single-user mode: no login yet)",
+            field="actor",
+        )
+    return actor.strip()

@@ -1,0 +1,407 @@
+"""``kalends task``: tasks and checklists, their schedules, comments, attachments and history.
+
+Every write takes ``--expect REV``, the revision the user last saw, and is one
+transaction: a task changed meanwhile is refused, never overwritten.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from pathlib import Path
+from typing import Annotated
+from uuid import UUID
+
+import typer
+from rich.text import Text
+
+from kalends.civil import parse_date
+from kalends.cli.output import console, emit_json
+from kalends.cli.session import (
+    EXIT_CODES_HELP,
+    LOCAL_MODE_HELP,
+    ActorOption,
+    DatabaseOption,
+    ExpectOption,
+    JsonOption,
+    ListArgument,
+    TaskArgument,
+    expected_revision,
+    session,
+)
+from kalends.cli.task_schedule import schedule_command
+from kalends.cli.task_views import checklist_tree, history_table, report_task, task_detail
+from kalends.errors import InvalidInput, OpenDescendants
+from kalends.tasks import Task, TaskList, TaskStatus, TreeNode
+
+task_app = typer.Typer(
+    help=f"Tasks and their checklists. {LOCAL_MODE_HELP} {EXIT_CODES_HELP}",
+    no_args_is_help=True,
+)
+
+BeforeOption = Annotated[
+    str | None, typer.Option("--before", metavar="REF", help="Place before this sibling.")
+]
+AfterOption = Annotated[
+    str | None, typer.Option("--after", metavar="REF", help="Place after this sibling.")
+]
+SectionOption = Annotated[
+    str | None, typer.Option("--section", metavar="NAME", help="Section of the list.")
+]
+
+
+@task_app.command("add")
+def add_command(
+    list_ref: ListArgument,
+    title: Annotated[str, typer.Argument(help="1-500 characters.")],
+    parent: Annotated[
+        str | None, typer.Option("--parent", metavar="REF", help="Add as a checklist item.")
+    ] = None,
+    section: SectionOption = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Tag; repeatable.")] = None,
+    description: Annotated[str, typer.Option("--description", help="Free text.")] = "",
+    before: BeforeOption = None,
+    after: AfterOption = None,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Add an open task at the end of its siblings, or before/after one. Editors and owners."""
+    with session(database, json_output, actor=actor) as s:
+        task = s.tasks.create(
+            s.actor,
+            list_ref,
+            title,
+            description=description,
+            parent=parent,
+            section=section,
+            tags=tag or [],
+            before=before,
+            after=after,
+        )
+        report_task(s, task, "added")
+
+
+@task_app.command("ls")
+def ls_command(
+    list_ref: ListArgument,
+    section: SectionOption = None,
+    tag: Annotated[str | None, typer.Option("--tag", help="Only tasks with this tag.")] = None,
+    status: Annotated[
+        str | None, typer.Option("--status", metavar="open|completed", help="Only these.")
+    ] = None,
+    due_from: Annotated[
+        str | None, typer.Option("--due-from", metavar="DATE", help="Due on or after.")
+    ] = None,
+    due_to: Annotated[
+        str | None, typer.Option("--due-to", metavar="DATE", help="Due on or before.")
+    ] = None,
+    planned: Annotated[
+        str | None, typer.Option("--planned", metavar="DATE", help="Planned for this day.")
+    ] = None,
+    trashed: Annotated[bool, typer.Option("--trashed", help="Show the trash too.")] = False,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Print a list's checklist as a tree; filters keep matching tasks and their ancestors.
+
+    A timed due value counts on its local date. With --json: the nested trees.
+    """
+    with session(database, json_output, actor=actor) as s:
+        if status is not None and status not in {v.value for v in TaskStatus}:
+            raise InvalidInput(f"status: open or completed, got {status!r}", field="status")
+
+        def read() -> tuple[list[TreeNode], dict[UUID, str], TaskList | None]:
+            nodes: list[TreeNode] = s.tasks.tree(
+                s.actor,
+                list_ref,
+                section=section,
+                tag=tag,
+                status=status,
+                due_from=parse_date(due_from, "due_from") if due_from is not None else None,
+                due_to=parse_date(due_to, "due_to") if due_to is not None else None,
+                planned=parse_date(planned, "planned") if planned is not None else None,
+                include_trashed=trashed,
+            )
+            if json_output:
+                return nodes, {}, None
+            names = {x.id: x.name for x in s.directory.sections(s.actor, list_ref)}
+            return nodes, names, s.directory.get_list(s.actor, list_ref)
+
+        nodes, sections, task_list = s.atomic(read, write=False)
+    if task_list is None:
+        emit_json([n.to_json() for n in nodes])
+        return
+    console.print(checklist_tree(task_list, nodes, sections))
+
+
+@task_app.command("show")
+def show_command(
+    ref: TaskArgument,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Show a task: its revision (pass it to --expect), schedule, comments and attachments."""
+    with session(database, json_output, actor=actor) as s:
+        detail = s.tasks.get(s.actor, ref)
+        if json_output:
+            emit_json(detail.to_json())
+            return
+        handles = {a.id: a.handle for a in s.directory.actors()}
+        parent = detail.task.parent_id
+        parent_ref = s.tasks.get(s.actor, parent).task.ref if parent else None
+    console.print(task_detail(detail, handles, parent_ref))
+
+
+@task_app.command("edit")
+def edit_command(
+    ref: TaskArgument,
+    expect: ExpectOption = None,
+    title: Annotated[str | None, typer.Option("--title", help="New title.")] = None,
+    description: Annotated[
+        str | None, typer.Option("--description", help="New description.")
+    ] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Add a tag; repeatable.")] = None,
+    untag: Annotated[
+        list[str] | None, typer.Option("--untag", help="Remove a tag; repeatable.")
+    ] = None,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Change a task's title, description or tags, all in one transaction."""
+    with session(database, json_output, actor=actor) as s:
+        revision = expected_revision(expect)
+        if title is None and description is None and not tag and not untag:
+            raise InvalidInput(
+                "edit: say what to change: --title, --description, --tag or --untag", field="edit"
+            )
+
+        def edit() -> Task:
+            task: Task | None = None
+            rev = revision
+            if title is not None:
+                task = s.tasks.rename(s.actor, ref, rev, title)
+                rev = task.revision
+            if description is not None:
+                task = s.tasks.describe(s.actor, ref, rev, description)
+                rev = task.revision
+            if tag:
+                task = s.tasks.tag(s.actor, ref, rev, tag)
+                rev = task.revision
+            if untag:
+                task = s.tasks.untag(s.actor, ref, rev, untag)
+            assert task is not None
+            return task
+
+        report_task(s, s.atomic(edit), "edited")
+
+
+@task_app.command("move")
+def move_command(
+    ref: TaskArgument,
+    expect: ExpectOption = None,
+    before: BeforeOption = None,
+    after: AfterOption = None,
+    section: SectionOption = None,
+    no_section: Annotated[bool, typer.Option("--no-section", help="Out of its section.")] = False,
+    parent: Annotated[
+        str | None, typer.Option("--parent", metavar="REF", help="Under this task.")
+    ] = None,
+    root: Annotated[bool, typer.Option("--root", help="To the top level of its list.")] = False,
+    to_list: Annotated[
+        str | None,
+        typer.Option("--list", metavar="LIST", help="To another list, with its subtree."),
+    ] = None,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Move a task among its siblings, into a section, under another parent, or to another list.
+
+    --list moves a root task and its subtree (editor of both lists; only --section
+    combines with it). --parent/--root may combine with --before/--after and --section.
+    """
+    with session(database, json_output, actor=actor) as s:
+        revision = expected_revision(expect)
+        if section is not None and no_section:
+            raise InvalidInput("section: give --section or --no-section, not both", field="section")
+        if parent is not None and root:
+            raise InvalidInput("parent: give --parent or --root, not both", field="parent")
+        placed = before is not None or after is not None or section is not None or no_section
+        reparented = parent is not None or root
+        if to_list is not None:
+            if reparented or before is not None or after is not None or no_section:
+                raise InvalidInput(
+                    "list: --list moves the task to the end of the other list; "
+                    "only --section combines with it",
+                    field="list",
+                )
+            task = s.tasks.move_to_list(s.actor, ref, revision, to_list, section=section)
+            report_task(s, task, "moved")
+            return
+        if not placed and not reparented:
+            raise InvalidInput(
+                "move: say where: --before/--after, --section/--no-section, "
+                "--parent/--root or --list",
+                field="move",
+            )
+
+        def move() -> Task:
+            rev = revision
+            task: Task | None = None
+            if reparented:
+                task = s.tasks.reparent(s.actor, ref, rev, parent)
+                rev = task.revision
+            if placed:
+                task = s.tasks.move(
+                    s.actor,
+                    ref,
+                    rev,
+                    before=before,
+                    after=after,
+                    section=section,
+                    clear_section=no_section,
+                )
+            assert task is not None
+            return task
+
+        report_task(s, s.atomic(move), "moved")
+
+
+@task_app.command("done")
+def done_command(
+    ref: TaskArgument,
+    expect: ExpectOption = None,
+    subtree: Annotated[
+        bool, typer.Option("--subtree", help="Also complete its open checklist items.")
+    ] = False,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Complete a task. With open checklist items it needs --subtree, which completes them too."""
+    with session(database, json_output, actor=actor) as s:
+        try:
+            task = s.tasks.complete(
+                s.actor, ref, expected_revision(expect), complete_subtree=subtree
+            )
+        except OpenDescendants as exc:
+            message = exc.message.replace("pass complete_subtree=true", "pass --subtree")
+            message = message.replace("with complete_subtree=true", "with --subtree")
+            raise OpenDescendants(message, **exc.details) from exc
+        report_task(s, task, "completed")
+
+
+@task_app.command("reopen")
+def reopen_command(
+    ref: TaskArgument,
+    expect: ExpectOption = None,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Reopen a completed task (and its completed ancestors). Reminders are not replayed."""
+    with session(database, json_output, actor=actor) as s:
+        report_task(s, s.tasks.reopen(s.actor, ref, expected_revision(expect)), "reopened")
+
+
+@task_app.command("trash")
+def trash_command(
+    ref: TaskArgument,
+    expect: ExpectOption = None,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Put a task (and so its checklist) in the trash; its reminders are cancelled."""
+    with session(database, json_output, actor=actor) as s:
+        report_task(s, s.tasks.trash(s.actor, ref, expected_revision(expect)), "trashed")
+
+
+@task_app.command("restore")
+def restore_command(
+    ref: TaskArgument,
+    expect: ExpectOption = None,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Take a task out of the trash. Cancelled reminders are not replayed."""
+    with session(database, json_output, actor=actor) as s:
+        report_task(s, s.tasks.restore(s.actor, ref, expected_revision(expect)), "restored")
+
+
+@task_app.command("comment")
+def comment_command(
+    ref: TaskArgument,
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="The comment.")],
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Comment on a task. Comments do not change the task's revision."""
+    with session(database, json_output, actor=actor) as s:
+        made = s.tasks.comment(s.actor, ref, text)
+        if json_output:
+            emit_json(made.to_json())
+            return
+        console.print(Text(f"commented on {ref.upper()}"), soft_wrap=True)
+        s.local_note()
+
+
+@task_app.command("attach")
+def attach_command(
+    ref: TaskArgument,
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="The file to attach.")],
+    name: Annotated[
+        str | None, typer.Option("--name", help="Attachment name; default: the file's.")
+    ] = None,
+    media_type: Annotated[
+        str | None,
+        typer.Option("--type", metavar="MEDIA/TYPE", help="Default: guessed from the name."),
+    ] = None,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Attach a file's bytes to a task (stored in the database, up to 25 MiB)."""
+    with session(database, json_output, actor=actor) as s:
+        try:
+            data = file.read_bytes()
+        except OSError as exc:
+            raise InvalidInput(
+                f"file: cannot read {str(file)!r}: {exc.strerror}", field="file"
+            ) from exc
+        label = name if name is not None else file.name
+        guessed = mimetypes.guess_type(label)[0] or "application/octet-stream"
+        made = s.tasks.attach(s.actor, ref, label, media_type or guessed, data)
+        if json_output:
+            emit_json(made.to_json())
+            return
+        console.print(
+            Text(f"attached {made.name} ({made.media_type}, {made.size} bytes) to {ref.upper()}"),
+            soft_wrap=True,
+        )
+        s.local_note()
+
+
+task_app.command("schedule")(schedule_command)
+
+
+@task_app.command("history")
+def history_command(
+    ref: TaskArgument,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Print a task's append-only history, oldest first."""
+    with session(database, json_output, actor=actor) as s:
+        events = s.tasks.history(s.actor, ref)
+        if json_output:
+            emit_json([e.to_json() for e in events])
+            return
+        handles = {a.id: a.handle for a in s.directory.actors()}
+    console.print(history_table(events, handles))
