@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import insert, select
+from sqlalchemy import bindparam, insert, select
 from sqlalchemy.engine import Connection
 
-from kalends.storage.task_tables import task_history
+from kalends.storage.task_tables import task_history, tasks
 from kalends.tasks.models import HistoryEvent
 
 
@@ -40,6 +40,43 @@ def record(conn: Connection, actor_id: UUID | None, at: datetime, events: Iterab
     ]
     if rows:
         conn.execute(insert(task_history), rows)
+
+
+def record_same(
+    conn: Connection,
+    actor_id: UUID | None,
+    at: datetime,
+    task_ids: Sequence[UUID],
+    kind: str,
+    payload: Mapping[str, Any],
+) -> None:
+    """Appends one identical event to many tasks in one INSERT … SELECT.
+
+    Only the IDs are bound per task; the rest is bound once, which keeps a
+    500-task cascade cheap.
+    """
+    conn.execute(
+        _SAME_EVENT,
+        {
+            "ids": list(task_ids),
+            "kind": kind,
+            "actor_id": actor_id,
+            "at": at,
+            "payload": dict(payload),
+        },
+    )
+
+
+_SAME_EVENT = insert(task_history).from_select(
+    ["task_id", "kind", "actor_id", "at", "payload"],
+    select(
+        tasks.c.id,
+        bindparam("kind", type_=task_history.c.kind.type),
+        bindparam("actor_id", type_=task_history.c.actor_id.type),
+        bindparam("at", type_=task_history.c.at.type),
+        bindparam("payload", type_=task_history.c.payload.type),
+    ).where(tasks.c.id.in_(bindparam("ids", expanding=True))),
+)
 
 
 def read(conn: Connection, task_id: UUID) -> list[HistoryEvent]:

@@ -25,6 +25,7 @@ from kalends.storage.task_tables import (
     task_tags,
     tasks,
 )
+from kalends.storage.upsert import insert_missing
 from kalends.tasks import history
 from kalends.tasks.access import parse_uuid, require_list_role, resolve_actor, task_with_role
 from kalends.tasks.directory import find_list
@@ -378,7 +379,7 @@ class TaskService(Transitions):
                     "task: only a root task moves to another list; reparent it first", field="task"
                 )
             ids = subtree_ids(conn, row.id)
-            root_section = section_id(conn, target_id, section)
+
             names = tag_names_of(conn, ids)
             section_names = dict(
                 conn.execute(
@@ -391,6 +392,12 @@ class TaskService(Transitions):
                 conn.execute(
                     select(sections.c.name, sections.c.id).where(sections.c.list_id == target_id)
                 ).all()
+            )
+            # Without an explicit section the root keeps its section by name, like its items.
+            root_section = (
+                section_id(conn, target_id, section)
+                if section is not None
+                else target_sections.get(section_names.get(row.id, ""))
             )
             cas(
                 conn,
@@ -564,7 +571,8 @@ class TaskService(Transitions):
             now = self.store.clock.now()
             known = conn.execute(select(blobs.c.sha256).where(blobs.c.sha256 == digest)).first()
             if known is None:
-                conn.execute(insert(blobs).values(sha256=digest, size=len(data), data=bytes(data)))
+                row_data = {"sha256": digest, "size": len(data), "data": bytes(data)}
+                insert_missing(conn, blobs, [row_data], ("sha256",))
             made = Attachment(
                 id=uuid.uuid4(),
                 task_id=row.id,

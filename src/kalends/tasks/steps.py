@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 from kalends.errors import InvalidInput, NotFound, RevisionConflict, TaskTrashed
 from kalends.storage.task_tables import reminder_intents, sections, tags, task_tags, tasks
 from kalends.storage.unit_of_work import Store
+from kalends.storage.upsert import insert_missing
 from kalends.tasks.access import parse_uuid, resolve_actor, task_with_role
 from kalends.tasks.tree import hidden_by_trash
 from kalends.tasks.values import MAX_TAG_LENGTH, Role, check_name
@@ -213,11 +214,20 @@ def set_tags(
     )
     missing = [n for n in names if n not in existing]
     if missing:
-        fresh = {n: uuid.uuid4() for n in missing}
-        conn.execute(
-            insert(tags), [{"id": i, "list_id": list_id, "name": n} for n, i in fresh.items()]
+        # Another writer may create the same tag meanwhile: insert what is missing, reread.
+        insert_missing(
+            conn,
+            tags,
+            [{"id": uuid.uuid4(), "list_id": list_id, "name": n} for n in missing],
+            ("list_id", "name"),
         )
-        existing.update(fresh)
+        existing.update(
+            conn.execute(
+                select(tags.c.name, tags.c.id).where(
+                    tags.c.list_id == list_id, tags.c.name.in_(missing)
+                )
+            ).all()
+        )
     linked = {
         (task_id, tag_id)
         for task_id, tag_id in conn.execute(

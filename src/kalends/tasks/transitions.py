@@ -4,26 +4,92 @@ from __future__ import annotations
 
 import uuid
 from datetime import date
+from typing import Any
+from uuid import UUID
 
-from sqlalchemy import bindparam, delete, insert, select, update
+from sqlalchemy import bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from kalends.civil import format_local
 from kalends.errors import Conflict, Forbidden, OpenDescendants
 from kalends.storage.task_tables import list_members, reminder_intents, task_reminders, tasks
+from kalends.storage.unit_of_work import for_update
 from kalends.tasks import history
 from kalends.tasks.history import Event
-from kalends.tasks.models import Task, reminder_to_json
+from kalends.tasks.models import Task, reminder_from_row, reminder_to_json
 from kalends.tasks.reads import load_tasks, task_after_write
-from kalends.tasks.steps import ActorRef, ServiceBase, TaskChange, TaskRef, cancel_intents, cas
-from kalends.tasks.tree import ancestor_ids, subtree_ids
-from kalends.tasks.values import Schedule, TaskStatus, TimedValue, due_to_json
+from kalends.tasks.steps import (
+    LIVE_INTENTS,
+    ActorRef,
+    ServiceBase,
+    TaskChange,
+    TaskRef,
+    cancel_intents,
+    cas,
+)
+from kalends.tasks.tree import ancestor_ids
+from kalends.tasks.values import Reminder, Schedule, TaskStatus, TimedValue, due_to_json
 
 _MEMBERS_AMONG = select(list_members.c.actor_id).where(
     list_members.c.list_id == bindparam("list_id"),
     list_members.c.actor_id.in_(bindparam("ids", expanding=True)),
 )
 _DELETE_REMINDERS = delete(task_reminders).where(task_reminders.c.task_id == bindparam("task_id"))
+
+
+def _live_subtree() -> Any:
+    tree = (
+        select(tasks.c.id)
+        .where(tasks.c.id == bindparam("root_id"))
+        .cte("live_subtree", recursive=True)
+    )
+    return tree.union_all(
+        select(tasks.c.id)
+        .join(tree, tasks.c.parent_id == tree.c.id)
+        .where(tasks.c.trashed.is_(False))
+    )
+
+
+_LIVE = _live_subtree()
+_LIVE_DESCENDANTS = select(_LIVE.c.id).where(_LIVE.c.id != bindparam("root_id")).scalar_subquery()
+_OPEN_DESCENDANTS = select(func.count()).where(
+    tasks.c.id.in_(select(_LIVE.c.id).where(_LIVE.c.id != bindparam("root_id"))),
+    tasks.c.status == TaskStatus.OPEN.value,
+)
+_COMPLETE_DESCENDANTS = (
+    update(tasks)
+    .where(
+        tasks.c.id.in_(select(_LIVE.c.id).where(_LIVE.c.id != bindparam("root_id"))),
+        tasks.c.status == TaskStatus.OPEN.value,
+    )
+    .values(
+        status=TaskStatus.COMPLETED.value,
+        completed_at=bindparam("now"),
+        revision=tasks.c.revision + 1,
+        updated_at=bindparam("now"),
+    )
+    .returning(tasks.c.id)
+)
+_LOCK_SUBTREE = for_update(select(tasks.c.id).where(tasks.c.id.in_(select(_LIVE.c.id))))
+_CANCEL_SUBTREE_INTENTS = (
+    update(reminder_intents)
+    .where(
+        reminder_intents.c.task_id.in_(select(_LIVE.c.id)),
+        reminder_intents.c.status.in_(LIVE_INTENTS),
+    )
+    .values(
+        status="cancelled",
+        closed_reason=bindparam("reason"),
+        lease_token=None,
+        updated_at=bindparam("now"),
+    )
+)
+_REMINDERS = select(task_reminders).where(task_reminders.c.task_id == bindparam("task_id"))
+
+
+def _reminders_of(conn: Connection, task_id: UUID) -> tuple[Reminder, ...]:
+    rows = conn.execute(_REMINDERS.order_by(task_reminders.c.position), {"task_id": task_id})
+    return tuple(reminder_from_row(r) for r in rows)
 
 
 class Transitions(ServiceBase):
@@ -142,48 +208,45 @@ class Transitions(ServiceBase):
             actor_id, row, now = self._writable(conn, actor, task, expected_revision)
             if row.status == TaskStatus.COMPLETED.value:
                 raise Conflict("task: the task is already completed", field="task")
-            descendants = [i for i in subtree_ids(conn, row.id, live_only=True) if i != row.id]
-            open_ids = (
-                list(
-                    conn.execute(
-                        select(tasks.c.id).where(
-                            tasks.c.id.in_(descendants), tasks.c.status == TaskStatus.OPEN.value
-                        )
-                    ).scalars()
-                )
-                if descendants
-                else []
-            )
             recurring_root = row.series_id is not None and row.parent_id is None
-            if not complete_subtree and (open_ids or recurring_root):
-                reason = (
-                    "a recurring checklist is completed only with complete_subtree=true"
-                    if recurring_root
-                    else f"{len(open_ids)} open checklist item(s) remain; "
-                    "complete them or pass complete_subtree=true"
-                )
-                raise OpenDescendants(reason, open=len(open_ids))
+            if not complete_subtree:
+                open_count = conn.execute(_OPEN_DESCENDANTS, {"root_id": row.id}).scalar_one()
+                if open_count or recurring_root:
+                    reason = (
+                        "a recurring checklist is completed only with complete_subtree=true"
+                        if recurring_root
+                        else f"{open_count} open checklist item(s) remain; "
+                        "complete them or pass complete_subtree=true"
+                    )
+                    raise OpenDescendants(reason, open=open_count)
+            if conn.dialect.name == "postgresql":
+                # Lock the checklist first, so an item reopened meanwhile is seen open below.
+                conn.execute(_LOCK_SUBTREE, {"root_id": row.id})
             done = {"status": TaskStatus.COMPLETED.value, "completed_at": now}
             cas(conn, row, expected_revision, now, done)
-            if open_ids:
-                conn.execute(
-                    update(tasks)
-                    .where(tasks.c.id.in_(open_ids))
-                    .values(**done, revision=tasks.c.revision + 1, updated_at=now)
-                )
+            # One set-based statement completes the open live descendants and names them.
+            open_ids = list(
+                conn.execute(_COMPLETE_DESCENDANTS, {"root_id": row.id, "now": now}).scalars()
+            )
             changed = [row.id, *open_ids]
-            cancel_intents(conn, changed, now, "task-completed")
-            cascade = {"cascade_from": str(row.id)}
+            conn.execute(
+                _CANCEL_SUBTREE_INTENTS,
+                {"root_id": row.id, "now": now, "reason": "task-completed"},
+            )
             history.record(
                 conn,
                 actor_id,
                 now,
-                [Event(row.id, "completed", {"complete_subtree": complete_subtree})]
-                + [Event(i, "completed", cascade) for i in open_ids],
+                [Event(row.id, "completed", {"complete_subtree": complete_subtree})],
             )
+            if open_ids:
+                history.record_same(
+                    conn, actor_id, now, open_ids, "completed", {"cascade_from": str(row.id)}
+                )
             change = TaskChange("completed", row.id, actor_id, now, complete_subtree)
             self._notify(conn, changed, change)
-            return load_tasks(conn, [row.id])[0]
+            written = done | {"revision": expected_revision + 1, "updated_at": now}
+            return task_after_write(conn, row, written, reminders=_reminders_of(conn, row.id))
 
         return self.store.run(run)
 

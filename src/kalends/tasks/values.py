@@ -102,6 +102,21 @@ class Schedule:
     priority: int | None = None
     reminders: tuple[Reminder, ...] = ()
 
+    def __post_init__(self) -> None:
+        # A schedule built in code gets the same checks as one parsed from JSON.
+        if self.planned is not None and (
+            not isinstance(self.planned, date) or isinstance(self.planned, datetime)
+        ):
+            raise InvalidInput("planned: planning is a date without time or zone", field="planned")
+        if self.due is not None and (
+            not isinstance(self.due, date | TimedValue) or isinstance(self.due, datetime)
+        ):
+            raise InvalidInput(
+                "due: a date, or a TimedValue (local time and IANA zone)", field="due"
+            )
+        check_priority(self.priority)
+        object.__setattr__(self, "reminders", check_reminders(tuple(self.reminders)))
+
 
 def check_title(title: object, field: str = "title") -> str:
     if not isinstance(title, str):
