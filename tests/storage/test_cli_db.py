@@ -37,7 +37,10 @@ class TestUpgrade:
         self, storage_target: StorageTarget
     ) -> None:
         result = json_of(kalends("db", "upgrade", "--database", storage_target.url, "--json"))
-        assert result == {"database": mask_password(storage_target.url), "revision": head_revision()}
+        assert result == {
+            "database": mask_password(storage_target.url),
+            "revision": head_revision(),
+        }
         assert current_revision(storage_target.engine()) == head_revision()
 
     def test_upgrading_again_changes_nothing_and_reports_the_same_revision(

@@ -65,7 +65,9 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value is None:
             return None
         if isinstance(value, str):
-            return datetime.fromisoformat(value).astimezone(UTC)
+            parsed = datetime.fromisoformat(value)
+            # Stored text ends in Z, which already parses as UTC.
+            return parsed if parsed.tzinfo is UTC else parsed.astimezone(UTC)
         if isinstance(value, datetime):
             return require_aware(value, "instant")
         raise TypeError(f"cannot read an instant from {type(value).__name__}")

@@ -75,6 +75,34 @@ class Section:
 
 
 _STATUSES = {s.value: s for s in TaskStatus}
+# The columns of the tasks table that a Task is made of, in table order.
+TASK_COLUMNS = (
+    "id",
+    "ref",
+    "list_id",
+    "section_id",
+    "parent_id",
+    "position",
+    "title",
+    "description",
+    "status",
+    "completed_at",
+    "trashed",
+    "trashed_at",
+    "revision",
+    "schedule_revision",
+    "priority",
+    "planned_date",
+    "due_date",
+    "due_local",
+    "due_zone",
+    "due_at",
+    "series_id",
+    "occurrence",
+    "created_by",
+    "created_at",
+    "updated_at",
+)
 
 
 def due_from_row(row: Any) -> Due | None:
@@ -118,27 +146,44 @@ class Task:
     def from_row(
         cls, row: Any, tags: tuple[str, ...] = (), reminders: tuple[Reminder, ...] = ()
     ) -> Task:
+        """From anything with the ``tasks`` columns as attributes (a row, a namespace)."""
+        return cls.from_mapping(
+            {name: getattr(row, name) for name in TASK_COLUMNS}, tags, reminders
+        )
+
+    @classmethod
+    def from_mapping(
+        cls, m: Mapping[str, Any], tags: tuple[str, ...] = (), reminders: tuple[Reminder, ...] = ()
+    ) -> Task:
+        """From the ``tasks`` columns by name; reads of many tasks zip rows into dicts,
+        which is several times cheaper than a row's attribute lookups."""
+        due_local = m["due_local"]
+        due: Due | None = m["due_date"]
+        if due_local is not None:
+            due = TimedValue(
+                local=parse_local_datetime(due_local), zone=m["due_zone"], at=m["due_at"]
+            )
         return cls(
-            id=row.id,
-            ref=row.ref,
-            list_id=row.list_id,
-            section_id=row.section_id,
-            parent_id=row.parent_id,
-            position=row.position,
-            title=row.title,
-            description=row.description,
-            status=_STATUSES[row.status],
-            completed_at=row.completed_at,
-            trashed=bool(row.trashed),
-            revision=row.revision,
-            schedule_revision=row.schedule_revision,
-            priority=row.priority,
-            planned=row.planned_date,
-            due=due_from_row(row),
-            series_id=row.series_id,
-            occurrence=row.occurrence,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
+            id=m["id"],
+            ref=m["ref"],
+            list_id=m["list_id"],
+            section_id=m["section_id"],
+            parent_id=m["parent_id"],
+            position=m["position"],
+            title=m["title"],
+            description=m["description"],
+            status=_STATUSES[m["status"]],
+            completed_at=m["completed_at"],
+            trashed=bool(m["trashed"]),
+            revision=m["revision"],
+            schedule_revision=m["schedule_revision"],
+            priority=m["priority"],
+            planned=m["planned_date"],
+            due=due,
+            series_id=m["series_id"],
+            occurrence=m["occurrence"],
+            created_at=m["created_at"],
+            updated_at=m["updated_at"],
             tags=tags,
             reminders=reminders,
         )

@@ -27,6 +27,7 @@ from kalends.storage.task_tables import (
     tasks,
 )
 from kalends.tasks.models import (
+    TASK_COLUMNS,
     Attachment,
     Comment,
     Task,
@@ -88,7 +89,13 @@ def _build(conn: Connection, rows: Sequence[Any], ids: Any) -> list[Task]:
     if not rows:
         return []
     tag_map, reminder_map = _extras(conn, ids)
-    return [Task.from_row(r, tag_map.get(r.id, ()), reminder_map.get(r.id, ())) for r in rows]
+    built = []
+    for row in rows:
+        # The tasks columns come first in every row read here; extra columns follow.
+        m = dict(zip(TASK_COLUMNS, row, strict=False))
+        task_id = m["id"]
+        built.append(Task.from_mapping(m, tag_map.get(task_id, ()), reminder_map.get(task_id, ())))
+    return built
 
 
 def task_after_write(
@@ -110,24 +117,42 @@ def load_tasks(conn: Connection, ids: Sequence[UUID]) -> list[Task]:
     return [built[i] for i in ids if i in built]
 
 
-def _subtree_rows() -> Select[Any]:
+def _live_tree() -> Any:
     tree = select(tasks.c.id).where(tasks.c.id == bindparam("root_id")).cte("tree", recursive=True)
-    tree = tree.union_all(
+    return tree.union_all(
         select(tasks.c.id)
         .join(tree, tasks.c.parent_id == tree.c.id)
         .where(tasks.c.trashed.is_(False))
     )
-    return select(tasks).join(tree, tree.c.id == tasks.c.id)
 
 
-# Built once: a checklist is read as one recursive query, then its tags and reminders.
-_SUBTREE_ROWS = _subtree_rows()
+# Built once: a checklist is read as three queries over one recursive walk, binding
+# only the root, whatever the checklist's size.
+_TREE = _live_tree()
+_SUBTREE_ROWS = select(tasks).join(_TREE, _TREE.c.id == tasks.c.id)
+_SUBTREE_TAGS = _tags_of(select(_TREE.c.id))
+_SUBTREE_REMINDERS = _reminders_of(select(_TREE.c.id))
 
 
 def subtree_tree(conn: Connection, root_id: UUID) -> TreeNode:
     """The task and its live descendants as one ordered tree, in three statements."""
-    rows = list(conn.execute(_SUBTREE_ROWS, {"root_id": root_id}))
-    built = _build(conn, rows, [r.id for r in rows])
+    key = {"root_id": root_id}
+    rows = list(conn.execute(_SUBTREE_ROWS, key))
+    tag_map: dict[UUID, list[str]] = {}
+    for task_id, name in conn.execute(_SUBTREE_TAGS, key):
+        tag_map.setdefault(task_id, []).append(name)
+    reminder_map: dict[UUID, list[Reminder]] = {}
+    for row in conn.execute(_SUBTREE_REMINDERS, key):
+        reminder_map.setdefault(row.task_id, []).append(reminder_from_row(row))
+    built = []
+    for row in rows:
+        m = dict(zip(TASK_COLUMNS, row, strict=True))
+        task_id = m["id"]
+        built.append(
+            Task.from_mapping(
+                m, tuple(tag_map.get(task_id, ())), tuple(reminder_map.get(task_id, ()))
+            )
+        )
     return _assemble(built, {root_id})[0]
 
 
