@@ -46,6 +46,7 @@ test: lint typecheck pytest
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python bench/recurrence.py
+	$(BIN)/python bench/tasks.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import func, insert, select
 
 from kalends.clock import FakeClock
-from kalends.errors import RevisionConflict
+from kalends.errors import InvalidInput, RevisionConflict
 from kalends.storage.task_tables import blobs, tags
 from kalends.storage.testing import StorageTarget
 from kalends.storage.unit_of_work import Store
@@ -328,3 +328,55 @@ class TestSharedRowsCreatedAtOnce:
         table = blobs if kind == "blob" else tags
         with world.store.transaction(write=False) as conn:
             assert conn.execute(select(func.count()).select_from(table)).scalar_one() == 1
+
+
+class TestStructureUnderConcurrentMoves:
+    def test_two_reparents_that_would_close_a_cycle_never_both_succeed(
+        self, world: World, storage_target: StorageTarget, fake_clock: FakeClock
+    ) -> None:
+        a = world.tasks.create(world.alice.id, world.home.id, "A")
+        b = world.tasks.create(world.alice.id, world.home.id, "B")
+        gate = Gate()
+        holder = other_service(storage_target, fake_clock, gate)
+
+        # A goes under B and holds its transaction open while B tries to go under A.
+        first, first_outcome = run_in_thread(lambda: holder.reparent(world.alice.id, a.id, 1, b.id))
+        assert gate.entered.wait(JOIN_SECONDS)
+        second, second_outcome = run_in_thread(
+            lambda: world.tasks.reparent(world.alice.id, b.id, 1, a.id)
+        )
+        time.sleep(BLOCK_SECONDS)
+        gate.release.set()
+        join(first, second)
+
+        # Read the parent links row by row: a cycle would make recursive reads loop.
+        parents = {a.id: task_row(world.store, a.id).parent_id}
+        parents[b.id] = task_row(world.store, b.id).parent_id
+        assert (parents[a.id], parents[b.id]) != (b.id, a.id), "A and B are each other's parent"
+        outcomes = [first_outcome[0], second_outcome[0]]
+        assert sum(isinstance(o, Task) for o in outcomes) == 1, outcomes
+
+    def test_a_child_created_while_its_parent_moves_to_another_list_follows_it_or_is_refused(
+        self, world: World, storage_target: StorageTarget, fake_clock: FakeClock
+    ) -> None:
+        root = world.tasks.create(world.alice.id, world.home.id, "Root")
+        gate = Gate()
+        holder = other_service(storage_target, fake_clock, gate)
+
+        moving, moved = run_in_thread(
+            lambda: holder.move_to_list(world.alice.id, root.id, 1, world.work.id)
+        )
+        assert gate.entered.wait(JOIN_SECONDS)
+        creating, created = run_in_thread(
+            lambda: world.tasks.create(world.alice.id, world.home.id, "Child", parent=root.id)
+        )
+        time.sleep(BLOCK_SECONDS)
+        gate.release.set()
+        join(moving, creating)
+
+        assert isinstance(moved[0], Task)
+        child = created[0]
+        if isinstance(child, Task):
+            assert task_row(world.store, child.id).list_id == world.work.id
+        else:
+            assert isinstance(child, InvalidInput), repr(child)

@@ -158,8 +158,7 @@ class TestTree:
             "Gone.child",
             "Gone.grandchild",
         ]
-        # A filter that matches only hidden tasks finds nothing.
-        assert world.tasks.tree(world.alice.id, world.home.id, status="open") != []
+        # A filter never brings a hidden task back.
         assert titles(world.tasks.tree(world.alice.id, world.home.id, status="open")) == ["Keep"]
 
     def test_filters_keep_the_matching_tasks_and_their_ancestors(self, world: World) -> None:
