@@ -9,6 +9,7 @@ from kalends.config import resolve_database_url
 from kalends.storage.migrate import open_store
 from kalends.storage.unit_of_work import Store
 from kalends.tasks import Directory, TaskService
+from kalends.tasks.series import SeriesService
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,10 +19,14 @@ class Services:
     store: Store
     directory: Directory
     tasks: TaskService
+    series: SeriesService
 
 
 def build(store: Store) -> Services:
-    return Services(store=store, directory=Directory(store), tasks=TaskService(store))
+    """Wires the services on one store; recurrence listens to every task transition."""
+    series = SeriesService(store)
+    tasks = TaskService(store, hooks=[series.after_task_update])
+    return Services(store=store, directory=Directory(store), tasks=tasks, series=series)
 
 
 def open_services(database: str | None = None, clock: Clock | None = None) -> Services:

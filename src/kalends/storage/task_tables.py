@@ -249,3 +249,49 @@ task_history = Table(
     Index("ix_task_history_task_id_id", "task_id", "id"),
     comment="Append-only events of each task: what happened, who did it and when.",
 )
+
+task_series = Table(
+    "task_series",
+    metadata,
+    Column("id", Uuid(), primary_key=True),
+    Column("list_id", Uuid(), ForeignKey("lists.id"), nullable=False),
+    Column("first_task_id", Uuid(), ForeignKey("tasks.id"), nullable=False),
+    Column("rule", JSON(), nullable=False),
+    Column("local_time", String(8), nullable=True),
+    Column("zone", String(ZONE_LENGTH), nullable=True),
+    Column("anchor_date", Date(), nullable=False),
+    Column("end_date", Date(), nullable=True),
+    Column("max_count", Integer(), nullable=True),
+    Column("emitted", Integer(), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("revision", Integer(), nullable=False),
+    Column("created_by", Uuid(), ForeignKey("actors.id"), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+    CheckConstraint("status IN ('active', 'paused', 'stopped', 'ended')", name="status"),
+    comment="Recurring task series (seed 000, Recurrence): a rule, its bounds and its state.",
+)
+
+series_occurrences = Table(
+    "series_occurrences",
+    metadata,
+    Column("series_id", Uuid(), ForeignKey("task_series.id"), primary_key=True),
+    Column("ordinal", Integer(), primary_key=True),
+    Column("root_task_id", Uuid(), ForeignKey("tasks.id"), nullable=False, unique=True),
+    Column("occurrence_date", Date(), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("settled_at", UTCDateTime(), nullable=True),
+    CheckConstraint(
+        "status IN ('outstanding', 'completed', 'skipped', 'reopened', 'released')",
+        name="status",
+    ),
+    # Seed 000: at most one outstanding occurrence per series, enforced by the database.
+    Index(
+        "uq_series_occurrences_one_outstanding",
+        "series_id",
+        unique=True,
+        sqlite_where=text("status = 'outstanding'"),
+        postgresql_where=text("status = 'outstanding'"),
+    ),
+    comment="Each occurrence of a series: ordinal, its root task, its date and its state.",
+)

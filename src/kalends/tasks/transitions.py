@@ -18,6 +18,7 @@ from kalends.tasks import history
 from kalends.tasks.history import Event
 from kalends.tasks.models import Task, reminder_from_row, reminder_to_json
 from kalends.tasks.reads import load_tasks, task_after_write
+from kalends.tasks.series_state import is_recurring_root
 from kalends.tasks.steps import (
     LIVE_INTENTS,
     ActorRef,
@@ -208,7 +209,7 @@ class Transitions(ServiceBase):
             actor_id, row, now = self._writable(conn, actor, task, expected_revision)
             if row.status == TaskStatus.COMPLETED.value:
                 raise Conflict("task: the task is already completed", field="task")
-            recurring_root = row.series_id is not None and row.parent_id is None
+            recurring_root = row.series_id is not None and is_recurring_root(conn, row.id)
             if not complete_subtree:
                 open_count = conn.execute(_OPEN_DESCENDANTS, {"root_id": row.id}).scalar_one()
                 if open_count or recurring_root:

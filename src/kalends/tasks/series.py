@@ -1,0 +1,574 @@
+"""Recurring task series (seed 000, "Recurrence"): start, skip, pause, resume, stop,
+and the ``after_task_update`` hook that turns a settled occurrence into its successor.
+
+At most one occurrence of a series is outstanding, which a partial unique index
+enforces. Settling an occurrence is a compare-and-swap from ``outstanding``, so a
+duplicate hook call or a racing completion can never advance a series twice.
+Everything happens inside the user's own transaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, time
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import func, select, update
+from sqlalchemy.engine import Connection
+
+from kalends.civil import check_zone_name, get_zone, parse_local_datetime
+from kalends.errors import Conflict, InvalidInput, NotFound, RevisionConflict
+from kalends.storage.task_tables import series_occurrences, task_series, tasks
+from kalends.tasks import history
+from kalends.tasks.access import parse_uuid, resolve_actor, task_with_role
+from kalends.tasks.history import Event
+from kalends.tasks.series_rules import (
+    MAX_CHECKLIST_TASKS,
+    SeriesKind,
+    SeriesRule,
+    next_date,
+    successor_date,
+)
+from kalends.tasks.steps import (
+    ActorRef,
+    ServiceBase,
+    TaskChange,
+    TaskRef,
+    cancel_intents,
+    cas,
+)
+from kalends.tasks.successors import ChecklistTooLarge, Occurrence, day_exists, generate, wall_of
+from kalends.tasks.tree import subtree_ids
+from kalends.tasks.values import Role, TaskStatus
+
+
+class SeriesStatus:
+    ACTIVE = "active"
+    PAUSED = "paused"
+    STOPPED = "stopped"
+    ENDED = "ended"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SeriesView:
+    """A series as ``series show`` presents it."""
+
+    id: UUID
+    list_id: UUID
+    rule: SeriesRule
+    local_time: str | None
+    zone: str | None
+    anchor_date: date
+    end_date: date | None
+    count: int | None
+    emitted: int
+    status: str
+    revision: int
+    outstanding_task_id: UUID | None
+    outstanding_ordinal: int | None
+    next_date: date | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id),
+            "list_id": str(self.list_id),
+            "rule": self.rule.to_json(),
+            "time": self.local_time,
+            "zone": self.zone,
+            "anchor_date": self.anchor_date.isoformat(),
+            "end_date": self.end_date.isoformat() if self.end_date else None,
+            "count": self.count,
+            "emitted": self.emitted,
+            "status": self.status,
+            "revision": self.revision,
+            "outstanding_task_id": str(self.outstanding_task_id)
+            if self.outstanding_task_id
+            else None,
+            "outstanding_ordinal": self.outstanding_ordinal,
+            "next_date": self.next_date.isoformat() if self.next_date else None,
+        }
+
+
+def _today(now: datetime, zone: str | None) -> date:
+    return wall_of(now, zone or "UTC").date()
+
+
+def _task_day(row: Any, zone: str | None) -> date | None:
+    if row.due_date is not None:
+        return row.due_date  # type: ignore[no-any-return]
+    if row.due_local is not None:
+        return parse_local_datetime(row.due_local).date()
+    return row.planned_date  # type: ignore[no-any-return]
+
+
+class SeriesService(ServiceBase):
+    """Recurring series over the task store; install :meth:`after_task_update` as a hook."""
+
+    # --- commands ------------------------------------------------------------------------
+
+    def start_series(
+        self,
+        actor: ActorRef,
+        root_task: TaskRef,
+        expected_revision: int,
+        rule: SeriesRule | dict[str, Any],
+        *,
+        time_of_day: str | None = None,
+        zone: str | None = None,
+        end_date: date | None = None,
+        count: int | None = None,
+    ) -> SeriesView:
+        """Makes the unfinished root task and its live checklist the first occurrence."""
+        parsed = rule if isinstance(rule, SeriesRule) else SeriesRule.parse(rule)
+        local_time = _check_time(time_of_day)
+        if zone is not None:
+            check_zone_name(zone)
+            get_zone(zone)
+        if local_time is not None and zone is None:
+            raise InvalidInput("zone: a series with a time needs its IANA zone", field="zone")
+        if count is not None and (
+            not isinstance(count, int) or isinstance(count, bool) or count < 1
+        ):
+            raise InvalidInput(f"count: a whole number ≥ 1, got {count!r}", field="count")
+
+        def run(conn: Connection) -> SeriesView:
+            actor_id, row, now = self._writable(conn, actor, root_task, expected_revision)
+            if row.parent_id is not None:
+                raise InvalidInput(
+                    "task: a series starts on a root task, not a subtask", field="task"
+                )
+            if row.status != TaskStatus.OPEN.value:
+                raise Conflict("task: a series starts on an unfinished task", field="task")
+            if row.series_id is not None:
+                raise Conflict("task: the task already belongs to a series", field="task")
+            ids = subtree_ids(conn, row.id, live_only=True)
+            if len(ids) > MAX_CHECKLIST_TASKS:
+                raise ChecklistTooLarge(
+                    f"the checklist has {len(ids)} live tasks; a series supports at most "
+                    f"{MAX_CHECKLIST_TASKS}",
+                    tasks=len(ids),
+                )
+            anchor = _task_day(row, zone) or _today(now, zone)
+            if end_date is not None and end_date < anchor:
+                raise InvalidInput(
+                    "end_date: the series would end before it starts", field="end_date"
+                )
+            series_id = uuid.uuid4()
+            conn.execute(
+                task_series.insert().values(
+                    id=series_id,
+                    list_id=row.list_id,
+                    first_task_id=row.id,
+                    rule=parsed.to_json(),
+                    local_time=local_time,
+                    zone=zone,
+                    anchor_date=anchor,
+                    end_date=end_date,
+                    max_count=count,
+                    emitted=1,
+                    status=SeriesStatus.ACTIVE,
+                    revision=1,
+                    created_by=actor_id,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            conn.execute(
+                series_occurrences.insert().values(
+                    series_id=series_id,
+                    ordinal=1,
+                    root_task_id=row.id,
+                    occurrence_date=anchor,
+                    status="outstanding",
+                )
+            )
+            cas(conn, row, expected_revision, now, {"series_id": series_id, "occurrence": 1})
+            others = [i for i in ids if i != row.id]
+            if others:
+                conn.execute(
+                    update(tasks)
+                    .where(tasks.c.id.in_(others))
+                    .values(series_id=series_id, occurrence=1)
+                )
+            history.record(
+                conn,
+                actor_id,
+                now,
+                [
+                    Event(
+                        row.id,
+                        "series-started",
+                        {"rule": parsed.to_json(), "time": local_time, "zone": zone},
+                        series_id=series_id,
+                        occurrence=1,
+                    )
+                ],
+            )
+            return _view(conn, series_id)
+
+        return self.store.run(run)
+
+    def skip(self, actor: ActorRef, task: TaskRef, expected_revision: int) -> list[UUID]:
+        """Skips the outstanding occurrence whole; returns the successor's task IDs (if any).
+
+        Its live tasks become complete with ``recurrence-skip`` history, not ordinary
+        completion events; then one successor is generated.
+        """
+
+        def run(conn: Connection) -> list[UUID]:
+            actor_id, row, now = self._writable(conn, actor, task, expected_revision)
+            occurrence = _outstanding_of(conn, row.id)
+            if occurrence is None or row.status != TaskStatus.OPEN.value:
+                raise Conflict(
+                    "task: only the outstanding occurrence of a series can be skipped", field="task"
+                )
+            ids = subtree_ids(conn, row.id, live_only=True)
+            open_ids = list(
+                conn.execute(
+                    select(tasks.c.id).where(
+                        tasks.c.id.in_(ids), tasks.c.status == TaskStatus.OPEN.value
+                    )
+                ).scalars()
+            )
+            done = {"status": TaskStatus.COMPLETED.value, "completed_at": now}
+            cas(conn, row, expected_revision, now, done)
+            others = [i for i in open_ids if i != row.id]
+            if others:
+                conn.execute(
+                    update(tasks)
+                    .where(tasks.c.id.in_(others))
+                    .values(**done, revision=tasks.c.revision + 1, updated_at=now)
+                )
+            cancel_intents(conn, open_ids, now, "recurrence-skip")
+            history.record(
+                conn,
+                actor_id,
+                now,
+                [
+                    Event(
+                        i,
+                        "recurrence-skip",
+                        {"occurrence_root": str(row.id)},
+                        series_id=occurrence.series_id,
+                        occurrence=occurrence.ordinal,
+                    )
+                    for i in open_ids
+                ],
+            )
+            return _settle(conn, occurrence, "skipped", actor_id, now)
+
+        return self.store.run(run)
+
+    def pause(self, actor: ActorRef, series: UUID | str, expected_revision: int) -> SeriesView:
+        """Pauses: completing the outstanding occurrence then records it without a successor."""
+        return self._set_status(actor, series, expected_revision, SeriesStatus.PAUSED)
+
+    def resume(self, actor: ActorRef, series: UUID | str, expected_revision: int) -> SeriesView:
+        """Resumes, emitting one successor if no occurrence is outstanding."""
+        return self._set_status(actor, series, expected_revision, SeriesStatus.ACTIVE)
+
+    def stop(self, actor: ActorRef, series: UUID | str, expected_revision: int) -> SeriesView:
+        """Stops for good; the outstanding task stays as an ordinary task to finish."""
+        return self._set_status(actor, series, expected_revision, SeriesStatus.STOPPED)
+
+    def get(self, actor: ActorRef, series_or_task: UUID | str) -> SeriesView:
+        """A series by its ID, or the series of a task (by ID or reference)."""
+
+        def run(conn: Connection) -> SeriesView:
+            actor_id = resolve_actor(conn, actor)
+            series_id = _find_series(conn, actor_id, series_or_task)
+            return _view(conn, series_id)
+
+        return self.store.run(run, write=False)
+
+    def _set_status(
+        self, actor: ActorRef, series: UUID | str, expected_revision: int, status: str
+    ) -> SeriesView:
+        def run(conn: Connection) -> SeriesView:
+            actor_id = resolve_actor(conn, actor)
+            series_id = _find_series(conn, actor_id, series, write=True)
+            row = conn.execute(select(task_series).where(task_series.c.id == series_id)).one()
+            if row.revision != expected_revision:
+                raise RevisionConflict(
+                    f"the series changed: expected revision {expected_revision}, "
+                    f"it is {row.revision}",
+                    expected=expected_revision,
+                    actual=row.revision,
+                )
+            if row.status in (SeriesStatus.STOPPED, SeriesStatus.ENDED):
+                raise Conflict(f"series: the series is {row.status}; that is final", field="series")
+            if row.status == status:
+                raise Conflict(f"series: the series is already {status}", field="series")
+            now = self.store.clock.now()
+            result = conn.execute(
+                update(task_series)
+                .where(task_series.c.id == series_id, task_series.c.revision == expected_revision)
+                .values(status=status, revision=task_series.c.revision + 1, updated_at=now)
+            )
+            if result.rowcount == 0:
+                raise RevisionConflict("the series changed meanwhile", expected=expected_revision)
+            outstanding = conn.execute(
+                select(series_occurrences).where(
+                    series_occurrences.c.series_id == series_id,
+                    series_occurrences.c.status == "outstanding",
+                )
+            ).first()
+            if status == SeriesStatus.STOPPED and outstanding is not None:
+                conn.execute(
+                    update(series_occurrences)
+                    .where(
+                        series_occurrences.c.series_id == series_id,
+                        series_occurrences.c.ordinal == outstanding.ordinal,
+                    )
+                    .values(status="released", settled_at=now)
+                )
+            kind = {"active": "series-resumed", "paused": "series-paused"}.get(
+                status, "series-stopped"
+            )
+            last = conn.execute(
+                select(series_occurrences)
+                .where(series_occurrences.c.series_id == series_id)
+                .order_by(series_occurrences.c.ordinal.desc())
+                .limit(1)
+            ).one()
+            history.record(
+                conn,
+                actor_id,
+                now,
+                [Event(last.root_task_id, kind, {}, series_id=series_id, occurrence=last.ordinal)],
+            )
+            if status == SeriesStatus.ACTIVE and outstanding is None:
+                _emit(conn, series_id, last.root_task_id, last.occurrence_date, actor_id, now)
+            return _view(conn, series_id)
+
+        return self.store.run(run)
+
+    # --- the hook ------------------------------------------------------------------------
+
+    def after_task_update(
+        self, conn: Connection, task_ids: Sequence[UUID], change: TaskChange
+    ) -> None:
+        """Reacts to task transitions inside their transaction (seed 000, "Recurrence")."""
+        if change.kind == "completed":
+            occurrence = _outstanding_of(conn, change.root_id)
+            if occurrence is not None:
+                _settle(conn, occurrence, "completed", change.actor_id, change.at)
+        elif change.kind == "reopened":
+            conn.execute(
+                update(series_occurrences)
+                .where(
+                    series_occurrences.c.root_task_id == change.root_id,
+                    series_occurrences.c.status.in_(("completed", "skipped")),
+                )
+                .values(status="reopened")
+            )
+        elif change.kind == "reparented":
+            if _outstanding_of(conn, change.root_id, live_series_only=True) is not None:
+                raise Conflict(
+                    "task: this is the open occurrence of a recurring series; "
+                    "stop the series first",
+                    field="task",
+                )
+        elif change.kind == "moved-list":
+            new_list = conn.execute(
+                select(tasks.c.list_id).where(tasks.c.id == change.root_id)
+            ).scalar_one()
+            series_ids = select(series_occurrences.c.series_id).where(
+                series_occurrences.c.root_task_id == change.root_id
+            )
+            conn.execute(
+                update(task_series).where(task_series.c.id.in_(series_ids)).values(list_id=new_list)
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class _Outstanding:
+    series_id: UUID
+    ordinal: int
+    root_task_id: UUID
+    occurrence_date: date
+    series_status: str
+
+
+def _outstanding_of(
+    conn: Connection, root_id: UUID, *, live_series_only: bool = False
+) -> _Outstanding | None:
+    row = conn.execute(
+        select(series_occurrences, task_series.c.status.label("series_status"))
+        .join(task_series, task_series.c.id == series_occurrences.c.series_id)
+        .where(
+            series_occurrences.c.root_task_id == root_id,
+            series_occurrences.c.status == "outstanding",
+        )
+    ).first()
+    if row is None:
+        return None
+    if live_series_only and row.series_status not in (SeriesStatus.ACTIVE, SeriesStatus.PAUSED):
+        return None
+    return _Outstanding(
+        row.series_id, row.ordinal, row.root_task_id, row.occurrence_date, row.series_status
+    )
+
+
+def _settle(
+    conn: Connection, occurrence: _Outstanding, status: str, actor_id: UUID, now: datetime
+) -> list[UUID]:
+    """Settles the outstanding occurrence once; an active series then emits its successor."""
+    result = conn.execute(
+        update(series_occurrences)
+        .where(
+            series_occurrences.c.series_id == occurrence.series_id,
+            series_occurrences.c.ordinal == occurrence.ordinal,
+            series_occurrences.c.status == "outstanding",
+        )
+        .values(status=status, settled_at=now)
+    )
+    if result.rowcount == 0:  # already settled: a duplicate call never advances twice
+        return []
+    if occurrence.series_status != SeriesStatus.ACTIVE:
+        return []
+    return _emit(
+        conn,
+        occurrence.series_id,
+        occurrence.root_task_id,
+        occurrence.occurrence_date,
+        actor_id,
+        now,
+    )
+
+
+def _emit(
+    conn: Connection,
+    series_id: UUID,
+    source_root: UUID,
+    previous: date,
+    actor_id: UUID,
+    now: datetime,
+) -> list[UUID]:
+    series = conn.execute(select(task_series).where(task_series.c.id == series_id)).one()
+    rule = SeriesRule.parse(series.rule)
+    if series.max_count is not None and series.emitted >= series.max_count:
+        _end(conn, series_id, now)
+        return []
+
+    def exists(day: date) -> bool:
+        return day_exists(day, series.local_time, series.zone)
+
+    today = _today(now, series.zone)
+    day = successor_date(rule, series.anchor_date, previous, today, exists)
+    if day is None or (series.end_date is not None and day > series.end_date):
+        _end(conn, series_id, now)
+        return []
+    root_due_local = (
+        datetime.combine(day, time.fromisoformat(series.local_time)) if series.local_time else None
+    )
+    occurrence = Occurrence(
+        series_id=series_id,
+        ordinal=series.emitted + 1,
+        day=day,
+        day_offset=(day - previous).days,
+        root_due_local=root_due_local,
+        zone=series.zone,
+        list_id=series.list_id,
+    )
+    new_ids = generate(conn, source_root, occurrence, actor_id, now)
+    conn.execute(
+        series_occurrences.insert().values(
+            series_id=series_id,
+            ordinal=occurrence.ordinal,
+            root_task_id=new_ids[0] if new_ids else None,
+            occurrence_date=day,
+            status="outstanding",
+        )
+    )
+    conn.execute(
+        update(task_series)
+        .where(task_series.c.id == series_id)
+        .values(emitted=occurrence.ordinal, updated_at=now)
+    )
+    return new_ids
+
+
+def _end(conn: Connection, series_id: UUID, now: datetime) -> None:
+    conn.execute(
+        update(task_series)
+        .where(task_series.c.id == series_id)
+        .values(status=SeriesStatus.ENDED, revision=task_series.c.revision + 1, updated_at=now)
+    )
+
+
+def _find_series(conn: Connection, actor_id: UUID, ref: UUID | str, *, write: bool = False) -> UUID:
+    as_id = parse_uuid(ref, "series")
+    if as_id is not None:
+        found = conn.execute(
+            select(task_series.c.id, task_series.c.first_task_id).where(task_series.c.id == as_id)
+        ).first()
+        if found is not None:
+            minimum = Role.EDITOR if write else Role.VIEWER
+            task_with_role(conn, actor_id, found.first_task_id, minimum, write=write)
+            return found.id  # type: ignore[no-any-return]
+    row = task_with_role(conn, actor_id, ref, Role.EDITOR if write else Role.VIEWER, write=write)
+    if row.series_id is None:
+        raise NotFound("series: the task belongs to no series", field="series")
+    return row.series_id  # type: ignore[no-any-return]
+
+
+def _view(conn: Connection, series_id: UUID) -> SeriesView:
+    row = conn.execute(select(task_series).where(task_series.c.id == series_id)).one()
+    outstanding = conn.execute(
+        select(series_occurrences).where(
+            series_occurrences.c.series_id == series_id,
+            series_occurrences.c.status == "outstanding",
+        )
+    ).first()
+    rule = SeriesRule.parse(row.rule)
+    upcoming = None
+    if row.status in (SeriesStatus.ACTIVE, SeriesStatus.PAUSED) and rule.kind is not (
+        SeriesKind.COMPLETION_RELATIVE
+    ):
+        last = conn.execute(
+            select(func.max(series_occurrences.c.occurrence_date)).where(
+                series_occurrences.c.series_id == series_id
+            )
+        ).scalar_one()
+        upcoming = next_date(
+            rule, row.anchor_date, last, lambda d: day_exists(d, row.local_time, row.zone)
+        )
+        if upcoming is not None and row.end_date is not None and upcoming > row.end_date:
+            upcoming = None
+        if row.max_count is not None and row.emitted >= row.max_count:
+            upcoming = None
+    return SeriesView(
+        id=row.id,
+        list_id=row.list_id,
+        rule=rule,
+        local_time=row.local_time,
+        zone=row.zone,
+        anchor_date=row.anchor_date,
+        end_date=row.end_date,
+        count=row.max_count,
+        emitted=row.emitted,
+        status=row.status,
+        revision=row.revision,
+        outstanding_task_id=outstanding.root_task_id if outstanding else None,
+        outstanding_ordinal=outstanding.ordinal if outstanding else None,
+        next_date=upcoming,
+    )
+
+
+def _check_time(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        parsed = time.fromisoformat(value)
+    except (TypeError, ValueError):
+        parsed = None
+    if parsed is None or len(value) not in (5, 8) or parsed.tzinfo is not None:
+        raise InvalidInput(f"time: HH:MM or HH:MM:SS, got {value!r}", field="time")
+    return parsed.isoformat(timespec="seconds")
+
+
+__all__ = ["SeriesService", "SeriesStatus", "SeriesView"]
