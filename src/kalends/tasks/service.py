@@ -43,6 +43,7 @@ from kalends.tasks.steps import (
     cas,
     expect_revision,
     group_by_tags,
+    lock_lists,
     require_live,
     section_id,
     set_tags,
@@ -186,6 +187,13 @@ class TaskService(Transitions):
             now = self.store.clock.now()
             if parent is not None:
                 parent_row = task_with_role(conn, actor_id, parent, Role.EDITOR, write=True)
+                lock_lists(conn, parent_row.list_id)
+                fresh = task_with_role(conn, actor_id, parent_row.id, Role.EDITOR, write=True)
+                if fresh.list_id != parent_row.list_id:
+                    raise Conflict(
+                        "parent: the parent moved to another list meanwhile", field="parent"
+                    )
+                parent_row = fresh
                 require_live(conn, parent_row, "parent")
                 list_id, parent_id = parent_row.list_id, parent_row.id
                 if list_ref is not None and find_list(conn, actor_id, list_ref) != list_id:
@@ -372,6 +380,8 @@ class TaskService(Transitions):
             actor_id, row, now = self._writable(conn, actor, task, expected_revision)
             target_id = find_list(conn, actor_id, target_list)
             require_list_role(conn, actor_id, target_id, Role.EDITOR, write=True)
+            lock_lists(conn, row.list_id, target_id)
+            row = self._reread(conn, actor_id, row, expected_revision)
             if target_id == row.list_id:
                 raise InvalidInput("list: the task is already in that list", field="list")
             if row.parent_id is not None:
@@ -452,6 +462,8 @@ class TaskService(Transitions):
 
         def run(conn: Connection) -> Task:
             actor_id, row, now = self._writable(conn, actor, task, expected_revision)
+            lock_lists(conn, row.list_id)
+            row = self._reread(conn, actor_id, row, expected_revision)
             parent_id = None
             if parent is not None:
                 parent_row = task_with_role(conn, actor_id, parent, Role.EDITOR, write=True)

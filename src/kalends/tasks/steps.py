@@ -16,7 +16,7 @@ from sqlalchemy import Update, bindparam, delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from kalends.errors import InvalidInput, NotFound, RevisionConflict, TaskTrashed
-from kalends.storage.task_tables import reminder_intents, sections, tags, task_tags, tasks
+from kalends.storage.task_tables import lists, reminder_intents, sections, tags, task_tags, tasks
 from kalends.storage.unit_of_work import Store
 from kalends.storage.upsert import insert_missing
 from kalends.tasks.access import parse_uuid, resolve_actor, task_with_role
@@ -61,9 +61,37 @@ class ServiceBase:
         require_live(conn, row, "task")
         return actor_id, row, self.store.clock.now()
 
+    def _reread(self, conn: Connection, actor_id: UUID, row: Any, expected_revision: int) -> Any:
+        """The task row read again after taking a lock, with the same checks."""
+        fresh = task_with_role(conn, actor_id, row.id, Role.EDITOR, write=True)
+        expect_revision(fresh, expected_revision)
+        if fresh.list_id != row.list_id:
+            raise RevisionConflict("the task moved to another list meanwhile")
+        require_live(conn, fresh, "task")
+        return fresh
+
     def _notify(self, conn: Connection, task_ids: Sequence[UUID], change: TaskChange) -> None:
         for hook in self.hooks:
             hook(conn, task_ids, change)
+
+
+_LOCK_LISTS = (
+    select(lists.c.id)
+    .where(lists.c.id.in_(bindparam("ids", expanding=True)))
+    .order_by(lists.c.id)
+    .with_for_update()
+)
+
+
+def lock_lists(conn: Connection, *list_ids: UUID) -> None:
+    """Serialises changes to the shape of these lists' trees (reparenting, moving
+    subtrees, adding children) on PostgreSQL; SQLite's write lock already does.
+
+    Callers read the rows they depend on again after this, since PostgreSQL gives
+    each statement a fresh view once the lock is held.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.execute(_LOCK_LISTS, {"ids": sorted(set(list_ids))})
 
 
 def expect_revision(row: Any, expected_revision: object) -> None:
