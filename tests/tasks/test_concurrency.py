@@ -27,7 +27,7 @@ from .support import Gate, history_kinds, intents, run_in_thread, task_row
 
 ROUNDS = 4
 # Long enough for the second writer to reach the lock it waits on; far below the busy timeout.
-BLOCK_SECONDS = 0.3
+BLOCK_SECONDS = 0.2
 JOIN_SECONDS = 20
 
 

@@ -265,7 +265,7 @@ def _at(r: _Reader) -> At:
     try:
         resolve_user_local(local, zone, r.name("local"))
     except InvalidInput as exc:
-        raise InvalidRule(f"{r.name('local')}: {exc.message}", field=r.name("local")) from exc
+        raise InvalidRule(exc.message, field=r.name("local")) from exc
     return At(local=local, zone=zone, gap=r.gap())
 
 

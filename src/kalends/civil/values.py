@@ -103,7 +103,7 @@ def resolve_user_local(local: datetime | str, zone: str, field: str = "local") -
     if kind is Resolution.GAP:
         change = tz.transition_into(period)
         raise NonexistentLocalTime(
-            f"{format_local(value)} does not exist in {zone}: clocks jump from "
+            f"{field}: {format_local(value)} does not exist in {zone}: clocks jump from "
             f"{_clock(change.local_before)} to {_clock(change.local_after)} on "
             f"{format_wall(change.local_before)[:10]}",
             field=field,
@@ -112,7 +112,7 @@ def resolve_user_local(local: datetime | str, zone: str, field: str = "local") -
         )
     change = tz.transition_into(period + 1)
     raise AmbiguousLocalTime(
-        f"{format_local(value)} is ambiguous in {zone}: clocks fall back from "
+        f"{field}: {format_local(value)} is ambiguous in {zone}: clocks fall back from "
         f"{_clock(change.local_before)} to {_clock(change.local_after)} on "
         f"{format_wall(change.local_after)[:10]}, so it occurs twice",
         field=field,
