@@ -1,4 +1,5 @@
-"""Task-store benchmark: set_schedule, complete_subtree and checklist reads on SQLite.
+"""Task-store benchmark: set_schedule, complete_subtree, checklist reads and recurring
+checklists on SQLite.
 
 One list of ``--tasks`` (default 10,000) tasks is built in a temporary SQLite file
 (WAL, as kalends configures it) through the public API, one ``TaskService.create``
@@ -12,9 +13,20 @@ items on levels 1-5: 501 rows in all); the rest of the list is 10-item checklist
     a due local time + zone, priority 2 and two reminders (email + push);
 (b) ``complete(actor, root, expected_revision, complete_subtree=True)`` on each of
     ``--subtrees`` separate 500-item checklists (501 rows completed each time);
-(c) ``checklist(actor, root)`` on another 500-item checklist, ``--samples`` times.
+(c) ``checklist(actor, root)`` on another 500-item checklist, ``--samples`` times;
+(d) ``complete(actor, root, expected_revision, complete_subtree=True)`` on the
+    outstanding occurrence of each of ``--series`` recurring checklists, which also
+    generates its successor through the ``after_task_update`` hook of the series. The
+    recurring checklists live in a second list: 500 tasks each, the most a series
+    supports (a root with 499 items, the 500-item shape less its last leaf), built
+    through the public API with tags on some items, descriptions on some, a timed due
+    (local time + zone, three zones) and a planned date on every 5th item, two reminders
+    on every 10th, a date-only due on others; the root is due at 09:00
+    America/New_York on the eve of the next US spring-forward, and a series "daily at
+    09:00 America/New_York" starts on it, so the successor's timed values move by 23
+    elapsed hours.
 
-The physical limit for (a) and (b) is measured in the same run: right after the
+The physical limit for (a), (b) and (d) is measured in the same run: right after the
 build the database is copied (SQLite backup API) and the stdlib ``sqlite3`` module
 writes the same rows on the same tasks of the copy, each sample in one
 ``BEGIN IMMEDIATE`` ... ``COMMIT`` transaction on a connection configured like
@@ -24,18 +36,25 @@ kalends' (WAL, ``synchronous=NORMAL``, foreign keys on):
     reminder_intents (cancel live intents), 2 INSERTs into reminder_intents,
     1 INSERT into task_history;
 (b) 1 UPDATE of the 501 task rows (``id IN (...)``), 1 UPDATE of reminder_intents,
-    501 history rows (``executemany``).
+    501 history rows (``executemany``);
+(d) the completion as in (b) for 500 rows, then the successor: UPDATE of the settled
+    series_occurrences row, 500 tasks, their task_tags, task_reminders,
+    reminder_intents and 500 'created' history rows (one ``executemany`` each), INSERT
+    of the new series_occurrences row, UPDATE of task_series.
 
-The bare writes know the task IDs and revisions up front: they do none of the reads
-kalends does (actor, role and revision checks, trash check, finding the subtree, the
+The bare writes know the task IDs and revisions up front, and for (d) the successor's
+rows too (read from the copy and computed before the timed call, with ``zoneinfo``):
+they do none of the reads kalends does (actor, role and revision checks, trash check,
+finding the subtree, the series and the rows to copy, reference collision checks, the
 returned task). At the end the rows each side wrote are compared (all columns but
-generated IDs and timestamps); the run fails if they differ.
+generated IDs, short references and timestamps; successor rows are matched through the
+task they were copied from); the run fails if they differ.
 
 Timing: ``time.perf_counter_ns`` around each call, garbage collector paused during a
 series (as ``timeit`` does), kalends and bare samples interleaved. Warm-up calls
 (untimed) on other tasks first; SQL statements per operation are counted on the last
 warm-up call. Targets (on the median): (a) < 2 ms, (b) < 50 ms and within 3x of the
-bare-sqlite3 median, (c) < 20 ms.
+bare-sqlite3 median, (c) < 20 ms, (d) < 60 ms and within 3x of the bare-sqlite3 median.
 
 Run from the repository root: ``python bench/tasks.py [--json] [--quick]``.
 """
@@ -58,9 +77,11 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
+from datetime import time as time_of_day
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 if importlib.util.find_spec("kalends") is None:  # pragma: no cover - direct script run
@@ -73,6 +94,7 @@ from kalends.civil import format_local  # noqa: E402
 from kalends.storage.migrate import open_store  # noqa: E402
 from kalends.tasks import Schedule, Task, TimedValue, TreeNode, parse_schedule  # noqa: E402
 from kalends.tasks.models import reminder_to_json  # noqa: E402
+from kalends.tasks.series_rules import MAX_CHECKLIST_TASKS  # noqa: E402
 from kalends.tasks.values import due_to_json  # noqa: E402
 
 # Children per node on checklist levels 1-5.
@@ -88,10 +110,20 @@ SCHEDULE_JSON: dict[str, Any] = {
     ],
 }
 
+# (d): the series, and the zones of the items' timed due values and reminders.
+SERIES_RULE: dict[str, Any] = {"kind": "daily", "interval_days": 1}
+SERIES_TIME = "09:00"
+SERIES_ZONE = "America/New_York"
+ITEM_ZONES: tuple[str, ...] = ("America/New_York", "Europe/Berlin", "Asia/Tokyo")
+RECURRING_TASKS = MAX_CHECKLIST_TASKS  # 500: the root and 499 items
+
 SEED = 2026
+# The alphabet of short task references (the bare writer draws its own).
+REF_ALPHABET = "ABCDEFGHJKMNPQRSTVWXYZ23456789"
 WARMUP_SCHEDULES = 10
 WARMUP_READS = 10
 WARMUP_COMPLETES = 2
+WARMUP_SERIES = 2
 
 
 @dataclass(frozen=True)
@@ -99,10 +131,11 @@ class Sizes:
     tasks: int
     subtrees: int
     samples: int
+    series: int
 
 
-DEFAULT = Sizes(tasks=10_000, subtrees=15, samples=200)
-QUICK = Sizes(tasks=3_000, subtrees=3, samples=50)
+DEFAULT = Sizes(tasks=10_000, subtrees=15, samples=200, series=12)
+QUICK = Sizes(tasks=3_000, subtrees=3, samples=50, series=3)
 
 
 @dataclass(frozen=True)
@@ -115,12 +148,13 @@ class Target:
         return out + (f", <= {self.ratio:g}x bare" if self.ratio is not None else "")
 
 
-TARGETS = {"a": Target(2.0), "b": Target(50.0, 3.0), "c": Target(20.0)}
+TARGETS = {"a": Target(2.0), "b": Target(50.0, 3.0), "c": Target(20.0), "d": Target(60.0, 3.0)}
 
 # Statements run by the bare writes, counted like kalends' (BEGIN included, COMMIT not;
 # an executemany counts once).
 BARE_SCHEDULE_STATEMENTS = 7
 BARE_COMPLETE_STATEMENTS = 4
+BARE_RECURRING_STATEMENTS = 12
 
 
 # --------------------------------------------------------------------------- the list
@@ -175,6 +209,115 @@ def create_tree(
     return Tree(shape, found)
 
 
+# --------------------------------------------------------------------------- recurring
+
+
+@dataclass
+class Recurring:
+    """A recurring checklist (the root first, then level by level) and its series."""
+
+    tree: Tree
+    series_id: uuid.UUID
+    root_revision: int
+
+
+def spring_forward_eve(today: date) -> date:
+    """The first day at least a week ahead whose next day's 09:00 in SERIES_ZONE is in DST."""
+    zone = ZoneInfo(SERIES_ZONE)
+    day = today + timedelta(days=7)
+    for _ in range(400):
+        before = datetime.combine(day, time_of_day(9), zone).utcoffset()
+        after = datetime.combine(day + timedelta(days=1), time_of_day(9), zone).utcoffset()
+        if before is not None and after is not None and after > before:
+            return day
+        day += timedelta(days=1)
+    raise RuntimeError(f"{SERIES_ZONE} has no spring-forward within 400 days")  # pragma: no cover
+
+
+def item_schedule(k: int, day: date) -> dict[str, Any] | None:
+    """The schedule of the ``k``-th item (1-based, creation order) of a recurring checklist."""
+    if k % 5 == 0:
+        zone = ITEM_ZONES[(k // 5) % len(ITEM_ZONES)]
+        due = datetime.combine(day, time_of_day(10 + k % 9, 30))
+        out: dict[str, Any] = {
+            "planned": day.isoformat(),
+            "due": {"local": format_local(due), "zone": zone},
+            "priority": 1 + k % 3,
+        }
+        if k % 10 == 0:
+            out["reminders"] = [
+                {"channel": "email", "local": format_local(due - timedelta(hours=1)), "zone": zone},
+                {
+                    "channel": "push",
+                    "local": format_local(due - timedelta(minutes=10)),
+                    "zone": zone,
+                },
+            ]
+        return out
+    if k % 5 == 2:
+        return {"planned": day.isoformat(), "due": (day + timedelta(days=1)).isoformat()}
+    return None
+
+
+def item_tags(k: int) -> list[str]:
+    return [name for name, every in (("kitchen", 4), ("weekly", 6)) if k % every == 0]
+
+
+def create_recurring(
+    services: Services,
+    actor: uuid.UUID,
+    list_id: uuid.UUID,
+    shape: tuple[int, ...],
+    size: int,
+    n: int,
+    day: date,
+) -> Recurring:
+    """``size`` tasks on ``shape`` (cut at ``size``), scheduled, then a series started on it."""
+    svc = services.tasks
+
+    def recipient(_value: object, _field: str) -> uuid.UUID:
+        return actor
+
+    root = svc.create(actor, list_id, f"Routine {n}", description="Every morning.")
+    due = {"local": f"{day.isoformat()}T{SERIES_TIME}:00", "zone": SERIES_ZONE}
+    root = svc.set_schedule(
+        actor, root.id, root.revision, parse_schedule({"due": due, "priority": 1}, recipient)
+    )
+    found, level, k = [root], [root], 0
+    for depth, children in enumerate(shape, 1):
+        below: list[Task] = []
+        for parent in level:
+            for _ in range(children):
+                if len(found) + len(below) >= size:
+                    break
+                k += 1
+                task = svc.create(
+                    actor,
+                    list_id,
+                    f"Routine {n} step {depth}.{len(below) + 1}",
+                    parent=parent.id,
+                    description=f"Step {k} of the routine." if k % 3 == 0 else "",
+                    tags=item_tags(k),
+                )
+                schedule = item_schedule(k, day)
+                if schedule is not None:
+                    task = svc.set_schedule(
+                        actor, task.id, task.revision, parse_schedule(schedule, recipient)
+                    )
+                below.append(task)
+        found += below
+        level = below
+    if len(found) != size:
+        raise RuntimeError(f"recurring checklist of {len(found)} tasks, expected {size}")
+    view = services.series.start_series(
+        actor, root.id, root.revision, SERIES_RULE, time_of_day=SERIES_TIME, zone=SERIES_ZONE
+    )
+    revision = svc.get(actor, root.id).task.revision
+    if view.anchor_date != day or view.outstanding_task_id != root.id:
+        raise RuntimeError(f"start_series returned {view!r}")
+    return Recurring(Tree(shape, found), view.id, revision)
+
+
 @dataclass
 class Fixture:
     services: Services
@@ -189,6 +332,10 @@ class Fixture:
     read_tree: Tree | None = None
     schedule_tasks: list[Task] = field(default_factory=list)
     warmup_tasks: list[Task] = field(default_factory=list)
+    recurring: list[Recurring] = field(default_factory=list)
+    warmup_recurring: list[Recurring] = field(default_factory=list)
+    recurring_build_s: float = 0.0
+    series_day: date | None = None
 
 
 def build_fixture(directory: Path, sizes: Sizes) -> Fixture:
@@ -213,11 +360,31 @@ def build_fixture(directory: Path, sizes: Sizes) -> Fixture:
     build_s = time.perf_counter() - t0
     _log(f"  built in {build_s:.1f} s")
 
+    day = spring_forward_eve(datetime.now(ZoneInfo(SERIES_ZONE)).date())
+    routines = services.directory.create_list(actor, "Routines").id
+    _log(
+        f"building {sizes.series} + {WARMUP_SERIES} recurring checklists of"
+        f" {RECURRING_TASKS} + {tree_size(SMALL_SHAPE)} tasks, series from {day} ..."
+    )
+    t0 = time.perf_counter()
+    warmup_recurring = [
+        create_recurring(services, actor, routines, SMALL_SHAPE, tree_size(SMALL_SHAPE), n, day)
+        for n in range(1, WARMUP_SERIES + 1)
+    ]
+    recurring = [
+        create_recurring(services, actor, routines, FULL_SHAPE, RECURRING_TASKS, n, day)
+        for n in range(WARMUP_SERIES + 1, WARMUP_SERIES + sizes.series + 1)
+    ]
+    recurring_build_s = time.perf_counter() - t0
+    _log(f"  built in {recurring_build_s:.1f} s")
+
     copy_path = directory / "bare.db"
     with _sqlite(path) as source, _sqlite(copy_path) as target:
         source.backup(target)
 
     fx = Fixture(services, path, copy_path, actor, list_id, trees, build_s)
+    fx.recurring, fx.warmup_recurring = recurring, warmup_recurring
+    fx.recurring_build_s, fx.series_day = recurring_build_s, day
     full = [t for t in trees if t.shape == FULL_SHAPE]
     small = [t for t in trees if t.shape == SMALL_SHAPE]
     fx.complete_trees = full[: sizes.subtrees]
@@ -339,36 +506,245 @@ class Bare:
         """Completes ``ids`` (the root first, then its open descendants)."""
         c = self.conn
         hexes = [i.hex for i in ids]
-        marks = ", ".join("?" * len(hexes))
         now = _now()
-        cascade = json.dumps({"cascade_from": str(root)})
         c.execute("BEGIN IMMEDIATE")
         try:
+            self._complete(hexes, json.dumps({"cascade_from": str(root)}), now)
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+
+    def _complete(self, hexes: Sequence[str], cascade: str, now: str) -> None:
+        c = self.conn
+        marks = ", ".join("?" * len(hexes))
+        cur = c.execute(
+            "UPDATE tasks SET status = 'completed', completed_at = ?,"
+            f" revision = revision + 1, updated_at = ? WHERE id IN ({marks})",
+            (now, now, *hexes),
+        )
+        if cur.rowcount != len(hexes):
+            raise RuntimeError(f"bare complete: {cur.rowcount} of {len(hexes)} rows updated")
+        c.execute(
+            "UPDATE reminder_intents SET status = 'cancelled', closed_reason = ?,"
+            f" lease_token = NULL, updated_at = ? WHERE task_id IN ({marks})"
+            " AND status IN ('pending', 'leased')",
+            ("task-completed", now, *hexes),
+        )
+        c.executemany(
+            "INSERT INTO task_history (task_id, kind, actor_id, at, payload, series_id,"
+            " occurrence) VALUES (?, 'completed', ?, ?, ?, NULL, NULL)",
+            [
+                (h, self.actor, now, cascade if n else '{"complete_subtree": true}')
+                for n, h in enumerate(hexes)
+            ],
+        )
+
+    def complete_recurring(self, plan: SuccessorPlan) -> None:
+        """Completes the occurrence ``plan`` names and writes its successor's rows."""
+        c = self.conn
+        now = _now()
+        stamps = (now, now)
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            self._complete(plan.old_ids, plan.cascade, now)
             cur = c.execute(
-                "UPDATE tasks SET status = 'completed', completed_at = ?,"
-                f" revision = revision + 1, updated_at = ? WHERE id IN ({marks})",
-                (now, now, *hexes),
+                "UPDATE series_occurrences SET status = 'completed', settled_at = ?"
+                " WHERE series_id = ? AND ordinal = ? AND status = 'outstanding'",
+                (now, plan.series, plan.ordinal - 1),
             )
-            if cur.rowcount != len(hexes):
-                raise RuntimeError(f"bare complete: {cur.rowcount} of {len(hexes)} rows updated")
-            c.execute(
-                "UPDATE reminder_intents SET status = 'cancelled', closed_reason = ?,"
-                f" lease_token = NULL, updated_at = ? WHERE task_id IN ({marks})"
-                " AND status IN ('pending', 'leased')",
-                ("task-completed", now, *hexes),
+            if cur.rowcount != 1:
+                raise RuntimeError(f"bare complete: occurrence {plan.ordinal - 1} not outstanding")
+            c.executemany(
+                "INSERT INTO tasks (id, ref, list_id, section_id, parent_id, position, title,"
+                " description, status, completed_at, trashed, trashed_at, revision,"
+                " schedule_revision, priority, planned_date, due_date, due_local, due_zone,"
+                " due_at, series_id, occurrence, created_by, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'open', NULL, 0, NULL, 1, ?, ?, ?, ?, ?, ?,"
+                " ?, ?, ?, ?, ?, ?)",
+                [row + stamps for row in plan.task_rows],
+            )
+            c.executemany("INSERT INTO task_tags (task_id, tag_id) VALUES (?, ?)", plan.tag_rows)
+            c.executemany(
+                "INSERT INTO task_reminders (task_id, position, channel, local, zone, at,"
+                " recipient_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                plan.reminder_rows,
             )
             c.executemany(
-                "INSERT INTO task_history (task_id, kind, actor_id, at, payload, series_id,"
-                " occurrence) VALUES (?, 'completed', ?, ?, ?, NULL, NULL)",
-                [
-                    (h, self.actor, now, cascade if n else '{"complete_subtree": true}')
-                    for n, h in enumerate(hexes)
-                ],
+                "INSERT INTO reminder_intents (id, task_id, schedule_revision, channel, at,"
+                " recipient_id, status, attempts, next_attempt_at, created_at, updated_at)"
+                " VALUES (?, ?, 1, ?, ?, ?, 'pending', 0, ?, ?, ?)",
+                [row + stamps for row in plan.intent_rows],
+            )
+            c.executemany(
+                "INSERT INTO task_history (task_id, kind, actor_id, payload, series_id,"
+                " occurrence, at) VALUES (?, 'created', ?, ?, ?, ?, ?)",
+                [(*row, now) for row in plan.history_rows],
+            )
+            c.execute(
+                "INSERT INTO series_occurrences (series_id, ordinal, root_task_id,"
+                " occurrence_date, status, settled_at) VALUES (?, ?, ?, ?, 'outstanding', NULL)",
+                (plan.series, plan.ordinal, plan.task_rows[0][0], plan.day),
+            )
+            c.execute(
+                "UPDATE task_series SET emitted = ?, updated_at = ? WHERE id = ?",
+                (plan.ordinal, now, plan.series),
             )
             c.execute("COMMIT")
         except BaseException:
             c.execute("ROLLBACK")
             raise
+
+
+@dataclass
+class SuccessorPlan:
+    """What the bare writer writes for (d), known before the timed call (timestamps aside)."""
+
+    series: str
+    ordinal: int
+    """The successor's ordinal."""
+    day: str
+    old_ids: list[str]
+    """The occurrence's tasks, the root first."""
+    cascade: str
+    task_rows: list[tuple[Any, ...]]
+    tag_rows: list[tuple[str, str]]
+    reminder_rows: list[tuple[Any, ...]]
+    intent_rows: list[tuple[Any, ...]]
+    history_rows: list[tuple[Any, ...]]
+
+
+def _parse_instant(text: str) -> datetime:
+    return datetime.fromisoformat(text).astimezone(UTC)
+
+
+def plan_successor(
+    conn: sqlite3.Connection, actor: uuid.UUID, rec: Recurring, taken_refs: set[str]
+) -> SuccessorPlan:
+    """The successor's rows, computed independently of kalends from the copy's rows.
+
+    Rule daily at 09:00 in SERIES_ZONE, where 09:00 exists every day: the successor is
+    dated the day after the occurrence, or today when that is later (catch-up). The
+    root is due at 09:00 then; timed values keep their elapsed offset from the root's
+    due instant, shown in their own zone; date-only values move by the days between.
+    """
+    old_ids = [t.id.hex for t in rec.tree.tasks]
+    marks = ", ".join("?" * len(old_ids))
+    series = rec.series_id.hex
+    list_id, local_time, zone_name, emitted = conn.execute(
+        "SELECT list_id, local_time, zone, emitted FROM task_series WHERE id = ?", (series,)
+    ).fetchone()
+    (previous_text,) = conn.execute(
+        "SELECT occurrence_date FROM series_occurrences"
+        " WHERE series_id = ? AND status = 'outstanding'",
+        (series,),
+    ).fetchone()
+    previous = date.fromisoformat(previous_text)
+    zone = ZoneInfo(zone_name)
+    day = max(previous + timedelta(days=1), datetime.now(zone).date())
+    offset = day - previous
+    root_local = datetime.combine(day, time_of_day.fromisoformat(local_time))
+    root_at = root_local.replace(tzinfo=zone).astimezone(UTC)
+
+    columns = (
+        "id, section_id, parent_id, position, title, description, priority, planned_date,"
+        " due_date, due_local, due_zone, due_at"
+    )
+    rows = {
+        r[0]: r for r in conn.execute(f"SELECT {columns} FROM tasks WHERE id IN ({marks})", old_ids)
+    }
+    tags = conn.execute(
+        f"SELECT task_id, tag_id FROM task_tags WHERE task_id IN ({marks})", old_ids
+    ).fetchall()
+    reminders = conn.execute(
+        "SELECT task_id, position, channel, local, zone, at, recipient_id FROM task_reminders"
+        f" WHERE task_id IN ({marks})",
+        old_ids,
+    ).fetchall()
+    shift = root_at - _parse_instant(rows[old_ids[0]][11])
+
+    def moved(local_zone: str, at: str) -> tuple[str, str]:
+        new_at = _parse_instant(at) + shift
+        return format_local(new_at.astimezone(ZoneInfo(local_zone))), _instant(new_at)
+
+    def later(value: str | None) -> str | None:
+        return (date.fromisoformat(value) + offset).isoformat() if value else None
+
+    fresh = {old: uuid.uuid4() for old in old_ids}
+    refs: list[str] = []
+    while len(refs) < len(old_ids):
+        ref = "".join(random.choices(REF_ALPHABET, k=6))
+        if ref not in taken_refs:
+            taken_refs.add(ref)
+            refs.append(ref)
+    with_reminders = {r[0] for r in reminders}
+    ordinal = emitted + 1
+    task_rows: list[tuple[Any, ...]] = []
+    for old, ref in zip(old_ids, refs, strict=True):
+        _, section, parent, position, title, text, priority, planned, due_date = rows[old][:9]
+        due_local, due_zone, due_at = rows[old][9:]
+        if old == old_ids[0]:
+            due_local, due_zone, due_at = format_local(root_local), zone_name, _instant(root_at)
+        elif due_local is not None:
+            due_local, due_at = moved(due_zone, due_at)
+        task_rows.append(
+            (
+                fresh[old].hex,
+                ref,
+                list_id,
+                section,
+                fresh[parent].hex if old != old_ids[0] else None,
+                position,
+                title,
+                text,
+                1 if old in with_reminders else 0,
+                priority,
+                later(planned),
+                later(due_date),
+                due_local,
+                due_zone,
+                due_at,
+                series,
+                ordinal,
+                actor.hex,
+            )
+        )
+    reminder_rows: list[tuple[Any, ...]] = []
+    intent_rows: list[tuple[Any, ...]] = []
+    for task_id, position, channel, _local, r_zone, at, who in reminders:
+        local, new_at = moved(r_zone, at)
+        new_id = fresh[task_id].hex
+        reminder_rows.append((new_id, position, channel, local, r_zone, new_at, who))
+        intent_rows.append((uuid.uuid4().hex, new_id, channel, new_at, who, new_at))
+    new_root = str(fresh[old_ids[0]])
+    history_rows: list[tuple[Any, ...]] = [
+        (
+            fresh[old].hex,
+            actor.hex,
+            json.dumps(
+                {
+                    "title": rows[old][4],
+                    "occurrence_root": new_root,
+                    "copied_from": str(uuid.UUID(hex=old)),
+                }
+            ),
+            series,
+            ordinal,
+        )
+        for old in old_ids
+    ]
+    return SuccessorPlan(
+        series=series,
+        ordinal=ordinal,
+        day=day.isoformat(),
+        old_ids=old_ids,
+        cascade=json.dumps({"cascade_from": str(rec.tree.root.id)}),
+        task_rows=task_rows,
+        tag_rows=[(fresh[t].hex, g) for t, g in tags],
+        reminder_rows=reminder_rows,
+        intent_rows=intent_rows,
+        history_rows=history_rows,
+    )
 
 
 # --------------------------------------------------------------------------- timing
@@ -532,6 +908,46 @@ def bench_complete(fx: Fixture, bare: Bare) -> Result:
     )
 
 
+def bench_recurring(fx: Fixture, bare: Bare, plans: dict[uuid.UUID, SuccessorPlan]) -> Result:
+    svc = fx.services.tasks
+    actor = fx.actor
+
+    def both(rec: Recurring, counter: StatementCounter | None = None) -> tuple[float, float]:
+        root_id = rec.tree.root.id
+
+        def call() -> Task:
+            return svc.complete(actor, root_id, rec.root_revision, complete_subtree=True)
+
+        if counter is None:
+            k_ms, out = _ms(call)
+        else:
+            with counter:
+                k_ms, out = _ms(call)
+        if not isinstance(out, Task) or out.status.value != "completed":
+            raise RuntimeError(f"complete returned {out!r}")
+        plan = plans[rec.series_id]
+        b_ms, _ = _ms(lambda: bare.complete_recurring(plan))
+        return k_ms, b_ms
+
+    counter = StatementCounter(fx.services.store.engine)
+    for n, rec in enumerate(fx.warmup_recurring, 1):
+        both(rec, counter if n == len(fx.warmup_recurring) else None)
+    k, b = Series(), Series()
+    with _gc_paused():
+        for rec in fx.recurring:
+            k_ms, b_ms = both(rec)
+            k.samples_ms.append(k_ms)
+            b.samples_ms.append(b_ms)
+    return Result(
+        "d",
+        f"recurring: complete + successor, {RECURRING_TASKS} tasks",
+        k,
+        b,
+        counter.count,
+        BARE_RECURRING_STATEMENTS,
+    )
+
+
 def bench_read(fx: Fixture, samples: int) -> Result:
     svc = fx.services.tasks
     actor = fx.actor
@@ -565,7 +981,14 @@ def _depth(node: TreeNode) -> int:
 # --------------------------------------------------------------------------- same rows?
 
 
-def _rows(conn: sqlite3.Connection, sql: str, skip: set[str], ids: Sequence[str]) -> list[Any]:
+def _rows(
+    conn: sqlite3.Connection,
+    sql: str,
+    skip: set[str],
+    ids: Sequence[str],
+    rename: dict[str, str] | None = None,
+) -> list[Any]:
+    """The rows, minus the ``skip`` columns, with every text value in ``rename`` renamed."""
     out: list[tuple[Any, ...]] = []
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
@@ -574,12 +997,20 @@ def _rows(conn: sqlite3.Connection, sql: str, skip: set[str], ids: Sequence[str]
         names = [d[0] for d in cur.description]
         for row in cur:
             values = [
-                json.loads(v) if name == "payload" else v
+                _renamed(json.loads(v) if name == "payload" else v, rename or {})
                 for name, v in zip(names, row, strict=True)
                 if name not in skip
             ]
             out.append(tuple(json.dumps(v, sort_keys=True) for v in values))
     return sorted(out)
+
+
+def _renamed(value: Any, rename: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return rename.get(value, value)
+    if isinstance(value, dict):
+        return {k: _renamed(v, rename) for k, v in value.items()}
+    return value
 
 
 def snapshot(path: Path, ids: Sequence[str]) -> dict[str, list[Any]]:
@@ -614,10 +1045,59 @@ def snapshot(path: Path, ids: Sequence[str]) -> dict[str, list[Any]]:
         }
 
 
+def successor_snapshot(path: Path, series: Sequence[str]) -> dict[str, list[Any]]:
+    """The successors' rows, each new task ID renamed after the task it was copied from."""
+    new = "SELECT id FROM tasks WHERE series_id IN ({marks}) AND occurrence > 1"
+    with _sqlite(path) as conn:
+        rename: dict[str, str] = {}
+        marks = ", ".join("?" * len(series))
+        for task_id, payload in conn.execute(
+            "SELECT task_id, payload FROM task_history WHERE kind = 'created'"
+            f" AND occurrence > 1 AND series_id IN ({marks})",
+            series,
+        ):
+            fresh, source = uuid.UUID(hex=task_id), uuid.UUID(json.loads(payload)["copied_from"])
+            rename[fresh.hex] = f"copy of {source.hex}"
+            rename[str(fresh)] = f"copy of {source}"
+
+        def rows(sql: str, skip: set[str]) -> list[Any]:
+            return _rows(conn, sql.replace("{new}", new), skip, series, rename)
+
+        return {
+            "successor tasks": rows(
+                "SELECT * FROM tasks WHERE id IN ({new})", {"ref", "created_at", "updated_at"}
+            ),
+            "successor task_tags": rows("SELECT * FROM task_tags WHERE task_id IN ({new})", set()),
+            "successor task_reminders": rows(
+                "SELECT * FROM task_reminders WHERE task_id IN ({new})", set()
+            ),
+            "successor reminder_intents": rows(
+                "SELECT * FROM reminder_intents WHERE task_id IN ({new})",
+                {"id", "created_at", "updated_at"},
+            ),
+            "successor task_history": rows(
+                "SELECT * FROM task_history WHERE task_id IN ({new})", {"id", "at"}
+            ),
+            "series_occurrences": rows(
+                "SELECT *, settled_at IS NOT NULL AS settled FROM series_occurrences"
+                " WHERE series_id IN ({marks})",
+                {"settled_at"},
+            ),
+            "task_series": rows(
+                "SELECT * FROM task_series WHERE id IN ({marks})", {"created_at", "updated_at"}
+            ),
+        }
+
+
 def compare_rows(fx: Fixture) -> list[str]:
     touched = [t.id.hex for t in [*fx.warmup_tasks, *fx.schedule_tasks]]
     touched += [t.id.hex for tree in [*fx.warmup_trees, *fx.complete_trees] for t in tree.tasks]
+    recurring = [*fx.warmup_recurring, *fx.recurring]
+    touched += [t.id.hex for rec in recurring for t in rec.tree.tasks]
     mine, theirs = snapshot(fx.path, touched), snapshot(fx.copy_path, touched)
+    series = [rec.series_id.hex for rec in recurring]
+    mine |= successor_snapshot(fx.path, series)
+    theirs |= successor_snapshot(fx.copy_path, series)
     return [
         f"{table}: kalends {len(mine[table])} rows, bare {len(theirs[table])} rows, not equal"
         for table in mine
@@ -670,6 +1150,13 @@ def print_table(results: Sequence[Result], fx: Fixture, diffs: list[str], elapse
         f"tasks, checklists nested up to depth {len(FULL_SHAPE)}; built through "
         f"TaskService.create in {fx.build_s:.1f} s. Temporary SQLite file, WAL."
     )
+    print(
+        f"(d): a second list of {len(fx.recurring)} recurring checklists of {RECURRING_TASKS}"
+        f" tasks (+ {len(fx.warmup_recurring)} of {tree_size(SMALL_SHAPE)} for warm-up), with"
+        f" tags, timed dues and reminders, each the first occurrence of a series daily at"
+        f" {SERIES_TIME} {SERIES_ZONE} from {fx.series_day}; built in"
+        f" {fx.recurring_build_s:.1f} s."
+    )
     header = (
         "operation",
         "samples",
@@ -721,7 +1208,7 @@ def print_table(results: Sequence[Result], fx: Fixture, diffs: list[str], elapse
         )
     print(
         "rows written by kalends and by bare sqlite3: "
-        + ("identical (IDs and timestamps aside)" if not diffs else "DIFFERENT")
+        + ("identical (IDs, references and timestamps aside)" if not diffs else "DIFFERENT")
     )
     for d in diffs:
         print(f"  {d}")
@@ -741,7 +1228,23 @@ def to_json(
             "build": "TaskService.create, one call per task",
             "build_s": round(fx.build_s, 3),
         },
-        "sizes": {"tasks": sizes.tasks, "subtrees": sizes.subtrees, "samples": sizes.samples},
+        "recurring": {
+            "checklists": len(fx.recurring),
+            "warmup_checklists": len(fx.warmup_recurring),
+            "tasks_each": RECURRING_TASKS,
+            "shape": list(FULL_SHAPE),
+            "rule": SERIES_RULE,
+            "time": SERIES_TIME,
+            "zone": SERIES_ZONE,
+            "first_date": fx.series_day.isoformat() if fx.series_day else None,
+            "build_s": round(fx.recurring_build_s, 3),
+        },
+        "sizes": {
+            "tasks": sizes.tasks,
+            "subtrees": sizes.subtrees,
+            "samples": sizes.samples,
+            "series": sizes.series,
+        },
         "elapsed_s": round(elapsed, 3),
         "rows_identical": not diffs,
         "row_differences": diffs,
@@ -779,7 +1282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--quick",
         action="store_true",
         help=f"smaller run: {QUICK.tasks:,} tasks, {QUICK.subtrees} subtrees, "
-        f"{QUICK.samples} samples",
+        f"{QUICK.samples} samples, {QUICK.series} series",
     )
     parser.add_argument(
         "--tasks", type=_positive, help=f"tasks in the list (default {DEFAULT.tasks:,})"
@@ -794,12 +1297,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=_positive,
         help=f"timed calls of (a) and of (c) (default {DEFAULT.samples})",
     )
+    parser.add_argument(
+        "--series",
+        type=_positive,
+        help=f"recurring 500-task checklists completed in (d) (default {DEFAULT.series})",
+    )
     args = parser.parse_args(argv)
     base = QUICK if args.quick else DEFAULT
     sizes = Sizes(
         tasks=args.tasks or base.tasks,
         subtrees=args.subtrees or base.subtrees,
         samples=args.samples or base.samples,
+        series=args.series or base.series,
     )
 
     t0 = time.perf_counter()
@@ -809,16 +1318,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             with _sqlite(fx.copy_path) as conn:
                 bare = Bare(conn, fx.actor, schedule)
+                taken = {ref for (ref,) in conn.execute("SELECT ref FROM tasks")}
+                plans = {
+                    rec.series_id: plan_successor(conn, fx.actor, rec, taken)
+                    for rec in [*fx.warmup_recurring, *fx.recurring]
+                }
                 _log("timing (a) set_schedule ...")
                 a = bench_schedule(fx, bare, schedule)
                 _log("timing (b) complete_subtree ...")
                 b = bench_complete(fx, bare)
+                _log("timing (d) recurring completion + successor ...")
+                d = bench_recurring(fx, bare, plans)
             _log("timing (c) checklist ...")
             c = bench_read(fx, sizes.samples)
             diffs = compare_rows(fx)
         finally:
             fx.services.store.close()
-    results = [a, b, c]
+    results = [a, b, c, d]
     elapsed = time.perf_counter() - t0
     if args.json:
         print(to_json(results, fx, sizes, diffs, elapsed))

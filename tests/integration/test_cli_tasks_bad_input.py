@@ -342,7 +342,7 @@ class TestHelp:
                 pending.extend((f"{name} {n}", c) for n, c in children.items())
             else:
                 leaves.append((name, command))
-        assert len(leaves) == 22
+        assert len(leaves) == 28
         for name, command in leaves:
             options = {o for p in command.params for o in getattr(p, "opts", [])}
             assert {"--json", "--database"} <= options, name

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 from uuid import UUID
 
 from rich import box
@@ -26,8 +27,11 @@ from kalends.tasks import (
     TimedValue,
     TreeNode,
 )
+from kalends.tasks.series import SeriesStatus, SeriesView
+from kalends.tasks.series_rules import SeriesKind, SeriesRule
 
 _PRIORITY_STYLES = {1: "bold red", 2: "yellow", 3: "blue"}
+WEEKDAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 
 def report_task(s: Session, task: Task, what: str) -> None:
@@ -86,8 +90,58 @@ def checklist_tree(
     return tree
 
 
+def _days(n: int) -> str:
+    return f"{n} day" if n == 1 else f"{n} days"
+
+
+def rule_text(view: SeriesView) -> str:
+    """The rule in words, with its wall time and zone: ``every 2 days at 09:00 Europe/Paris``."""
+    rule: SeriesRule = view.rule
+    match rule.kind:
+        case SeriesKind.DAILY:
+            text = "every day" if rule.interval_days == 1 else f"every {_days(rule.interval_days)}"
+        case SeriesKind.WEEKDAYS:
+            text = "every " + ", ".join(WEEKDAY_NAMES[d - 1].title() for d in rule.days)
+        case SeriesKind.COMPLETION_RELATIVE:
+            offset = rule.offset_days
+            text = (
+                f"{_days(offset)} after each completion"
+                if offset
+                else "again on the day of each completion"
+            )
+    if view.local_time is not None:
+        wall = view.local_time.removesuffix(":00") if len(view.local_time) == 8 else view.local_time
+        text += f" at {wall}"
+    if view.zone is not None:
+        text += f" {view.zone}"
+    return text
+
+
+def next_date_text(view: SeriesView) -> str:
+    if view.next_date is not None:
+        return view.next_date.isoformat()
+    live = (SeriesStatus.ACTIVE, SeriesStatus.PAUSED)
+    if view.status in live and view.rule.kind is SeriesKind.COMPLETION_RELATIVE:
+        return "counted from the next completion"
+    return "none"
+
+
+def task_series_json(view: SeriesView, occurrence: int | None) -> dict[str, Any]:
+    """The ``series`` object of ``task show --json``: the series as seen from one of its tasks."""
+    whole = view.to_json()
+    keys = ("id", "rule", "time", "zone", "status", "revision", "next_date")
+    return {
+        **{k: whole[k] for k in keys},
+        "occurrence": occurrence,
+        "outstanding_ordinal": view.outstanding_ordinal,
+    }
+
+
 def task_detail(
-    detail: TaskDetail, handles: Mapping[UUID, str], parent_ref: str | None
+    detail: TaskDetail,
+    handles: Mapping[UUID, str],
+    parent_ref: str | None,
+    series: SeriesView | None = None,
 ) -> RenderableType:
     task = detail.task
     grid = Table.grid(padding=(0, 2))
@@ -116,6 +170,13 @@ def task_detail(
     for reminder in task.reminders:
         who = handles.get(reminder.recipient_id, str(reminder.recipient_id))
         row("reminder", f"{reminder.channel.value} {due_text(reminder.time)} → {who}")
+    if series is not None:
+        row("series", f"{rule_text(series)}, {series.status} (series revision {series.revision})")
+        row("series id", str(series.id))
+        outstanding = series.outstanding_ordinal
+        now = "none outstanding" if outstanding is None else f"outstanding: {outstanding}"
+        row("occurrence", f"{task.occurrence} ({now})")
+        row("next date", next_date_text(series))
     if detail.children:
         row("checklist", f"{detail.children} item(s): kalends task ls {detail.list.name!r}")
     if task.description:

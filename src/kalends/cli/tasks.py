@@ -1,4 +1,5 @@
-"""``kalends task``: tasks and checklists, their schedules, comments, attachments and history.
+"""``kalends task``: tasks and checklists, their schedules, series, comments, attachments
+and history.
 
 Every write takes ``--expect REV``, the revision the user last saw, and is one
 transaction: a task changed meanwhile is refused, never overwritten.
@@ -16,6 +17,7 @@ from rich.text import Text
 
 from kalends.civil import parse_date
 from kalends.cli.output import console, emit_json
+from kalends.cli.series import repeat_command, series_app, series_of, skip_command
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
@@ -29,9 +31,16 @@ from kalends.cli.session import (
     session,
 )
 from kalends.cli.task_schedule import schedule_command
-from kalends.cli.task_views import checklist_tree, history_table, report_task, task_detail
+from kalends.cli.task_views import (
+    checklist_tree,
+    history_table,
+    report_task,
+    task_detail,
+    task_series_json,
+)
 from kalends.errors import InvalidInput, OpenDescendants
-from kalends.tasks import Task, TaskList, TaskStatus, TreeNode
+from kalends.tasks import Task, TaskDetail, TaskList, TaskStatus, TreeNode
+from kalends.tasks.series import SeriesView
 
 task_app = typer.Typer(
     help=f"Tasks and their checklists. {LOCAL_MODE_HELP} {EXIT_CODES_HELP}",
@@ -142,16 +151,29 @@ def show_command(
     database: DatabaseOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Show a task: its revision (pass it to --expect), schedule, comments and attachments."""
+    """Show a task: its revision (pass it to --expect), schedule, comments and attachments,
+    and its recurring series: rule, status, this task's occurrence, the next date.
+    """
     with session(database, json_output, actor=actor) as s:
-        detail = s.tasks.get(s.actor, ref)
+
+        def read() -> tuple[TaskDetail, SeriesView | None]:
+            detail = s.tasks.get(s.actor, ref)
+            return detail, series_of(s, detail.task)
+
+        detail, series = s.atomic(read, write=False)
         if json_output:
-            emit_json(detail.to_json())
+            occurrence = detail.task.occurrence
+            emit_json(
+                {
+                    **detail.to_json(),
+                    "series": task_series_json(series, occurrence) if series else None,
+                }
+            )
             return
         handles = {a.id: a.handle for a in s.directory.actors()}
         parent = detail.task.parent_id
         parent_ref = s.tasks.get(s.actor, parent).task.ref if parent else None
-    console.print(task_detail(detail, handles, parent_ref))
+    console.print(task_detail(detail, handles, parent_ref, series))
 
 
 @task_app.command("edit")
@@ -281,14 +303,20 @@ def done_command(
     database: DatabaseOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Complete a task. With open checklist items it needs --subtree, which completes them too."""
+    """Complete a task. With open checklist items it needs --subtree, which completes them too;
+    so does the open occurrence of a recurring series, whose completion creates the next one.
+    """
     with session(database, json_output, actor=actor) as s:
         try:
             task = s.tasks.complete(
                 s.actor, ref, expected_revision(expect), complete_subtree=subtree
             )
         except OpenDescendants as exc:
-            message = exc.message.replace("pass complete_subtree=true", "pass --subtree")
+            message = exc.message.replace(
+                "completed only with complete_subtree=true",
+                "completed only as a whole: pass --subtree",
+            )
+            message = message.replace("pass complete_subtree=true", "pass --subtree")
             message = message.replace("with complete_subtree=true", "with --subtree")
             raise OpenDescendants(message, **exc.details) from exc
         report_task(s, task, "completed")
@@ -388,6 +416,11 @@ def attach_command(
 
 
 task_app.command("schedule")(schedule_command)
+task_app.command("repeat")(repeat_command)
+task_app.command("skip")(skip_command)
+task_app.add_typer(
+    series_app, name="series", short_help="Show, pause, resume or stop a recurring series."
+)
 
 
 @task_app.command("history")

@@ -49,6 +49,9 @@ def record_same(
     task_ids: Sequence[UUID],
     kind: str,
     payload: Mapping[str, Any],
+    *,
+    series_id: UUID | None = None,
+    occurrence: int | None = None,
 ) -> None:
     """Appends one identical event to many tasks in one INSERT … SELECT.
 
@@ -63,18 +66,22 @@ def record_same(
             "actor_id": actor_id,
             "at": at,
             "payload": dict(payload),
+            "series_id": series_id,
+            "occurrence": occurrence,
         },
     )
 
 
 _SAME_EVENT = insert(task_history).from_select(
-    ["task_id", "kind", "actor_id", "at", "payload"],
+    ["task_id", "kind", "actor_id", "at", "payload", "series_id", "occurrence"],
     select(
         tasks.c.id,
         bindparam("kind", type_=task_history.c.kind.type),
         bindparam("actor_id", type_=task_history.c.actor_id.type),
         bindparam("at", type_=task_history.c.at.type),
         bindparam("payload", type_=task_history.c.payload.type),
+        bindparam("series_id", type_=task_history.c.series_id.type),
+        bindparam("occurrence", type_=task_history.c.occurrence.type),
     ).where(tasks.c.id.in_(bindparam("ids", expanding=True))),
 )
 

@@ -128,21 +128,21 @@ def _live_tree() -> Any:
 
 # Built once: a checklist is read as three queries over one recursive walk, binding
 # only the root, whatever the checklist's size.
-_TREE = _live_tree()
-_SUBTREE_ROWS = select(tasks).join(_TREE, _TREE.c.id == tasks.c.id)
-_SUBTREE_TAGS = _tags_of(select(_TREE.c.id))
-_SUBTREE_REMINDERS = _reminders_of(select(_TREE.c.id))
+LIVE_TREE = _live_tree()
+SUBTREE_ROWS = select(tasks).join(LIVE_TREE, LIVE_TREE.c.id == tasks.c.id)
+_SUBTREE_TAGS = _tags_of(select(LIVE_TREE.c.id))
+SUBTREE_REMINDERS = _reminders_of(select(LIVE_TREE.c.id))
 
 
 def subtree_tree(conn: Connection, root_id: UUID) -> TreeNode:
     """The task and its live descendants as one ordered tree, in three statements."""
     key = {"root_id": root_id}
-    rows = list(conn.execute(_SUBTREE_ROWS, key))
+    rows = list(conn.execute(SUBTREE_ROWS, key))
     tag_map: dict[UUID, list[str]] = {}
     for task_id, name in conn.execute(_SUBTREE_TAGS, key):
         tag_map.setdefault(task_id, []).append(name)
     reminder_map: dict[UUID, list[Reminder]] = {}
-    for row in conn.execute(_SUBTREE_REMINDERS, key):
+    for row in conn.execute(SUBTREE_REMINDERS, key):
         reminder_map.setdefault(row.task_id, []).append(reminder_from_row(row))
     built = []
     for row in rows:

@@ -16,8 +16,24 @@ REF_LENGTH = 6
 MAX_DRAWS = 8
 
 
+# The largest multiple of the alphabet's size below 256: bytes above it are redrawn,
+# so every character is equally likely.
+_UNBIASED = 256 - 256 % len(ALPHABET)
+
+
 def draw() -> str:
-    return "".join(secrets.choice(ALPHABET) for _ in range(REF_LENGTH))
+    return draw_many(1)[0]
+
+
+def draw_many(count: int) -> list[str]:
+    """``count`` random references from one read of the system's random source."""
+    wanted = count * REF_LENGTH
+    chars: list[str] = []
+    while len(chars) < wanted:
+        chars.extend(
+            ALPHABET[b % len(ALPHABET)] for b in secrets.token_bytes(wanted * 2) if b < _UNBIASED
+        )
+    return ["".join(chars[i : i + REF_LENGTH]) for i in range(0, wanted, REF_LENGTH)]
 
 
 def new_refs(conn: Connection, count: int) -> list[str]:
@@ -27,7 +43,7 @@ def new_refs(conn: Connection, count: int) -> list[str]:
         wanted = count - len(chosen)
         if wanted == 0:
             return chosen
-        candidates = {draw() for _ in range(wanted)} - set(chosen)
+        candidates = set(draw_many(wanted)) - set(chosen)
         taken = set(conn.execute(select(tasks.c.ref).where(tasks.c.ref.in_(candidates))).scalars())
         chosen.extend(sorted(candidates - taken))
     if len(chosen) < count:  # pragma: no cover - needs a nearly full reference space

@@ -510,7 +510,12 @@ def _find_series(conn: Connection, actor_id: UUID, ref: UUID | str, *, write: bo
             minimum = Role.EDITOR if write else Role.VIEWER
             task_with_role(conn, actor_id, found.first_task_id, minimum, write=write)
             return found.id  # type: ignore[no-any-return]
-    row = task_with_role(conn, actor_id, ref, Role.EDITOR if write else Role.VIEWER, write=write)
+    try:
+        row = task_with_role(
+            conn, actor_id, ref, Role.EDITOR if write else Role.VIEWER, write=write
+        )
+    except NotFound as exc:
+        raise NotFound(f"series: no series or task {ref!s}", field="series") from exc
     if row.series_id is None:
         raise NotFound("series: the task belongs to no series", field="series")
     return row.series_id  # type: ignore[no-any-return]

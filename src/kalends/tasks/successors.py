@@ -14,6 +14,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from types import SimpleNamespace
 from typing import Any
 from uuid import UUID
 
@@ -30,10 +31,27 @@ from kalends.storage.task_tables import (
     task_tags,
     tasks,
 )
+from kalends.tasks.models import TASK_COLUMNS
+from kalends.tasks.reads import LIVE_TREE, SUBTREE_REMINDERS, SUBTREE_ROWS
 from kalends.tasks.refs import new_refs
 from kalends.tasks.series_rules import MAX_CHECKLIST_TASKS
-from kalends.tasks.tree import subtree_ids
 from kalends.tasks.values import TaskStatus
+
+_SUBTREE_TAG_IDS = select(task_tags.c.task_id, task_tags.c.tag_id).where(
+    task_tags.c.task_id.in_(select(LIVE_TREE.c.id))
+)
+
+
+def _parents_first(rows: dict[UUID, Any], root: UUID) -> list[UUID]:
+    """The IDs in breadth-first order, so every parent is inserted before its items."""
+    children: dict[UUID, list[UUID]] = {}
+    for task_id, row in rows.items():
+        if task_id != root:
+            children.setdefault(row.parent_id, []).append(task_id)
+    ordered = [root]
+    for task_id in ordered:
+        ordered.extend(children.get(task_id, ()))
+    return ordered
 
 
 class ChecklistTooLarge(Conflict):
@@ -91,14 +109,22 @@ def generate(
     now: datetime,
 ) -> list[UUID]:
     """Copies the live checklist under ``source_root`` as the new occurrence; returns new IDs."""
-    ids = subtree_ids(conn, source_root, live_only=True)
+    key = {"root_id": source_root}
+    # One recursive walk; rows zipped into namespaces (a row's attribute lookups cost more).
+    rows = {
+        n.id: n
+        for n in (
+            SimpleNamespace(**dict(zip(TASK_COLUMNS, r, strict=True)))
+            for r in conn.execute(SUBTREE_ROWS, key)
+        )
+    }
+    ids = _parents_first(rows, source_root)
     if len(ids) > MAX_CHECKLIST_TASKS:
         raise ChecklistTooLarge(
             f"the recurring checklist has {len(ids)} live tasks; a series supports "
             f"at most {MAX_CHECKLIST_TASKS}",
             tasks=len(ids),
         )
-    rows = {r.id: r for r in conn.execute(select(tasks).where(tasks.c.id.in_(ids)))}
     fresh = {old: uuid.uuid4() for old in ids}
     refs = dict(zip(ids, new_refs(conn, len(ids)), strict=True))
     root = rows[source_root]
@@ -118,17 +144,22 @@ def generate(
             new_at = wall_instant(parse_local_datetime(local) + offset, zone)
         return format_local(wall_of(new_at, zone)), new_at
 
-    reminders = list(conn.execute(select(task_reminders).where(task_reminders.c.task_id.in_(ids))))
+    reminders = list(conn.execute(SUBTREE_REMINDERS, key))
     with_reminders = {r.task_id for r in reminders}
     task_rows: list[dict[str, Any]] = []
     for old in ids:
         r = rows[old]
         due_local, due_zone, due_at = r.due_local, r.due_zone, r.due_at
+        due_date = r.due_date + offset if r.due_date else None
         if old == source_root and occurrence.root_due_local is not None and occurrence.zone:
+            # The root's due follows the series' wall clock, replacing any date-only due.
             due_local = format_local(occurrence.root_due_local)
-            due_zone, due_at = occurrence.zone, root_due_at
+            due_zone, due_at, due_date = occurrence.zone, root_due_at, None
         elif due_local is not None:
             due_local, due_at = moved(due_local, due_zone, due_at)
+        elif old == source_root and due_date is None:
+            # A date-only series dates each new occurrence by its own date.
+            due_date = occurrence.day
         task_rows.append(
             {
                 "id": fresh[old],
@@ -145,7 +176,7 @@ def generate(
                 "schedule_revision": 1 if old in with_reminders else 0,
                 "priority": r.priority,
                 "planned_date": r.planned_date + offset if r.planned_date else None,
-                "due_date": r.due_date + offset if r.due_date else None,
+                "due_date": due_date,
                 "due_local": due_local,
                 "due_zone": due_zone,
                 "due_at": due_at,
@@ -157,27 +188,22 @@ def generate(
             }
         )
     conn.execute(insert(tasks), task_rows)
-    tag_rows = [
-        {"task_id": fresh[t], "tag_id": g}
-        for t, g in conn.execute(
-            select(task_tags.c.task_id, task_tags.c.tag_id).where(task_tags.c.task_id.in_(ids))
-        )
-    ]
+    tag_rows = [{"task_id": fresh[t], "tag_id": g} for t, g in conn.execute(_SUBTREE_TAG_IDS, key)]
     if tag_rows:
         conn.execute(insert(task_tags), tag_rows)
     if reminders:
         copied = []
-        for r in reminders:
-            local, at = moved(r.local, r.zone, r.at)
+        for reminder in reminders:
+            local, at = moved(reminder.local, reminder.zone, reminder.at)
             copied.append(
                 {
-                    "task_id": fresh[r.task_id],
-                    "position": r.position,
-                    "channel": r.channel,
+                    "task_id": fresh[reminder.task_id],
+                    "position": reminder.position,
+                    "channel": reminder.channel,
                     "local": local,
-                    "zone": r.zone,
+                    "zone": reminder.zone,
                     "at": at,
-                    "recipient_id": r.recipient_id,
+                    "recipient_id": reminder.recipient_id,
                 }
             )
         conn.execute(insert(task_reminders), copied)
@@ -200,24 +226,24 @@ def generate(
                 for c in copied
             ],
         )
-    history_rows = [
-        {
-            "task_id": fresh[old],
-            "kind": "created",
-            "actor_id": actor_id,
-            "at": now,
-            "payload": {
-                "title": rows[old].title,
-                "occurrence_root": str(fresh[source_root]),
-                "copied_from": str(old),
-            },
-            "series_id": occurrence.series_id,
-            "occurrence": occurrence.ordinal,
-        }
-        for old in ids
-    ]
-    conn.execute(insert(task_history), history_rows)
-    return [fresh[source_root], *(fresh[old] for old in ids if old != source_root)]
+    root_text = str(fresh[source_root])
+    conn.execute(
+        insert(task_history),
+        [
+            {
+                "task_id": fresh[old],
+                "kind": "created",
+                "actor_id": actor_id,
+                "at": now,
+                "payload": {"occurrence_root": root_text, "copied_from": str(old)},
+                "series_id": occurrence.series_id,
+                "occurrence": occurrence.ordinal,
+            }
+            for old in ids
+        ],
+    )
+    new_ids = [fresh[old] for old in ids]
+    return new_ids
 
 
 __all__ = ["ChecklistTooLarge", "Occurrence", "day_exists", "generate", "wall_instant", "wall_of"]

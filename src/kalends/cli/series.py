@@ -1,0 +1,381 @@
+"""``kalends task repeat|skip|series``: a task and its checklist as a recurring series.
+
+``repeat`` and ``skip`` change a task and take the task's revision; ``series
+pause|resume|stop`` change the series and take the series' own revision, which
+``series show`` prints.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import typer
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from kalends.civil import parse_date
+from kalends.cli.output import console, emit_json
+from kalends.cli.session import (
+    EXIT_CODES_HELP,
+    LOCAL_MODE_HELP,
+    ActorOption,
+    DatabaseOption,
+    ExpectOption,
+    JsonOption,
+    Session,
+    TaskArgument,
+    expected_revision,
+    session,
+)
+from kalends.cli.task_views import WEEKDAY_NAMES, next_date_text, rule_text, task_line
+from kalends.errors import InvalidInput
+from kalends.tasks import Task
+from kalends.tasks.series import SeriesStatus, SeriesView
+from kalends.tasks.series_rules import SeriesRule
+
+series_app = typer.Typer(
+    help=f"A recurring series: show, pause, resume, stop. {LOCAL_MODE_HELP} {EXIT_CODES_HELP}",
+    no_args_is_help=True,
+)
+
+SeriesArgument = Annotated[
+    str,
+    typer.Argument(
+        metavar="REF|SERIES_ID", help="A task of the series (reference or ID), or the series ID."
+    ),
+]
+SeriesExpectOption = Annotated[
+    str | None,
+    typer.Option(
+        "--expect",
+        metavar="REV",
+        help="The series revision you saw (`kalends task series show`); a changed series is "
+        "refused.",
+        show_default=False,
+    ),
+]
+_FULL_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+# ISO weekdays (Monday = 1) by number, short name and full name.
+_WEEKDAYS = {
+    key: i
+    for i, (short, full) in enumerate(zip(WEEKDAY_NAMES, _FULL_NAMES, strict=True), start=1)
+    for key in (str(i), short, full)
+}
+
+
+@contextmanager
+def _options_named(names: Mapping[str, str]) -> Iterator[None]:
+    """Names the command-line option in a bad-input error the API raised about its field."""
+    try:
+        yield
+    except InvalidInput as exc:
+        option = names.get(exc.field or "")
+        if option is None or type(exc) is not InvalidInput:
+            raise
+        reason = exc.message.partition(": ")[2] or exc.message
+        raise InvalidInput(f"{option}: {reason}", field=option) from exc
+
+
+def _whole(text: str, option: str) -> int:
+    if re.fullmatch(r"-?[0-9]+", text.strip()) is None:
+        raise InvalidInput(f"{option}: a whole number, got {text!r}", field=option)
+    return int(text)
+
+
+def _weekdays(text: str) -> list[int]:
+    days: list[int] = []
+    for part in text.split(","):
+        token = part.strip().lower()
+        day = _WEEKDAYS.get(token)
+        if day is None:
+            raise InvalidInput(
+                f"weekdays: ISO weekdays 1-7 (Monday = 1) or mon…sun, got {part.strip()!r}",
+                field="weekdays",
+            )
+        if day in days:
+            raise InvalidInput(f"weekdays: {part.strip()!r} is listed twice", field="weekdays")
+        days.append(day)
+    return days
+
+
+def series_rule(
+    daily: bool, every: str | None, weekdays: str | None, after_completion: str | None
+) -> SeriesRule:
+    """The rule the options describe; exactly one of the three kinds."""
+    if daily + (weekdays is not None) + (after_completion is not None) != 1:
+        raise InvalidInput(
+            "rule: give exactly one of --daily [--every N], --weekdays DAYS "
+            "or --after-completion DAYS",
+            field="rule",
+        )
+    if every is not None and not daily:
+        raise InvalidInput("every: --every goes with --daily", field="every")
+    data: dict[str, Any]
+    if daily:
+        data = {"kind": "daily", "interval_days": 1 if every is None else _whole(every, "every")}
+    elif weekdays is not None:
+        data = {"kind": "weekdays", "days": _weekdays(weekdays)}
+    else:
+        assert after_completion is not None
+        data = {"kind": "completion_relative", "days": _whole(after_completion, "after-completion")}
+    with _options_named({"rule.interval_days": "every", "rule.days": "after-completion"}):
+        return SeriesRule.parse(data)
+
+
+def series_revision(text: str | None) -> int:
+    """The ``--expect`` of a series command: the series' revision, not a task's."""
+    if text is None:
+        raise InvalidInput(
+            "expect: pass the series' current revision with --expect REV "
+            "(`kalends task series show REF` shows it)",
+            field="expect",
+        )
+    return expected_revision(text)
+
+
+def series_of(s: Session, task: Task) -> SeriesView | None:
+    """The series a task belongs to, if any."""
+    if task.series_id is None:
+        return None
+    return s.services.series.get(s.actor, task.id)
+
+
+def _outstanding(s: Session, view: SeriesView) -> Task | None:
+    if view.outstanding_task_id is None:
+        return None
+    return s.tasks.get(s.actor, view.outstanding_task_id).task
+
+
+def _with_outstanding(
+    s: Session, change: Callable[[], SeriesView], *, write: bool = True
+) -> tuple[SeriesView, Task | None]:
+    """The series ``change`` returns and its outstanding task, read in the same transaction."""
+
+    def run() -> tuple[SeriesView, Task | None]:
+        view = change()
+        return view, _outstanding(s, view)
+
+    return s.atomic(run, write=write)
+
+
+def series_grid(view: SeriesView, outstanding: Task | None) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="dim", no_wrap=True)
+    grid.add_column()
+
+    def row(name: str, value: str | Text) -> None:
+        grid.add_row(name, value if isinstance(value, Text) else Text(value))
+
+    row("series", str(view.id))
+    row("revision", Text(str(view.revision), style="bold"))
+    row("rule", rule_text(view))
+    row("status", view.status)
+    row("started", view.anchor_date.isoformat())
+    if view.end_date is not None:
+        row("until", view.end_date.isoformat())
+    limit = f" of at most {view.count}" if view.count is not None else ""
+    row("occurrences", f"{view.emitted}{limit} so far")
+    if outstanding is not None:
+        ordinal = Text(f"#{view.outstanding_ordinal} ")
+        row("outstanding", ordinal.append_text(task_line(outstanding)))
+    elif view.outstanding_ordinal is None:
+        row("outstanding", "none")
+    row("next date", next_date_text(view))
+    return grid
+
+
+def _report(s: Session, view: SeriesView, outstanding: Task | None, heading: str) -> None:
+    if s.json_output:
+        emit_json(view.to_json())
+        return
+    console.print(Group(Text(heading), series_grid(view, outstanding)), soft_wrap=True)
+    s.local_note()
+
+
+def repeat_command(
+    ref: TaskArgument,
+    expect: ExpectOption = None,
+    daily: Annotated[
+        bool, typer.Option("--daily", help="Every day, or every N days with --every.")
+    ] = False,
+    every: Annotated[
+        str | None, typer.Option("--every", metavar="N", help="With --daily: every N days.")
+    ] = None,
+    weekdays: Annotated[
+        str | None,
+        typer.Option("--weekdays", metavar="DAYS", help="On these weekdays: 1,2,5 or mon,tue,fri."),
+    ] = None,
+    after_completion: Annotated[
+        str | None,
+        typer.Option(
+            "--after-completion",
+            metavar="DAYS",
+            help="The next occurrence DAYS calendar days after each completion.",
+        ),
+    ] = None,
+    time: Annotated[
+        str | None,
+        typer.Option("--time", metavar="HH:MM", help="Each occurrence is due at this wall time."),
+    ] = None,
+    zone: Annotated[
+        str | None,
+        typer.Option("--zone", metavar="ZONE", help="IANA zone of the time and of the days."),
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option("--until", metavar="DATE", help="No occurrence after this day.")
+    ] = None,
+    count: Annotated[
+        str | None, typer.Option("--count", metavar="N", help="At most N occurrences in all.")
+    ] = None,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Make an open root task and its checklist the first occurrence of a recurring series.
+
+    Settling an occurrence (done --subtree, or skip) creates the next one. With
+    --json: the series.
+    """
+    with session(database, json_output, actor=actor) as s:
+        revision = expected_revision(expect)
+        rule = series_rule(daily, every, weekdays, after_completion)
+        end_date = parse_date(until, "until") if until is not None else None
+        limit = _whole(count, "count") if count is not None else None
+
+        def start() -> tuple[SeriesView, Task]:
+            view = s.services.series.start_series(
+                s.actor,
+                ref,
+                revision,
+                rule,
+                time_of_day=time,
+                zone=zone,
+                end_date=end_date,
+                count=limit,
+            )
+            return view, s.tasks.get(s.actor, ref).task
+
+        with _options_named({"end_date": "until"}):
+            view, task = s.atomic(start)
+        _report(s, view, task, f"{task.ref} now repeats: {rule_text(view)}")
+        if not json_output:
+            console.print(Text(f"task revision {task.revision}", style="dim"))
+
+
+def skip_command(
+    ref: TaskArgument,
+    expect: ExpectOption = None,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Skip the outstanding occurrence whole (its checklist too) and create the next one.
+
+    With --json: {"skipped": task, "successor": task or null, "series": series}.
+    """
+    with session(database, json_output, actor=actor) as s:
+        revision = expected_revision(expect)
+
+        def skip() -> tuple[Task, Task | None, SeriesView]:
+            successors = s.services.series.skip(s.actor, ref, revision)
+            skipped = s.tasks.get(s.actor, ref).task
+            successor = s.tasks.get(s.actor, successors[0]).task if successors else None
+            return skipped, successor, s.services.series.get(s.actor, skipped.id)
+
+        skipped, successor, view = s.atomic(skip)
+        if json_output:
+            emit_json(
+                {
+                    "skipped": skipped.to_json(),
+                    "successor": successor.to_json() if successor else None,
+                    "series": view.to_json(),
+                }
+            )
+            return
+        console.print(Text(f"skipped occurrence #{skipped.occurrence}: {skipped.ref}"))
+        if successor is not None:
+            console.print(
+                Text(f"next, occurrence #{successor.occurrence}: ").append_text(
+                    task_line(successor)
+                ),
+                soft_wrap=True,
+            )
+            console.print(Text(f"revision {successor.revision}", style="dim"))
+        elif view.status == SeriesStatus.PAUSED:
+            console.print(Text("the series is paused: the next occurrence comes when it resumes"))
+        else:
+            console.print(Text(f"the series is {view.status}: no next occurrence"))
+        s.local_note()
+
+
+@series_app.command("show")
+def show_command(
+    series: SeriesArgument,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Show a series: rule, status, its revision (pass it to --expect), outstanding occurrence."""
+    with session(database, json_output, actor=actor) as s:
+        view, outstanding = _with_outstanding(
+            s, lambda: s.services.series.get(s.actor, series), write=False
+        )
+        if json_output:
+            emit_json(view.to_json())
+            return
+    console.print(series_grid(view, outstanding), soft_wrap=True)
+
+
+@series_app.command("pause")
+def pause_command(
+    series: SeriesArgument,
+    expect: SeriesExpectOption = None,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Pause a series: completing its outstanding occurrence then creates no next one."""
+    with session(database, json_output, actor=actor) as s:
+        revision = series_revision(expect)
+        view, outstanding = _with_outstanding(
+            s, lambda: s.services.series.pause(s.actor, series, revision)
+        )
+        _report(s, view, outstanding, f"paused series {view.id}")
+
+
+@series_app.command("resume")
+def resume_command(
+    series: SeriesArgument,
+    expect: SeriesExpectOption = None,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Resume a paused series; with no occurrence outstanding, the next one is created."""
+    with session(database, json_output, actor=actor) as s:
+        revision = series_revision(expect)
+        view, outstanding = _with_outstanding(
+            s, lambda: s.services.series.resume(s.actor, series, revision)
+        )
+        _report(s, view, outstanding, f"resumed series {view.id}")
+
+
+@series_app.command("stop")
+def stop_command(
+    series: SeriesArgument,
+    expect: SeriesExpectOption = None,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Stop a series for good; its outstanding task stays, an ordinary task to finish."""
+    with session(database, json_output, actor=actor) as s:
+        revision = series_revision(expect)
+        view, outstanding = _with_outstanding(
+            s, lambda: s.services.series.stop(s.actor, series, revision)
+        )
+        _report(s, view, outstanding, f"stopped series {view.id}")
