@@ -723,7 +723,6 @@ def plan_successor(
             actor.hex,
             json.dumps(
                 {
-                    "title": rows[old][4],
                     "occurrence_root": new_root,
                     "copied_from": str(uuid.UUID(hex=old)),
                 }
