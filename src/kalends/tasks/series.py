@@ -360,7 +360,8 @@ class SeriesService(ServiceBase):
             conn.execute(
                 update(series_occurrences)
                 .where(
-                    series_occurrences.c.root_task_id == change.root_id,
+                    # The reopened task, or an ancestor reopened with it, may be a root.
+                    series_occurrences.c.root_task_id.in_(list(task_ids)),
                     series_occurrences.c.status.in_(("completed", "skipped")),
                 )
                 .values(status="reopened")
@@ -376,8 +377,11 @@ class SeriesService(ServiceBase):
             new_list = conn.execute(
                 select(tasks.c.list_id).where(tasks.c.id == change.root_id)
             ).scalar_one()
+            # Only the outstanding occurrence carries its series along; a historical
+            # one moves alone.
             series_ids = select(series_occurrences.c.series_id).where(
-                series_occurrences.c.root_task_id == change.root_id
+                series_occurrences.c.root_task_id == change.root_id,
+                series_occurrences.c.status == "outstanding",
             )
             conn.execute(
                 update(task_series).where(task_series.c.id.in_(series_ids)).values(list_id=new_list)
@@ -458,7 +462,7 @@ def _emit(
         return day_exists(day, series.local_time, series.zone)
 
     today = _today(now, series.zone)
-    day = successor_date(rule, series.anchor_date, previous, today, exists)
+    day = successor_date(rule, series.anchor_date, previous, today, exists, series.end_date)
     if day is None or (series.end_date is not None and day > series.end_date):
         _end(conn, series_id, now)
         return []

@@ -114,15 +114,29 @@ def _step(rule: SeriesRule, anchor: date, day: date) -> date:
     raise AssertionError("a weekday rule names at least one day")  # pragma: no cover
 
 
+def _ahead(day: date, days: int) -> date:
+    """``day`` plus ``days``, stopping at the last date the calendar holds."""
+    return day + timedelta(days=min(days, (date.max - day).days))
+
+
+def _behind(day: date, days: int) -> date:
+    return day - timedelta(days=min(days, (day - date.min).days))
+
+
 def next_date(
     rule: SeriesRule, anchor: date, after: date, exists: Callable[[date], bool]
 ) -> date | None:
     """The first rule date after ``after`` whose wall time exists, within 100 years."""
-    limit = after + timedelta(days=SEARCH_DAYS)
+    limit = _ahead(after, SEARCH_DAYS)
+    # A week of margin keeps every step below date.max.
+    if after >= _behind(date.max, 7):
+        return None
     day = _step(rule, anchor, after + timedelta(days=1))
     while day <= limit:
         if exists(day):
             return day
+        if day >= _behind(date.max, 7):
+            return None
         day = _step(rule, anchor, day + timedelta(days=1))
     return None
 
@@ -132,7 +146,7 @@ def latest_date(
 ) -> date | None:
     """The latest rule date in ``(after, upto]`` whose wall time exists."""
     day = upto
-    floor = max(after, upto - timedelta(days=SEARCH_DAYS))
+    floor = max(after, _behind(upto, SEARCH_DAYS))
     while day > floor:
         if matches(rule, anchor, day) and exists(day):
             return day
@@ -146,6 +160,7 @@ def successor_date(
     previous: date,
     today: date,
     exists: Callable[[date], bool],
+    end: date | None = None,
 ) -> date | None:
     """The next occurrence's date once the occurrence of ``previous`` is settled ``today``.
 
@@ -153,14 +168,18 @@ def successor_date(
     future date; completion-relative counts its days from today.
     """
     if rule.kind is SeriesKind.COMPLETION_RELATIVE:
+        if (date.max - today).days <= rule.offset_days:
+            return None
         day = today + timedelta(days=rule.offset_days)
-        limit = day + timedelta(days=SEARCH_DAYS)
-        while day <= limit:
+        limit = _ahead(day, SEARCH_DAYS)
+        while day < limit:
             if exists(day):
                 return day
             day += timedelta(days=1)
         return None
-    caught_up = latest_date(rule, anchor, previous, today, exists)
+    # Catch-up looks no further than the end date: a missed date within it still counts.
+    upto = today if end is None else min(today, end)
+    caught_up = latest_date(rule, anchor, previous, upto, exists)
     if caught_up is not None:
         return caught_up
     return next_date(rule, anchor, max(previous, today), exists)

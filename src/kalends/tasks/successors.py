@@ -118,6 +118,11 @@ def generate(
             for r in conn.execute(SUBTREE_ROWS, key)
         )
     }
+    if source_root not in rows:
+        raise Conflict(
+            "series: the occurrence to copy is in the trash; restore it, or stop the series",
+            field="series",
+        )
     ids = _parents_first(rows, source_root)
     if len(ids) > MAX_CHECKLIST_TASKS:
         raise ChecklistTooLarge(

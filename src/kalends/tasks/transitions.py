@@ -238,11 +238,26 @@ class Transitions(ServiceBase):
                 conn,
                 actor_id,
                 now,
-                [Event(row.id, "completed", {"complete_subtree": complete_subtree})],
+                [
+                    Event(
+                        row.id,
+                        "completed",
+                        {"complete_subtree": complete_subtree},
+                        series_id=row.series_id,
+                        occurrence=row.occurrence,
+                    )
+                ],
             )
             if open_ids:
                 history.record_same(
-                    conn, actor_id, now, open_ids, "completed", {"cascade_from": str(row.id)}
+                    conn,
+                    actor_id,
+                    now,
+                    open_ids,
+                    "completed",
+                    {"cascade_from": str(row.id)},
+                    series_id=row.series_id,
+                    occurrence=row.occurrence,
                 )
             change = TaskChange("completed", row.id, actor_id, now, complete_subtree)
             self._notify(conn, changed, change)
@@ -284,7 +299,8 @@ class Transitions(ServiceBase):
                 conn,
                 actor_id,
                 now,
-                [Event(row.id, "reopened", {})] + [Event(i, "reopened", cascade) for i in closed],
+                [Event(row.id, "reopened", {}, series_id=row.series_id, occurrence=row.occurrence)]
+                + [Event(i, "reopened", cascade) for i in closed],
             )
             changed = [row.id, *closed]
             self._notify(conn, changed, TaskChange("reopened", row.id, actor_id, now))
