@@ -423,7 +423,8 @@ CASES: list[tuple[list[str], int, str]] = [
     (["task", "series", "pause", "{plain}", "--expect", "1", *A], 1,
      "series: the task belongs to no series"),
     # an unknown reference
-    (["task", "series", "pause", "ZZZZZZ", "--expect", "1", *A], 1, "series: no series or task ZZZZZZ"),
+    (["task", "series", "pause", "ZZZZZZ", "--expect", "1", *A], 1,
+     "series: no series or task ZZZZZZ"),
     # --- task done ---
     # a recurring occurrence root without --subtree
     (["task", "done", "{rec}", "--expect", "3", *A], 1,
