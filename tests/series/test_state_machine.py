@@ -216,7 +216,7 @@ class SeriesMachine(RuleBasedStateMachine):
         (row,) = self.rows(select(task_series).where(task_series.c.id == self.series_id))
         return row
 
-    def outstanding(self) -> Any | None:
+    def outstanding(self) -> Any:  # a row, or None when nothing is outstanding
         found = [o for o in self.occurrences() if o.status == "outstanding"]
         return found[0] if found else None
 
