@@ -207,6 +207,18 @@ class TestBounds:
 
         assert view.next_date == date(9950, 1, 2)
 
+    def test_a_series_at_the_end_of_the_calendar_ends_instead_of_failing(
+        self, world: World
+    ) -> None:
+        root = world.create("Last days")
+        world.schedule(root.id, {"due": "9999-12-30"})
+        view = world.start(root.id, {"kind": "daily"})
+
+        world.complete(root.id)
+
+        assert world.view(view.id).status in ("active", "ended")
+        assert all(o.occurrence_date <= date.max for o in occurrences(world.store, view.id))
+
 
 class TestCatchUp:
     def test_calendar_catchup_selects_the_latest_eligible_past_date(self, world: World) -> None:

@@ -226,6 +226,18 @@ class TestHistory:
             ("reopened", series_id, 1),
         ]
 
+    def test_ancestors_reopened_with_a_historical_item_record_it_under_their_ids(
+        self, world: World
+    ) -> None:
+        series_id, root, item = checklist_series(world)
+        world.complete(root)
+
+        world.reopen(item)
+
+        for task_id in (item, root):
+            event = history(world.store, task_id)[-1]
+            assert (event.kind, event.series_id, event.occurrence) == ("reopened", series_id, 1)
+
 
 class TestReopeningHistoricalOccurrences:
     def test_reopening_a_historical_occurrence_records_it_as_reopened_and_keeps_its_successor(

@@ -23,6 +23,7 @@ from .support import (
     occurrence_tasks,
     occurrences,
     series_row,
+    snapshot,
     task_row,
 )
 
@@ -145,6 +146,23 @@ class TestCrossListMoves:
         assert world.view(series_id).list_id == world.home.id
 
 
+class TestHistoricalMovesAndResume:
+    def test_resuming_after_the_last_settled_occurrence_moved_lists_keeps_metadata_consistent(
+        self, world: World
+    ) -> None:
+        series_id, root, _ = series_with_item(world)
+        world.pause(series_id)
+        world.complete(root)
+        world.tasks.move_to_list(world.alice.id, root, world.task(root).revision, world.work.id)
+
+        world.resume(series_id)
+
+        for row in occurrence_tasks(world.store, series_id, 2):
+            tag_lists, section_list = list_of_metadata(world, row.id)
+            assert tag_lists <= {row.list_id}
+            assert section_list in (None, row.list_id)
+
+
 class TestHistoricalOccurrences:
     def test_reopening_a_historical_item_reopens_its_ancestors_without_generating_or_replaying(
         self, world: World
@@ -213,16 +231,20 @@ class TestHistoricalOccurrences:
 
 
 class TestTrashedOccurrences:
-    def test_resuming_after_the_last_occurrence_was_trashed_gives_a_clear_answer(
+    def test_resuming_after_the_last_occurrence_was_trashed_refuses_cleanly_or_emits_a_live_one(
         self, world: World
     ) -> None:
         series_id, root, _ = series_with_item(world)
         world.pause(series_id)
         world.complete(root)
         world.trash(root)
+        before = snapshot(world.store)
 
         try:
             world.resume(series_id)
         except Conflict:
+            assert snapshot(world.store) == before
             return
-        assert world.view(series_id).outstanding_task_id is not None
+        successor = world.outstanding(series_id)
+        assert not world.task(successor).trashed
+        assert world.task(successor).status is TaskStatus.OPEN

@@ -67,36 +67,39 @@ CHILD_TIMES = ("00:30", "01:30", "02:30", "08:00", "12:00", "18:45")
 START = datetime(2026, 1, 10, 12, 0, tzinfo=UTC)
 END = datetime(2027, 12, 31, tzinfo=UTC)
 
-# Known bugs the machine tolerates until they are fixed; each has a strict xfail test.
-# test_dates.py::test_calendar_catchup_never_selects_a_date_after_the_end_date_over_an_eligible_one
-CATCHUP_IGNORES_END_DATE = True
+# A known bug the machine steers around until it is fixed (then set this to False):
+# moving the last settled occurrence to another list while none is outstanding makes the
+# next resume copy it with the other list's tags and sections. Its strict xfail test is
+# test_moves.py::TestHistoricalMovesAndResume::
+#     test_resuming_after_the_last_settled_occurrence_moved_lists_keeps_metadata_consistent
+AVOID_MOVING_THE_LAST_SETTLED_OCCURRENCE = False
 
 
 @cache
-def transitions() -> tuple[datetime, ...]:
-    """Every offset change of the zones between START and END, found hour by hour."""
-    found: set[datetime] = set()
-    for name in ZONES:
-        zone = ZoneInfo(name)
-        at = START
-        offset = at.astimezone(zone).utcoffset()
-        while at < END:
-            step = at + timedelta(minutes=30)
-            now = step.astimezone(zone).utcoffset()
-            if now != offset:
-                found.add(step)
-                offset = now
-            at = step
-    return tuple(sorted(found))
+def transitions(name: str) -> tuple[datetime, ...]:
+    """The zone's offset changes between START and END, found half-hour by half-hour."""
+    zone = ZoneInfo(name)
+    found: list[datetime] = []
+    at = START
+    offset = at.astimezone(zone).utcoffset()
+    while at < END:
+        at += timedelta(minutes=30)
+        now = at.astimezone(zone).utcoffset()
+        if now != offset:
+            found.append(at)
+            offset = now
+    return tuple(found)
 
 
-def near_transitions() -> st.SearchStrategy[datetime]:
-    """Instants a little before or after a DST transition of one of the zones."""
-    return st.builds(
-        lambda at, hours: at + timedelta(hours=hours),
-        st.sampled_from(transitions()),
-        st.sampled_from((-30, -6, -1, 1, 3, 20, 26)),
-    )
+# Hours from a transition of the series' own zone to a clock jump's target: mostly the day
+# before, so the next occurrence's date falls on the transition day.
+AROUND = (-40, -30, -26, -20, -12, -6, -1, 1, 3, 26)
+
+
+def near_transition(zone: str | None, which: int, hours: int) -> datetime:
+    """An instant ``hours`` from one of the zone's DST transitions."""
+    found = transitions(zone or ZONES[0])
+    return found[which % len(found)] + timedelta(hours=hours)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,16 +152,17 @@ def on_rule(day: date, cfg: Config, anchor: date) -> bool:
 
 
 def expected_date(
-    cfg: Config, anchor: date, previous: date, today: date, end: date | None, *, clamp: bool
+    cfg: Config, anchor: date, previous: date, today: date, end: date | None
 ) -> date | None:
-    """The successor's date: the latest eligible date in (previous, today], else the next
-    one after both; completion-relative counts calendar days from today."""
+    """The successor's date: the latest eligible date in (previous, today] (eligible: not
+    after the end date), else the next one after both; completion-relative counts calendar
+    days from today."""
     if cfg.kind == "completion_relative":
         day = today + timedelta(days=cfg.offset)
         while not wall_exists(day, cfg):
             day += timedelta(days=1)
         return day
-    upto = min(today, end) if clamp and end is not None else today
+    upto = min(today, end) if end is not None else today
     day = upto
     while day > previous:
         if on_rule(day, cfg, anchor) and wall_exists(day, cfg):
@@ -241,12 +245,20 @@ class SeriesMachine(RuleBasedStateMachine):
 
     # --- setting up --------------------------------------------------------------------------
 
-    @initialize(cfg=configs, at=near_transitions(), children=st.integers(0, 3), data=st.data())
-    def start(self, cfg: Config, at: datetime, children: int, data: st.DataObject) -> None:
-        self.clock.set(at - timedelta(days=1))
-        w = self.world
+    @initialize(
+        cfg=configs,
+        which=st.integers(0, 7),
+        hours=st.sampled_from(AROUND),
+        children=st.integers(0, 3),
+        data=st.data(),
+    )
+    def start(
+        self, cfg: Config, which: int, hours: int, children: int, data: st.DataObject
+    ) -> None:
         if cfg.local_time is not None and cfg.zone is None:
             cfg = replace(cfg, zone=ZONES[0])
+        self.clock.set(near_transition(cfg.zone, which, hours))
+        w = self.world
         root = w.create("Root", section="Kitchen", tags=["chores"])
         today = wall_date(self.clock.now(), cfg.zone)
         if cfg.root_due == "date":
@@ -321,14 +333,9 @@ class SeriesMachine(RuleBasedStateMachine):
             return
         today = wall_date(self.clock.now(), self.cfg.zone)
         anchor, end = series.anchor_date, series.end_date
-        wanted = expected_date(self.cfg, anchor, previous, today, end, clamp=True)
+        wanted = expected_date(self.cfg, anchor, previous, today, end)
         if wanted is not None and end is not None and wanted > end:
             wanted = None
-        if CATCHUP_IGNORES_END_DATE and series.status == "ended" and wanted is not None:
-            unclamped = expected_date(self.cfg, anchor, previous, today, end, clamp=False)
-            if unclamped is not None and end is not None and unclamped > end:
-                event("tolerated: catch-up ignored the end date")
-                wanted = None
         if wanted is None:
             assert (series.status, len(after)) == ("ended", len(before)), "end date"
             self.status = "ended"
@@ -544,10 +551,33 @@ class SeriesMachine(RuleBasedStateMachine):
         w.tasks.move_to_list(w.alice.id, root.id, root.revision, target)
         assert self.series().list_id == target
 
-    @rule(to=near_transitions(), hours=st.integers(1, 24 * 30))
-    def jump_the_clock(self, to: datetime, hours: int) -> None:
+    @precondition(lambda self: self.series_id is not None)
+    @rule(data=st.data())
+    def move_a_historical_occurrence_to_the_other_list(self, data: st.DataObject) -> None:
+        """A settled occurrence moves alone: the series stays with its outstanding one."""
+        w = self.world
+        settled = [o for o in self.occurrences() if o.status != "outstanding"]
+        if AVOID_MOVING_THE_LAST_SETTLED_OCCURRENCE and self.outstanding() is None:
+            settled = settled[:-1]
+        if not settled:
+            return
+        chosen = data.draw(st.sampled_from(settled))
+        root = w.task(chosen.root_task_id)
+        if root.parent_id is not None or root.trashed:
+            return
+        list_before = self.series().list_id
+        target = w.work.id if root.list_id == w.home.id else w.home.id
+        w.tasks.move_to_list(w.alice.id, root.id, root.revision, target)
+        assert self.series().list_id == list_before
+
+    @precondition(lambda self: self.cfg is not None)
+    @rule(which=st.integers(0, 7), hours=st.sampled_from(AROUND), later=st.integers(1, 24 * 30))
+    def jump_the_clock(self, which: int, hours: int, later: int) -> None:
+        """To the eve of one of the series zone's DST transitions, or else onwards."""
+        assert self.cfg is not None
         now = self.clock.now()
-        self.clock.set(to if to > now else now + timedelta(hours=hours))
+        to = near_transition(self.cfg.zone, which, hours)
+        self.clock.set(to if to > now else now + timedelta(hours=later))
 
     # --- invariants ----------------------------------------------------------------------------
 

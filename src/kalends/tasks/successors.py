@@ -26,20 +26,66 @@ from kalends.civil.zones import Resolution, local_seconds, to_naive_datetime
 from kalends.errors import Conflict
 from kalends.storage.task_tables import (
     reminder_intents,
+    sections,
+    tags,
     task_history,
     task_reminders,
     task_tags,
     tasks,
 )
+from kalends.storage.upsert import insert_missing
 from kalends.tasks.models import TASK_COLUMNS
 from kalends.tasks.reads import LIVE_TREE, SUBTREE_REMINDERS, SUBTREE_ROWS
 from kalends.tasks.refs import new_refs
 from kalends.tasks.series_rules import MAX_CHECKLIST_TASKS
 from kalends.tasks.values import TaskStatus
 
-_SUBTREE_TAG_IDS = select(task_tags.c.task_id, task_tags.c.tag_id).where(
-    task_tags.c.task_id.in_(select(LIVE_TREE.c.id))
-)
+
+def _section_map(conn: Connection, list_id: UUID) -> dict[UUID, UUID]:
+    """Section IDs of any list to the target list's section of the same name."""
+    target = {
+        r.name: r.id for r in conn.execute(select(sections).where(sections.c.list_id == list_id))
+    }
+    return {
+        r.id: target[r.name]
+        for r in conn.execute(select(sections).where(sections.c.name.in_(list(target))))
+        if r.name in target
+    }
+
+
+def _tag_links(
+    conn: Connection, key: dict[str, UUID], fresh: dict[UUID, UUID], list_id: UUID
+) -> list[dict[str, UUID]]:
+    """The new tasks' tag links, with tags of the target list by name (created if missing)."""
+    found = list(
+        conn.execute(
+            select(task_tags.c.task_id, tags.c.name, tags.c.list_id, tags.c.id)
+            .join(tags, tags.c.id == task_tags.c.tag_id)
+            .where(task_tags.c.task_id.in_(select(LIVE_TREE.c.id))),
+            key,
+        )
+    )
+    foreign = sorted({name for _, name, owner, _ in found if owner != list_id})
+    by_name: dict[str, UUID] = {}
+    if foreign:
+        insert_missing(
+            conn,
+            tags,
+            [{"id": uuid.uuid4(), "list_id": list_id, "name": n} for n in foreign],
+            ("list_id", "name"),
+        )
+        by_name = {
+            r.name: r.id
+            for r in conn.execute(
+                select(tags.c.name, tags.c.id).where(
+                    tags.c.list_id == list_id, tags.c.name.in_(foreign)
+                )
+            )
+        }
+    return [
+        {"task_id": fresh[t], "tag_id": tag_id if owner == list_id else by_name[name]}
+        for t, name, owner, tag_id in found
+    ]
 
 
 def _parents_first(rows: dict[UUID, Any], root: UUID) -> list[UUID]:
@@ -118,7 +164,7 @@ def generate(
             for r in conn.execute(SUBTREE_ROWS, key)
         )
     }
-    if source_root not in rows:
+    if source_root not in rows or rows[source_root].trashed:
         raise Conflict(
             "series: the occurrence to copy is in the trash; restore it, or stop the series",
             field="series",
@@ -151,6 +197,9 @@ def generate(
 
     reminders = list(conn.execute(SUBTREE_REMINDERS, key))
     with_reminders = {r.task_id for r in reminders}
+    # A source occurrence moved to another list since: its sections map by name.
+    moved_list = root.list_id != occurrence.list_id
+    sections_map = _section_map(conn, occurrence.list_id) if moved_list else {}
     task_rows: list[dict[str, Any]] = []
     for old in ids:
         r = rows[old]
@@ -170,7 +219,7 @@ def generate(
                 "id": fresh[old],
                 "ref": refs[old],
                 "list_id": occurrence.list_id,
-                "section_id": r.section_id,
+                "section_id": sections_map.get(r.section_id) if moved_list else r.section_id,
                 "parent_id": fresh[r.parent_id] if old != source_root else None,
                 "position": r.position,
                 "title": r.title,
@@ -193,7 +242,7 @@ def generate(
             }
         )
     conn.execute(insert(tasks), task_rows)
-    tag_rows = [{"task_id": fresh[t], "tag_id": g} for t, g in conn.execute(_SUBTREE_TAG_IDS, key)]
+    tag_rows = _tag_links(conn, key, fresh, occurrence.list_id)
     if tag_rows:
         conn.execute(insert(task_tags), tag_rows)
     if reminders:

@@ -300,7 +300,12 @@ class Transitions(ServiceBase):
                 actor_id,
                 now,
                 [Event(row.id, "reopened", {}, series_id=row.series_id, occurrence=row.occurrence)]
-                + [Event(i, "reopened", cascade) for i in closed],
+                + [
+                    Event(
+                        i, "reopened", cascade, series_id=row.series_id, occurrence=row.occurrence
+                    )
+                    for i in closed
+                ],
             )
             changed = [row.id, *closed]
             self._notify(conn, changed, TaskChange("reopened", row.id, actor_id, now))
