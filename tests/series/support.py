@@ -7,8 +7,7 @@ from __future__ import annotations
 import secrets
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -19,7 +18,6 @@ from sqlalchemy import func, insert, select
 
 from kalends.bootstrap import Services
 from kalends.clock import FakeClock
-from kalends.storage.schema import metadata
 from kalends.storage.task_tables import (
     reminder_intents,
     series_occurrences,
@@ -27,6 +25,7 @@ from kalends.storage.task_tables import (
     task_series,
     tasks,
 )
+from kalends.storage.testing import Snapshot, nothing_written, snapshot
 from kalends.storage.unit_of_work import Store
 from kalends.tasks import Actor, Role, Task, TaskList, TaskService, parse_schedule
 from kalends.tasks.refs import ALPHABET, REF_LENGTH
@@ -167,27 +166,6 @@ def make_world(services: Services, clock: FakeClock, name: str) -> World:
 
 
 # --- reading rows -------------------------------------------------------------------------
-
-Snapshot = dict[str, list[tuple[Any, ...]]]
-
-
-def snapshot(store: Store) -> Snapshot:
-    """Every row of every table kalends knows, in a stable order."""
-    with store.transaction(write=False) as conn:
-        return {
-            table.name: sorted((tuple(row) for row in conn.execute(select(table))), key=repr)
-            for table in metadata.sorted_tables
-        }
-
-
-@contextmanager
-def nothing_written(store: Store) -> Iterator[None]:
-    """Asserts that the block changes no row of any table (put it outside ``pytest.raises``)."""
-    before = snapshot(store)
-    yield
-    after = snapshot(store)
-    changed = sorted(name for name in before if before[name] != after[name])
-    assert not changed, f"rows changed in {changed}"
 
 
 def occurrences(store: Store, series_id: UUID) -> list[Any]:
@@ -343,3 +321,7 @@ def race(*writers: Callable[[], object]) -> list[object]:
 
 def dates(rows: Sequence[Any]) -> list[date]:
     return [row.occurrence_date for row in rows]
+
+
+# Re-exported: the suites import the shared snapshot helpers from here.
+__all__ = ["Snapshot", "nothing_written", "snapshot"]

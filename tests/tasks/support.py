@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -12,31 +11,10 @@ from uuid import UUID
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
-from kalends.storage.schema import metadata
 from kalends.storage.task_tables import reminder_intents, task_history, tasks
+from kalends.storage.testing import Snapshot, nothing_written, snapshot
 from kalends.storage.unit_of_work import Store
 from kalends.tasks import TaskChange
-
-Snapshot = dict[str, list[tuple[Any, ...]]]
-
-
-def snapshot(store: Store) -> Snapshot:
-    """Every row of every table kalends knows, in a stable order."""
-    with store.transaction(write=False) as conn:
-        return {
-            table.name: sorted((tuple(row) for row in conn.execute(select(table))), key=repr)
-            for table in metadata.sorted_tables
-        }
-
-
-@contextmanager
-def nothing_written(store: Store) -> Iterator[None]:
-    """Asserts that the block changes no row of any table (put it outside ``pytest.raises``)."""
-    before = snapshot(store)
-    yield
-    after = snapshot(store)
-    changed = sorted(name for name in before if before[name] != after[name])
-    assert not changed, f"rows changed in {changed}"
 
 
 def intents(store: Store, task_id: UUID) -> list[Any]:
@@ -132,3 +110,7 @@ def run_in_thread(fn: Callable[[], object]) -> tuple[threading.Thread, list[obje
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
     return thread, outcome
+
+
+# Re-exported: the suites import the shared snapshot helpers from here.
+__all__ = ["Snapshot", "nothing_written", "snapshot"]

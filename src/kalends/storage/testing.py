@@ -30,17 +30,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 from psycopg import sql
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 from sqlalchemy.engine import make_url
 
 from kalends.clock import FakeClock
 from kalends.config import mask_password, normalize_database_url
 from kalends.storage.engine import DEFAULT_BUSY_TIMEOUT_MS, create_engine_for
 from kalends.storage.migrate import open_store
+from kalends.storage.schema import metadata
 from kalends.storage.unit_of_work import Store
 
 __all__ = [
@@ -213,3 +215,25 @@ def _with_search_path(url: str, schema: str) -> str:
     if isinstance(existing, str):
         options = f"{existing} {options}"
     return parsed.update_query_dict({"options": options}).render_as_string(hide_password=False)
+
+
+Snapshot = dict[str, list[tuple[Any, ...]]]
+
+
+def snapshot(store: Store) -> Snapshot:
+    """Every row of every table kalends knows, in a stable order."""
+    with store.transaction(write=False) as conn:
+        return {
+            table.name: sorted((tuple(row) for row in conn.execute(select(table))), key=repr)
+            for table in metadata.sorted_tables
+        }
+
+
+@contextmanager
+def nothing_written(store: Store) -> Iterator[None]:
+    """Asserts that the block changes no row of any table (put it outside ``pytest.raises``)."""
+    before = snapshot(store)
+    yield
+    after = snapshot(store)
+    changed = sorted(name for name in before if before[name] != after[name])
+    assert not changed, f"rows changed in {changed}"
