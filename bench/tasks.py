@@ -30,7 +30,7 @@ The physical limit for (a), (b) and (d) is measured in the same run: right after
 build the database is copied (SQLite backup API) and the stdlib ``sqlite3`` module
 writes the same rows on the same tasks of the copy, each sample in one
 ``BEGIN IMMEDIATE`` ... ``COMMIT`` transaction on a connection configured like
-kalends' (WAL, ``synchronous=NORMAL``, foreign keys on):
+kalends' (WAL, ``synchronous=NORMAL``, foreign keys on, the same page cache size):
 
 (a) 1 UPDATE of the task, DELETE + 2 INSERTs into task_reminders, 1 UPDATE of
     reminder_intents (cancel live intents), 2 INSERTs into reminder_intents,
@@ -91,6 +91,7 @@ from sqlalchemy import Engine, event  # noqa: E402
 
 from kalends.bootstrap import Services, build  # noqa: E402
 from kalends.civil import format_local  # noqa: E402
+from kalends.storage.engine import SQLITE_CACHE_KIB  # noqa: E402
 from kalends.storage.migrate import open_store  # noqa: E402
 from kalends.tasks import Schedule, Task, TimedValue, TreeNode, parse_schedule  # noqa: E402
 from kalends.tasks.models import reminder_to_json  # noqa: E402
@@ -429,6 +430,8 @@ class Bare:
         conn.execute("PRAGMA journal_mode = WAL").fetchall()
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
+        conn.execute("PRAGMA temp_store = MEMORY")
         self.conn = conn
         self.actor = actor.hex
         due = schedule.due
@@ -515,7 +518,15 @@ class Bare:
             c.execute("ROLLBACK")
             raise
 
-    def _complete(self, hexes: Sequence[str], cascade: str, now: str) -> None:
+    def _complete(
+        self,
+        hexes: Sequence[str],
+        cascade: str,
+        now: str,
+        series: str | None = None,
+        occurrence: int | None = None,
+    ) -> None:
+        """Completes the rows; a series' occurrence's history rows carry its series and ordinal."""
         c = self.conn
         marks = ", ".join("?" * len(hexes))
         cur = c.execute(
@@ -533,9 +544,16 @@ class Bare:
         )
         c.executemany(
             "INSERT INTO task_history (task_id, kind, actor_id, at, payload, series_id,"
-            " occurrence) VALUES (?, 'completed', ?, ?, ?, NULL, NULL)",
+            " occurrence) VALUES (?, 'completed', ?, ?, ?, ?, ?)",
             [
-                (h, self.actor, now, cascade if n else '{"complete_subtree": true}')
+                (
+                    h,
+                    self.actor,
+                    now,
+                    cascade if n else '{"complete_subtree": true}',
+                    series,
+                    occurrence,
+                )
                 for n, h in enumerate(hexes)
             ],
         )
@@ -547,7 +565,7 @@ class Bare:
         stamps = (now, now)
         c.execute("BEGIN IMMEDIATE")
         try:
-            self._complete(plan.old_ids, plan.cascade, now)
+            self._complete(plan.old_ids, plan.cascade, now, plan.series, plan.ordinal - 1)
             cur = c.execute(
                 "UPDATE series_occurrences SET status = 'completed', settled_at = ?"
                 " WHERE series_id = ? AND ordinal = ? AND status = 'outstanding'",

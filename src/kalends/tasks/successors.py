@@ -14,16 +14,28 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from types import SimpleNamespace
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import insert, select
+from sqlalchemy import (
+    Integer,
+    String,
+    bindparam,
+    case,
+    cast,
+    delete,
+    func,
+    insert,
+    literal,
+    literal_column,
+    select,
+)
 from sqlalchemy.engine import Connection
 
 from kalends.civil import format_local, get_zone, parse_local_datetime
 from kalends.civil.zones import Resolution, local_seconds, to_naive_datetime
 from kalends.errors import Conflict
+from kalends.storage.scratch import add_days, copy_map, ensure_scratch, json_pairs
 from kalends.storage.task_tables import (
     reminder_intents,
     sections,
@@ -34,70 +46,10 @@ from kalends.storage.task_tables import (
     tasks,
 )
 from kalends.storage.upsert import insert_missing
-from kalends.tasks.models import TASK_COLUMNS
-from kalends.tasks.reads import LIVE_TREE, SUBTREE_REMINDERS, SUBTREE_ROWS
+from kalends.tasks.reads import LIVE_TREE
 from kalends.tasks.refs import new_refs
 from kalends.tasks.series_rules import MAX_CHECKLIST_TASKS
 from kalends.tasks.values import TaskStatus
-
-
-def _section_map(conn: Connection, list_id: UUID) -> dict[UUID, UUID]:
-    """Section IDs of any list to the target list's section of the same name."""
-    target = {
-        r.name: r.id for r in conn.execute(select(sections).where(sections.c.list_id == list_id))
-    }
-    return {
-        r.id: target[r.name]
-        for r in conn.execute(select(sections).where(sections.c.name.in_(list(target))))
-        if r.name in target
-    }
-
-
-def _tag_links(
-    conn: Connection, key: dict[str, UUID], fresh: dict[UUID, UUID], list_id: UUID
-) -> list[dict[str, UUID]]:
-    """The new tasks' tag links, with tags of the target list by name (created if missing)."""
-    found = list(
-        conn.execute(
-            select(task_tags.c.task_id, tags.c.name, tags.c.list_id, tags.c.id)
-            .join(tags, tags.c.id == task_tags.c.tag_id)
-            .where(task_tags.c.task_id.in_(select(LIVE_TREE.c.id))),
-            key,
-        )
-    )
-    foreign = sorted({name for _, name, owner, _ in found if owner != list_id})
-    by_name: dict[str, UUID] = {}
-    if foreign:
-        insert_missing(
-            conn,
-            tags,
-            [{"id": uuid.uuid4(), "list_id": list_id, "name": n} for n in foreign],
-            ("list_id", "name"),
-        )
-        by_name = {
-            r.name: r.id
-            for r in conn.execute(
-                select(tags.c.name, tags.c.id).where(
-                    tags.c.list_id == list_id, tags.c.name.in_(foreign)
-                )
-            )
-        }
-    return [
-        {"task_id": fresh[t], "tag_id": tag_id if owner == list_id else by_name[name]}
-        for t, name, owner, tag_id in found
-    ]
-
-
-def _parents_first(rows: dict[UUID, Any], root: UUID) -> list[UUID]:
-    """The IDs in breadth-first order, so every parent is inserted before its items."""
-    children: dict[UUID, list[UUID]] = {}
-    for task_id, row in rows.items():
-        if task_id != root:
-            children.setdefault(row.parent_id, []).append(task_id)
-    ordered = [root]
-    for task_id in ordered:
-        ordered.extend(children.get(task_id, ()))
-    return ordered
 
 
 class ChecklistTooLarge(Conflict):
@@ -147,6 +99,144 @@ def day_exists(day: date, local_time: str | None, zone: str | None) -> bool:
     return kind is not Resolution.GAP
 
 
+_SOURCE_ROWS = select(tasks.c.id, tasks.c.due_local, tasks.c.due_zone, tasks.c.due_at).join(
+    LIVE_TREE, LIVE_TREE.c.id == tasks.c.id
+)
+_ROOT_ROW = select(
+    tasks.c.trashed,
+    tasks.c.list_id,
+    tasks.c.due_date,
+    tasks.c.due_local,
+    tasks.c.due_zone,
+    tasks.c.due_at,
+).where(tasks.c.id == bindparam("root_id"))
+
+
+# Every statement below names the copied IDs with IN, so that SQLite walks the map and
+# looks the source rows up by key (a join alone can make it scan the whole source table).
+_COPIED = select(copy_map.alias("copied").c.old_id)
+
+
+def _copy_tasks(moved_list: bool) -> Any:
+    """INSERT … SELECT of the new tasks: every source row joined to its map row."""
+    t, m, parent = tasks.alias("t"), copy_map.alias("m"), copy_map.alias("pm")
+    section: Any = t.c.section_id
+    if moved_list:
+        # The target list's section of the same name, or none.
+        mine, theirs = sections.alias("s1"), sections.alias("s2")
+        section = (
+            select(theirs.c.id)
+            .join(mine, mine.c.name == theirs.c.name)
+            .where(mine.c.id == t.c.section_id, theirs.c.list_id == bindparam("list_id"))
+            .scalar_subquery()
+        )
+    has_reminders = (
+        select(task_reminders.c.task_id).where(task_reminders.c.task_id == t.c.id).exists()
+    )
+    days = bindparam("days", type_=Integer())
+    shifted_due = func.coalesce(m.c.due_date, add_days(t.c.due_date, days))
+    columns = {
+        "id": m.c.new_id,
+        "ref": m.c.ref,
+        "list_id": bindparam("list_id", type_=tasks.c.list_id.type),
+        "section_id": section,
+        "parent_id": parent.c.new_id,
+        "position": t.c.position,
+        "title": t.c.title,
+        "description": t.c.description,
+        "status": literal(TaskStatus.OPEN.value),
+        "trashed": literal(False),
+        "revision": literal(1),
+        "schedule_revision": case((has_reminders, 1), else_=0),
+        "priority": t.c.priority,
+        "planned_date": add_days(t.c.planned_date, days),
+        "due_date": case((m.c.due_local.is_not(None), None), else_=shifted_due),
+        "due_local": m.c.due_local,
+        "due_zone": m.c.due_zone,
+        "due_at": m.c.due_at,
+        "series_id": bindparam("series_id", type_=tasks.c.series_id.type),
+        "occurrence": bindparam("occurrence", type_=Integer()),
+        "created_by": bindparam("actor_id", type_=tasks.c.created_by.type),
+        "created_at": bindparam("now", type_=tasks.c.created_at.type),
+        "updated_at": bindparam("now", type_=tasks.c.updated_at.type),
+    }
+    source = t.join(m, m.c.old_id == t.c.id).outerjoin(parent, parent.c.old_id == t.c.parent_id)
+    return insert(tasks).from_select(
+        list(columns),
+        select(*columns.values()).select_from(source).where(t.c.id.in_(_COPIED)),
+    )
+
+
+_COPY_TASKS = {moved: _copy_tasks(moved) for moved in (False, True)}
+
+
+def _copy_tags(by_name: bool) -> Any:
+    """INSERT … SELECT of the new tasks' tag links; by name into the target list if asked."""
+    m = copy_map.alias("m")
+    tag: Any = task_tags.c.tag_id
+    if by_name:
+        mine, theirs = tags.alias("g1"), tags.alias("g2")
+        tag = (
+            select(theirs.c.id)
+            .join(mine, mine.c.name == theirs.c.name)
+            .where(mine.c.id == task_tags.c.tag_id, theirs.c.list_id == bindparam("list_id"))
+            .scalar_subquery()
+        )
+    return insert(task_tags).from_select(
+        ["task_id", "tag_id"],
+        select(m.c.new_id, tag)
+        .select_from(task_tags.join(m, m.c.old_id == task_tags.c.task_id))
+        .where(task_tags.c.task_id.in_(_COPIED)),
+    )
+
+
+_COPY_TAGS = {by_name: _copy_tags(by_name) for by_name in (False, True)}
+
+_FOREIGN_TAGS = (
+    select(tags.c.name)
+    .distinct()
+    .select_from(
+        task_tags.join(tags, tags.c.id == task_tags.c.tag_id).join(
+            copy_map, copy_map.c.old_id == task_tags.c.task_id
+        )
+    )
+    .where(task_tags.c.task_id.in_(_COPIED), tags.c.list_id != bindparam("list_id"))
+)
+
+_SOURCE_REMINDERS = (
+    select(
+        task_reminders.c.task_id,
+        task_reminders.c.position,
+        task_reminders.c.channel,
+        task_reminders.c.local,
+        task_reminders.c.zone,
+        task_reminders.c.at,
+        task_reminders.c.recipient_id,
+    )
+    .join(copy_map, copy_map.c.old_id == task_reminders.c.task_id)
+    .where(task_reminders.c.task_id.in_(_COPIED))
+    .order_by(task_reminders.c.task_id, task_reminders.c.position)
+)
+
+_CREATED_HISTORY = insert(task_history).from_select(
+    ["task_id", "kind", "actor_id", "at", "payload", "series_id", "occurrence"],
+    select(
+        copy_map.c.new_id,
+        literal("created"),
+        bindparam("actor_id", type_=task_history.c.actor_id.type),
+        bindparam("now", type_=task_history.c.at.type),
+        json_pairs(
+            literal_column("'occurrence_root'"),
+            cast(bindparam("root_text"), String()),
+            literal_column("'copied_from'"),
+            copy_map.c.old_text,
+        ),
+        bindparam("series_id", type_=task_history.c.series_id.type),
+        bindparam("occurrence", type_=Integer()),
+    ),
+)
+
+
 def generate(
     conn: Connection,
     source_root: UUID,
@@ -154,31 +244,26 @@ def generate(
     actor_id: UUID,
     now: datetime,
 ) -> list[UUID]:
-    """Copies the live checklist under ``source_root`` as the new occurrence; returns new IDs."""
+    """Copies the live checklist under ``source_root`` as the new occurrence; returns new IDs.
+
+    The root's new ID comes first. Only what SQL cannot compute passes through Python:
+    the new IDs and references, and the timed values that keep their elapsed offset.
+    Everything else is copied by INSERT … SELECT joined to a scratch map of old to new IDs.
+    """
     key = {"root_id": source_root}
-    # One recursive walk; rows zipped into namespaces (a row's attribute lookups cost more).
-    rows = {
-        n.id: n
-        for n in (
-            SimpleNamespace(**dict(zip(TASK_COLUMNS, r, strict=True)))
-            for r in conn.execute(SUBTREE_ROWS, key)
-        )
-    }
-    if source_root not in rows or rows[source_root].trashed:
+    root = conn.execute(_ROOT_ROW, key).first()
+    if root is None or root.trashed:
         raise Conflict(
             "series: the occurrence to copy is in the trash; restore it, or stop the series",
             field="series",
         )
-    ids = _parents_first(rows, source_root)
-    if len(ids) > MAX_CHECKLIST_TASKS:
+    rows = conn.execute(_SOURCE_ROWS, key).all()
+    if len(rows) > MAX_CHECKLIST_TASKS:
         raise ChecklistTooLarge(
-            f"the recurring checklist has {len(ids)} live tasks; a series supports "
+            f"the recurring checklist has {len(rows)} live tasks; a series supports "
             f"at most {MAX_CHECKLIST_TASKS}",
-            tasks=len(ids),
+            tasks=len(rows),
         )
-    fresh = {old: uuid.uuid4() for old in ids}
-    refs = dict(zip(ids, new_refs(conn, len(ids)), strict=True))
-    root = rows[source_root]
     offset = timedelta(days=occurrence.day_offset)
     root_due_at: datetime | None = None
     if occurrence.root_due_local is not None and occurrence.zone is not None:
@@ -195,56 +280,60 @@ def generate(
             new_at = wall_instant(parse_local_datetime(local) + offset, zone)
         return format_local(wall_of(new_at, zone)), new_at
 
-    reminders = list(conn.execute(SUBTREE_REMINDERS, key))
-    with_reminders = {r.task_id for r in reminders}
-    # A source occurrence moved to another list since: its sections map by name.
-    moved_list = root.list_id != occurrence.list_id
-    sections_map = _section_map(conn, occurrence.list_id) if moved_list else {}
-    task_rows: list[dict[str, Any]] = []
-    for old in ids:
-        r = rows[old]
-        due_local, due_zone, due_at = r.due_local, r.due_zone, r.due_at
-        due_date = r.due_date + offset if r.due_date else None
-        if old == source_root and occurrence.root_due_local is not None and occurrence.zone:
+    refs = new_refs(conn, len(rows))
+    fresh: dict[UUID, UUID] = {}
+    mapping: list[dict[str, Any]] = []
+    series_due = (
+        (format_local(occurrence.root_due_local), occurrence.zone, root_due_at)
+        if occurrence.root_due_local is not None and occurrence.zone
+        else None
+    )
+    for row, ref in zip(rows, refs, strict=True):
+        old = row.id
+        new = fresh[old] = uuid.uuid4()
+        due_date = None
+        local, zone, at = row.due_local, row.due_zone, row.due_at
+        if old == source_root and series_due is not None:
             # The root's due follows the series' wall clock, replacing any date-only due.
-            due_local = format_local(occurrence.root_due_local)
-            due_zone, due_at, due_date = occurrence.zone, root_due_at, None
-        elif due_local is not None:
-            due_local, due_at = moved(due_local, due_zone, due_at)
-        elif old == source_root and due_date is None:
+            local, zone, at = series_due
+        elif local is not None:
+            local, at = moved(local, zone, at)
+        elif old == source_root and root.due_date is None:
             # A date-only series dates each new occurrence by its own date.
             due_date = occurrence.day
-        task_rows.append(
+        mapping.append(
             {
-                "id": fresh[old],
-                "ref": refs[old],
-                "list_id": occurrence.list_id,
-                "section_id": sections_map.get(r.section_id) if moved_list else r.section_id,
-                "parent_id": fresh[r.parent_id] if old != source_root else None,
-                "position": r.position,
-                "title": r.title,
-                "description": r.description,
-                "status": TaskStatus.OPEN.value,
-                "trashed": False,
-                "revision": 1,
-                "schedule_revision": 1 if old in with_reminders else 0,
-                "priority": r.priority,
-                "planned_date": r.planned_date + offset if r.planned_date else None,
+                "old_id": old,
+                "new_id": new,
+                "ref": ref,
+                "old_text": str(old),
                 "due_date": due_date,
-                "due_local": due_local,
-                "due_zone": due_zone,
-                "due_at": due_at,
-                "series_id": occurrence.series_id,
-                "occurrence": occurrence.ordinal,
-                "created_by": actor_id,
-                "created_at": now,
-                "updated_at": now,
+                "due_local": local,
+                "due_zone": zone,
+                "due_at": at,
             }
         )
-    conn.execute(insert(tasks), task_rows)
-    tag_rows = _tag_links(conn, key, fresh, occurrence.list_id)
-    if tag_rows:
-        conn.execute(insert(task_tags), tag_rows)
+    ensure_scratch(conn)
+    conn.execute(insert(copy_map), mapping)
+    moved_list = root.list_id != occurrence.list_id
+    common = {
+        "list_id": occurrence.list_id,
+        "series_id": occurrence.series_id,
+        "occurrence": occurrence.ordinal,
+        "actor_id": actor_id,
+        "now": now,
+    }
+    conn.execute(_COPY_TASKS[moved_list], {**common, "days": occurrence.day_offset})
+    foreign = list(conn.execute(_FOREIGN_TAGS, {"list_id": occurrence.list_id}).scalars())
+    if foreign:
+        insert_missing(
+            conn,
+            tags,
+            [{"id": uuid.uuid4(), "list_id": occurrence.list_id, "name": n} for n in foreign],
+            ("list_id", "name"),
+        )
+    conn.execute(_COPY_TAGS[bool(foreign)], {"list_id": occurrence.list_id})
+    reminders = conn.execute(_SOURCE_REMINDERS).all()
     if reminders:
         copied = []
         for reminder in reminders:
@@ -280,24 +369,10 @@ def generate(
                 for c in copied
             ],
         )
-    root_text = str(fresh[source_root])
-    conn.execute(
-        insert(task_history),
-        [
-            {
-                "task_id": fresh[old],
-                "kind": "created",
-                "actor_id": actor_id,
-                "at": now,
-                "payload": {"occurrence_root": root_text, "copied_from": str(old)},
-                "series_id": occurrence.series_id,
-                "occurrence": occurrence.ordinal,
-            }
-            for old in ids
-        ],
-    )
-    new_ids = [fresh[old] for old in ids]
-    return new_ids
+    conn.execute(_CREATED_HISTORY, {**common, "root_text": str(fresh[source_root])})
+    conn.execute(delete(copy_map))
+    new_root = fresh.pop(source_root)
+    return [new_root, *fresh.values()]
 
 
 __all__ = ["ChecklistTooLarge", "Occurrence", "day_exists", "generate", "wall_instant", "wall_of"]
