@@ -170,6 +170,9 @@ task_reminders = Table(
     comment="A task's reminders, part of its schedule: an explicit wall time, zone and recipient.",
 )
 
+CLAIMABLE_INTENTS = "status IN ('pending', 'leased')"
+"""The partial index condition of claimable reminder intents; queries repeat it verbatim."""
+
 reminder_intents = Table(
     "reminder_intents",
     metadata,
@@ -187,6 +190,7 @@ reminder_intents = Table(
     Column("next_attempt_at", UTCDateTime(), nullable=False),
     Column("last_error", Text(), nullable=True),
     Column("closed_reason", String(64), nullable=True),
+    Column("delivered_at", UTCDateTime(), nullable=True),
     Column("created_at", UTCDateTime(), nullable=False),
     Column("updated_at", UTCDateTime(), nullable=False),
     UniqueConstraint("task_id", "schedule_revision", "channel", "at"),
@@ -194,7 +198,14 @@ reminder_intents = Table(
         "status IN ('pending', 'leased', 'delivered', 'cancelled', 'dead', 'closed')",
         name="status",
     ),
-    Index("ix_reminder_intents_status_next_attempt_at", "status", "next_attempt_at"),
+    # The claimable intents in claiming order: one partial index finds both the pending
+    # ones that are due and the leases that expired, and stays as small as the backlog.
+    Index(
+        "ix_reminder_intents_due",
+        "next_attempt_at",
+        sqlite_where=text(CLAIMABLE_INTENTS),
+        postgresql_where=text(CLAIMABLE_INTENTS),
+    ),
     comment="The reminder outbox: one intent per (task, schedule revision, channel, instant).",
 )
 
@@ -294,4 +305,18 @@ series_occurrences = Table(
         postgresql_where=text("status = 'outstanding'"),
     ),
     comment="Each occurrence of a series: ordinal, its root task, its date and its state.",
+)
+
+actor_destinations = Table(
+    "actor_destinations",
+    metadata,
+    Column("id", Uuid(), primary_key=True),
+    Column("actor_id", Uuid(), ForeignKey("actors.id", ondelete="CASCADE"), nullable=False),
+    Column("channel", String(16), nullable=False),
+    Column("position", Integer(), nullable=False),
+    Column("url", Text(), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    UniqueConstraint("actor_id", "channel", "url"),
+    CheckConstraint("channel IN ('email', 'push')", name="channel"),
+    comment="An actor's notification settings: where each channel's reminders go (URLs).",
 )

@@ -46,6 +46,7 @@ from kalends.storage.task_tables import (
     tasks,
 )
 from kalends.storage.upsert import insert_missing
+from kalends.storage.wake import notify
 from kalends.tasks.reads import LIVE_TREE
 from kalends.tasks.refs import new_refs
 from kalends.tasks.series_rules import MAX_CHECKLIST_TASKS
@@ -369,6 +370,7 @@ def generate(
                 for c in copied
             ],
         )
+        notify(conn)
     conn.execute(_CREATED_HISTORY, {**common, "root_text": str(fresh[source_root])})
     conn.execute(delete(copy_map))
     new_root = fresh.pop(source_root)

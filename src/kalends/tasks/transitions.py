@@ -14,6 +14,7 @@ from kalends.civil import format_local
 from kalends.errors import Conflict, Forbidden, OpenDescendants
 from kalends.storage.task_tables import list_members, reminder_intents, task_reminders, tasks
 from kalends.storage.unit_of_work import for_update
+from kalends.storage.wake import notify
 from kalends.tasks import history
 from kalends.tasks.history import Event
 from kalends.tasks.models import Task, reminder_from_row, reminder_to_json
@@ -172,6 +173,7 @@ class Transitions(ServiceBase):
                         for r in schedule.reminders
                     ],
                 )
+                notify(conn)
             payload = {
                 "schedule_revision": schedule_revision,
                 "planned": schedule.planned.isoformat() if schedule.planned else None,

@@ -1,0 +1,788 @@
+"""The reminder outbox: durable reminder intents claimed under leases (seed 000, "Reminder outbox").
+
+An intent is keyed uniquely by (task, schedule revision, channel, instant) and names its
+recipient actor; where the recipient's reminders go lives in their notification settings,
+never here. Its life:
+
+``pending`` --claim--> ``leased`` --ack--> ``delivered``
+                         |  --retry--> ``pending`` (later) or ``dead`` after the fifth attempt
+                         |  --close--> ``closed`` (no longer eligible: the reason is kept)
+                         |  --release--> ``pending`` (a worker shutting down, nothing sent)
+                         '-- the lease expires --> claimable again (a crashed worker)
+
+Schedule changes, completion and trash cancel pending and leased intents of the old
+revision in their own transaction (``cancelled``).
+
+A claim is one statement in one immediate transaction (SQLite ``BEGIN IMMEDIATE``;
+PostgreSQL ``FOR UPDATE SKIP LOCKED``): it takes the earliest due intents, gives each a
+unique lease token, the owner and a 60-second lease, and counts the attempt then, so a
+crash counts. ``next_attempt_at`` is when an intent may next be claimed: for a pending
+intent its (retry) time, for a leased one the lease's expiry, so one index finds both.
+The same statement closes what it must never claim: intents of a schedule revision that
+is no longer current (``stale``), intents older than :data:`EXPIRY` (``expired``) and
+leases that expired after the last attempt (``dead``).
+
+Delivery is at least once: a transport may accept a message and the worker crash before
+its acknowledgement, so the intent is delivered again; the intent ID travels with every
+message as the idempotency key.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import (
+    Integer,
+    String,
+    and_,
+    bindparam,
+    case,
+    cast,
+    func,
+    literal,
+    not_,
+    or_,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.engine import Connection
+
+from kalends.errors import Conflict, Forbidden, InvalidInput, LeaseLost, NotFound
+from kalends.storage.task_tables import (
+    CLAIMABLE_INTENTS,
+    actors,
+    list_members,
+    lists,
+    reminder_intents,
+    tasks,
+)
+from kalends.storage.unit_of_work import Store, for_update
+from kalends.storage.wake import notify
+from kalends.tasks.access import parse_uuid, resolve_actor
+from kalends.tasks.values import TaskStatus
+
+__all__ = [
+    "CLAIM_BATCH",
+    "EXPIRY",
+    "LEASE",
+    "MAX_ATTEMPTS",
+    "MAX_CLAIM_BATCH",
+    "RETRY_CAP",
+    "Claim",
+    "Intent",
+    "Outbox",
+    "Verdict",
+    "backoff",
+    "eligibility",
+    "reminder_eligible",
+]
+
+# Seed 000, "Reminder outbox": claims take "a 60-second lease".
+LEASE = timedelta(seconds=60)
+# Seed 000, "Reminder outbox": attempts are counted at claim "and stop after five attempts".
+MAX_ATTEMPTS = 5
+# Seed 000, "Reminder outbox": "retry delays increase up to one hour".
+RETRY_CAP = timedelta(hours=1)
+# kalends: the first retry waits a minute and each later one four times longer
+# (1, 4, 16 minutes, then the one-hour cap).
+RETRY_FIRST = timedelta(minutes=1)
+RETRY_FACTOR = 4
+# kalends: a reminder still undelivered a day after its instant is closed as expired, not
+# sent late (seed 000: "expired or stale intents are never newly claimed").
+EXPIRY = timedelta(days=1)
+# kalends: intents claimed per call by default, and at most.
+CLAIM_BATCH = 100
+MAX_CLAIM_BATCH = 1000
+# The longest lease owner name and error text kept.
+MAX_OWNER_LENGTH = 200
+MAX_ERROR_LENGTH = 2000
+
+# A lease token: 24 random hex digits and the intent's ID (unique because the ID is).
+TOKEN_LENGTH = 64
+
+LIVE = ("pending", "leased")
+ri = reminder_intents
+
+
+def backoff(attempts: int) -> timedelta:
+    """The delay before the next attempt after ``attempts`` failed ones (1, 4, 16 min, 1 h)."""
+    delay: timedelta = RETRY_FIRST * RETRY_FACTOR ** max(attempts - 1, 0)
+    return min(delay, RETRY_CAP)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """An intent leased to a worker: deliver it, then ``ack`` or ``retry`` with the token."""
+
+    id: UUID
+    task_id: UUID
+    schedule_revision: int
+    channel: str
+    at: datetime
+    recipient_id: UUID
+    attempts: int
+    token: str
+    lease_expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Intent:
+    """One reminder intent as stored, for listing and inspection."""
+
+    id: UUID
+    task_id: UUID
+    task_ref: str
+    task_title: str
+    schedule_revision: int
+    channel: str
+    at: datetime
+    recipient_id: UUID
+    recipient: str
+    status: str
+    attempts: int
+    next_attempt_at: datetime
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    last_error: str | None
+    closed_reason: str | None
+    delivered_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        def instant(value: datetime | None) -> str | None:
+            return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+        return {
+            "id": str(self.id),
+            "task": {"id": str(self.task_id), "ref": self.task_ref, "title": self.task_title},
+            "schedule_revision": self.schedule_revision,
+            "channel": self.channel,
+            "at": instant(self.at),
+            "recipient": {"id": str(self.recipient_id), "handle": self.recipient},
+            "status": self.status,
+            "attempts": self.attempts,
+            "max_attempts": MAX_ATTEMPTS,
+            "next_attempt_at": instant(self.next_attempt_at) if self.status in LIVE else None,
+            "lease_owner": self.lease_owner if self.status == "leased" else None,
+            "lease_expires_at": instant(self.lease_expires_at) if self.status == "leased" else None,
+            "last_error": self.last_error,
+            "closed_reason": self.closed_reason,
+            "delivered_at": instant(self.delivered_at),
+            "created_at": instant(self.created_at),
+            "updated_at": instant(self.updated_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Whether an intent may be delivered now, with what a message about it needs."""
+
+    intent_id: UUID
+    reason: str | None
+    task_id: UUID
+    task_ref: str
+    task_title: str
+    due_text: str | None
+    list_name: str
+    recipient_id: UUID
+    recipient: str
+    recipient_name: str
+    recipient_email: str | None
+
+    @property
+    def eligible(self) -> bool:
+        return self.reason is None
+
+
+# --------------------------------------------------------------------------- claim
+
+
+def _claim_statement() -> Any:
+    exhausted = ri.c.attempts >= MAX_ATTEMPTS
+    stale = ri.c.schedule_revision != tasks.c.schedule_revision
+    expired = ri.c.at <= bindparam("expired_before", type_=ri.c.at.type)
+    ok = not_(or_(exhausted, stale, expired))
+    expires = bindparam("expires", type_=ri.c.lease_expires_at.type)
+    now = bindparam("now", type_=ri.c.updated_at.type)
+    # The condition of the partial index, verbatim, so that SQLite uses it too.
+    due = (
+        select(ri.c.id)
+        .where(text(f"reminder_intents.{CLAIMABLE_INTENTS}"), ri.c.next_attempt_at <= now)
+        .order_by(ri.c.next_attempt_at)
+        .limit(bindparam("limit", type_=Integer()))
+    )
+    return (
+        update(ri)
+        .where(ri.c.id.in_(for_update(due, skip_locked=True)), tasks.c.id == ri.c.task_id)
+        .values(
+            status=case((exhausted, "dead"), (ok, "leased"), else_="closed"),
+            attempts=case((ok, ri.c.attempts + 1), else_=ri.c.attempts),
+            lease_token=case(
+                (ok, bindparam("nonce", type_=String()) + cast(ri.c.id, String())),
+                else_=None,
+            ),
+            lease_owner=case((ok, bindparam("owner", type_=String())), else_=None),
+            lease_expires_at=case((ok, expires), else_=None),
+            next_attempt_at=case((ok, expires), else_=ri.c.next_attempt_at),
+            closed_reason=case(
+                (exhausted, None), (stale, "stale-schedule"), (expired, "expired"), else_=None
+            ),
+            last_error=case(
+                (
+                    and_(exhausted, ri.c.status == "leased"),
+                    literal("the lease expired after the last attempt (worker lost)"),
+                ),
+                else_=ri.c.last_error,
+            ),
+            updated_at=now,
+        )
+        .returning(
+            ri.c.id,
+            ri.c.task_id,
+            ri.c.schedule_revision,
+            ri.c.channel,
+            ri.c.at,
+            ri.c.recipient_id,
+            ri.c.attempts,
+            ri.c.lease_token,
+            ri.c.lease_expires_at,
+            ri.c.status,
+        )
+    )
+
+
+_CLAIM = _claim_statement()
+
+_ACK = (
+    update(ri)
+    .where(
+        ri.c.lease_token.in_(bindparam("tokens", expanding=True)),
+        ri.c.status == "leased",
+        ri.c.lease_expires_at > bindparam("now"),
+    )
+    .values(status="delivered", delivered_at=bindparam("now"), updated_at=bindparam("now"))
+    .returning(ri.c.lease_token)
+)
+
+_RELEASE = (
+    update(ri)
+    .where(ri.c.lease_token.in_(bindparam("tokens", expanding=True)), ri.c.status == "leased")
+    .values(
+        status="pending",
+        attempts=ri.c.attempts - 1,
+        lease_token=None,
+        lease_owner=None,
+        lease_expires_at=None,
+        next_attempt_at=bindparam("now"),
+        updated_at=bindparam("now"),
+    )
+)
+
+_LEASED_ROW = select(
+    ri.c.id, ri.c.status, ri.c.attempts, ri.c.lease_expires_at, ri.c.lease_owner
+).where(ri.c.lease_token == bindparam("token"))
+
+_NEXT_DUE = select(func.min(ri.c.next_attempt_at)).where(
+    text(f"reminder_intents.{CLAIMABLE_INTENTS}")
+)
+
+
+# --------------------------------------------------------------------------- eligibility
+
+
+def _eligibility_statement() -> Any:
+    member = (
+        select(list_members.c.role)
+        .where(
+            list_members.c.list_id == tasks.c.list_id,
+            list_members.c.actor_id == ri.c.recipient_id,
+        )
+        .scalar_subquery()
+    )
+    return (
+        select(
+            ri.c.id,
+            ri.c.schedule_revision,
+            tasks.c.schedule_revision.label("current_revision"),
+            tasks.c.id.label("task_id"),
+            tasks.c.ref,
+            tasks.c.title,
+            tasks.c.status.label("task_status"),
+            tasks.c.trashed,
+            tasks.c.due_date,
+            tasks.c.due_local,
+            tasks.c.due_zone,
+            lists.c.name.label("list_name"),
+            lists.c.status.label("list_status"),
+            member.label("role"),
+            actors.c.id.label("recipient_id"),
+            actors.c.handle,
+            actors.c.display_name,
+            actors.c.email,
+        )
+        .select_from(
+            ri.join(tasks, tasks.c.id == ri.c.task_id)
+            .join(lists, lists.c.id == tasks.c.list_id)
+            .join(actors, actors.c.id == ri.c.recipient_id)
+        )
+        .where(ri.c.id.in_(bindparam("ids", expanding=True)))
+    )
+
+
+_ELIGIBILITY = _eligibility_statement()
+
+
+def _hidden_by_trash_statement() -> Any:
+    """The intents whose task has a trashed ancestor (a trashed subtree hides everything in it)."""
+    start = (
+        select(ri.c.id.label("intent_id"), tasks.c.parent_id.label("ancestor"))
+        .join(tasks, tasks.c.id == ri.c.task_id)
+        .where(ri.c.id.in_(bindparam("ids", expanding=True)))
+        .cte("chain", recursive=True)
+    )
+    up = start.union_all(
+        select(start.c.intent_id, tasks.c.parent_id).join(tasks, tasks.c.id == start.c.ancestor)
+    )
+    return (
+        select(up.c.intent_id)
+        .join(tasks, tasks.c.id == up.c.ancestor)
+        .where(tasks.c.trashed.is_(True))
+        .distinct()
+    )
+
+
+_HIDDEN_BY_TRASH = _hidden_by_trash_statement()
+
+
+def eligibility(conn: Connection, intent_ids: Sequence[UUID]) -> dict[UUID, Verdict]:
+    """``reminder_eligible`` for many intents in two statements (seed 000, "Reminder outbox").
+
+    An intent may be delivered when its schedule revision is still the task's current one,
+    the task is open and neither it nor an ancestor is in the trash, its list is active and
+    the recipient is still a member of that list (every role may read). Otherwise the
+    verdict's ``reason`` says why not. Intents that do not exist are left out.
+    """
+    if not intent_ids:
+        return {}
+    key = {"ids": list(intent_ids)}
+    hidden = set(conn.execute(_HIDDEN_BY_TRASH, key).scalars())
+    verdicts: dict[UUID, Verdict] = {}
+    for row in conn.execute(_ELIGIBILITY, key):
+        reason: str | None = None
+        if row.schedule_revision != row.current_revision:
+            reason = "stale-schedule"
+        elif row.task_status != TaskStatus.OPEN.value:
+            reason = "task-completed"
+        elif row.trashed or row.id in hidden:
+            reason = "task-trashed"
+        elif row.list_status != "active":
+            reason = "list-archived"
+        elif row.role is None:
+            reason = "recipient-not-a-member"
+        due_text = None
+        if row.due_local is not None:
+            due_text = f"{row.due_local.replace('T', ' ')[:16]} {row.due_zone}"
+        elif row.due_date is not None:
+            due_text = row.due_date.isoformat()
+        verdicts[row.id] = Verdict(
+            intent_id=row.id,
+            reason=reason,
+            task_id=row.task_id,
+            task_ref=row.ref,
+            task_title=row.title,
+            due_text=due_text,
+            list_name=row.list_name,
+            recipient_id=row.recipient_id,
+            recipient=row.handle,
+            recipient_name=row.display_name,
+            recipient_email=row.email,
+        )
+    return verdicts
+
+
+def reminder_eligible(conn: Connection, intent_id: UUID) -> str | None:
+    """Why the intent may not be delivered now, or ``None`` if it may (see :func:`eligibility`)."""
+    verdict = eligibility(conn, [intent_id]).get(intent_id)
+    if verdict is None:
+        raise NotFound(f"reminder: no intent {intent_id}", field="reminder")
+    return verdict.reason
+
+
+# --------------------------------------------------------------------------- the outbox
+
+
+def _check_owner(owner: object) -> str:
+    if not isinstance(owner, str) or not owner.strip() or len(owner) > MAX_OWNER_LENGTH:
+        raise InvalidInput(
+            f"owner: a non-empty name of at most {MAX_OWNER_LENGTH} characters is required",
+            field="owner",
+        )
+    return owner
+
+
+def _check_tokens(tokens: object) -> list[str]:
+    if isinstance(tokens, str) or not isinstance(tokens, Sequence):
+        raise InvalidInput("tokens: a list of lease tokens is required", field="token")
+    checked = []
+    for token in tokens:
+        if not isinstance(token, str) or not token or len(token) > TOKEN_LENGTH:
+            raise InvalidInput(f"token: not a lease token: {token!r}", field="token")
+        checked.append(token)
+    return checked
+
+
+class Outbox:
+    """Claims, acknowledgements, retries and releases of reminder intents.
+
+    Every method is one transaction; the current instant comes from the store's clock.
+    """
+
+    def __init__(self, store: Store, *, lease: timedelta = LEASE) -> None:
+        if lease <= timedelta(0):
+            raise InvalidInput("lease: a positive duration is required", field="lease")
+        self.store = store
+        self.lease = lease
+
+    # --- workers -----------------------------------------------------------------------
+
+    def claim(self, owner: str, limit: int = CLAIM_BATCH) -> list[Claim]:
+        """Leases up to ``limit`` due intents to ``owner``, earliest first.
+
+        Each gets a unique token and a lease of :data:`LEASE`; its attempt is counted now.
+        Due intents that must never be sent are closed by the same statement instead.
+        """
+        owner = _check_owner(owner)
+        if (
+            not isinstance(limit, int)
+            or isinstance(limit, bool)
+            or not 1 <= limit <= MAX_CLAIM_BATCH
+        ):
+            raise InvalidInput(
+                f"limit: a whole number from 1 to {MAX_CLAIM_BATCH} is required", field="limit"
+            )
+
+        def run(conn: Connection) -> list[Claim]:
+            now = self.store.clock.now()
+            params = {
+                "now": now,
+                "expires": now + self.lease,
+                "expired_before": now - EXPIRY,
+                "limit": limit,
+                "owner": owner,
+                "nonce": secrets.token_hex(12),
+            }
+            rows = conn.execute(_CLAIM, params).all()
+            claims = [
+                Claim(
+                    id=r.id,
+                    task_id=r.task_id,
+                    schedule_revision=r.schedule_revision,
+                    channel=r.channel,
+                    at=r.at,
+                    recipient_id=r.recipient_id,
+                    attempts=r.attempts,
+                    token=r.lease_token,
+                    lease_expires_at=r.lease_expires_at,
+                )
+                for r in rows
+                if r.status == "leased"
+            ]
+            claims.sort(key=lambda c: (c.at, str(c.id)))
+            return claims
+
+        return self.store.run(run)
+
+    def ack(self, token: str) -> None:
+        """Records the intent held with ``token`` as delivered; the lease must still be held."""
+        lost = self.ack_many([token])
+        if lost:
+            row = self.store.run(
+                lambda conn: conn.execute(_LEASED_ROW, {"token": token}).first(), write=False
+            )
+            raise self._lost(token, row, self.store.clock.now())
+
+    def ack_many(self, tokens: Sequence[str]) -> list[str]:
+        """Acknowledges many deliveries in one statement; returns the tokens not acknowledged
+        (unknown, expired, released or already settled)."""
+        checked = _check_tokens(tokens)
+        if not checked:
+            return []
+
+        def run(conn: Connection) -> list[str]:
+            now = self.store.clock.now()
+            done = set(conn.execute(_ACK, {"tokens": checked, "now": now}).scalars())
+            return [t for t in checked if t not in done]
+
+        return self.store.run(run)
+
+    def retry(self, token: str, error: str) -> Intent:
+        """Records a failed delivery: the intent waits :func:`backoff` and is claimable again,
+        or is ``dead`` (kept, with its last error) after its fifth attempt."""
+        (token,) = _check_tokens([token])
+        if not isinstance(error, str) or not error.strip():
+            raise InvalidInput("error: a description of the failure is required", field="error")
+        error = error.strip()[:MAX_ERROR_LENGTH]
+
+        def run(conn: Connection) -> Intent:
+            now = self.store.clock.now()
+            row = conn.execute(_LEASED_ROW, {"token": token}).first()
+            if row is None or row.status != "leased" or row.lease_expires_at <= now:
+                raise self._lost(token, row, now)
+            dead = row.attempts >= MAX_ATTEMPTS
+            values: dict[str, Any] = {
+                "status": "dead" if dead else "pending",
+                "last_error": error,
+                "lease_owner": None,
+                "lease_expires_at": None,
+                "updated_at": now,
+            }
+            if not dead:
+                values["next_attempt_at"] = now + backoff(row.attempts)
+            changed = conn.execute(
+                update(ri)
+                .where(ri.c.lease_token == token, ri.c.status == "leased")
+                .values(**values)
+            ).rowcount
+            if changed != 1:  # pragma: no cover - the row was read in this transaction
+                raise self._lost(token, None, now)
+            return _intent(conn, row.id)
+
+        return self.store.run(run)
+
+    def close(self, token: str, reason: str) -> None:
+        """Closes a leased intent that may not be delivered, keeping ``reason``."""
+        self.close_many([(token, reason)])
+
+    def close_many(self, closing: Sequence[tuple[str, str]]) -> None:
+        """Closes leased intents with their reasons in one transaction (tokens still held)."""
+        tokens = _check_tokens([t for t, _ in closing])
+        checked = list(zip(tokens, [r for _, r in closing], strict=True))
+        if not checked:
+            return
+
+        def run(conn: Connection) -> None:
+            now = self.store.clock.now()
+            conn.execute(
+                update(ri)
+                .where(ri.c.lease_token == bindparam("token"), ri.c.status == "leased")
+                .values(
+                    status="closed",
+                    closed_reason=bindparam("reason"),
+                    lease_owner=None,
+                    lease_expires_at=None,
+                    updated_at=now,
+                ),
+                [{"token": t, "reason": r[:64]} for t, r in checked],
+            )
+
+        self.store.run(run)
+
+    def release(self, tokens: Sequence[str]) -> int:
+        """Gives leased intents back unsent (a worker stopping): pending now, the attempt undone."""
+        checked = _check_tokens(tokens)
+        if not checked:
+            return 0
+
+        def run(conn: Connection) -> int:
+            now = self.store.clock.now()
+            released = int(conn.execute(_RELEASE, {"tokens": checked, "now": now}).rowcount)
+            notify(conn)
+            return released
+
+        return self.store.run(run)
+
+    def next_due(self) -> datetime | None:
+        """When an intent next becomes claimable (its time or a lease's expiry): one index seek."""
+
+        def run(conn: Connection) -> datetime | None:
+            found: datetime | None = conn.execute(_NEXT_DUE).scalar()
+            return found
+
+        return self.store.run(run, write=False)
+
+    def verdicts(self, claims: Sequence[Claim]) -> dict[UUID, Verdict]:
+        """``reminder_eligible`` for the claimed intents, read now (see :func:`eligibility`)."""
+        ids = [c.id for c in claims]
+        return self.store.run(lambda conn: eligibility(conn, ids), write=False)
+
+    # --- people ------------------------------------------------------------------------
+
+    def list(
+        self,
+        actor: Any,
+        *,
+        status: str | None = None,
+        task: UUID | None = None,
+        limit: int = 100,
+    ) -> list[Intent]:
+        """The intents the actor may see: those of tasks in lists they belong to."""
+        if status is not None and status not in _STATUSES:
+            raise InvalidInput(
+                f"status: unknown status {status!r}; use one of {', '.join(_STATUSES)}",
+                field="status",
+            )
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 10_000:
+            raise InvalidInput("limit: a whole number from 1 to 10000 is required", field="limit")
+
+        def run(conn: Connection) -> list[Intent]:
+            actor_id = resolve_actor(conn, actor)
+            stmt = _INTENTS.where(
+                tasks.c.list_id.in_(
+                    select(list_members.c.list_id).where(list_members.c.actor_id == actor_id)
+                )
+            )
+            if status is not None:
+                stmt = stmt.where(ri.c.status == status)
+            if task is not None:
+                stmt = stmt.where(ri.c.task_id == task)
+            stmt = stmt.order_by(ri.c.at, ri.c.id).limit(limit)
+            return [_intent_from_row(r) for r in conn.execute(stmt)]
+
+        return self.store.run(run, write=False)
+
+    def get(self, actor: Any, intent: UUID | str) -> Intent:
+        """One intent, if the actor belongs to its task's list."""
+        intent_id = _intent_id(intent)
+
+        def run(conn: Connection) -> Intent:
+            actor_id = resolve_actor(conn, actor)
+            found = _visible(conn, actor_id, intent_id)
+            return found
+
+        return self.store.run(run, write=False)
+
+    def requeue(self, actor: Any, intent: UUID | str) -> Intent:
+        """Gives a dead intent (or one that failed and waits) a fresh round of attempts now.
+
+        Only the recipient or an editor of the list may; it is checked for eligibility again
+        when a worker claims it.
+        """
+        intent_id = _intent_id(intent)
+
+        def run(conn: Connection) -> Intent:
+            actor_id = resolve_actor(conn, actor)
+            found = _visible(conn, actor_id, intent_id)
+            role = conn.execute(
+                select(list_members.c.role)
+                .join(tasks, tasks.c.list_id == list_members.c.list_id)
+                .where(tasks.c.id == found.task_id, list_members.c.actor_id == actor_id)
+            ).scalar()
+            if actor_id != found.recipient_id and role not in ("owner", "editor"):
+                raise Forbidden(
+                    "reminder: only its recipient or an editor of the list may retry it"
+                )
+            if found.status not in ("dead", "pending"):
+                raise _conflict(
+                    f"reminder: a {found.status} reminder cannot be retried; "
+                    "only a dead or waiting one can"
+                )
+            now = self.store.clock.now()
+            conn.execute(
+                update(ri)
+                .where(ri.c.id == intent_id, ri.c.status.in_(("dead", "pending")))
+                .values(
+                    status="pending",
+                    attempts=0,
+                    next_attempt_at=now,
+                    lease_token=None,
+                    lease_owner=None,
+                    lease_expires_at=None,
+                    updated_at=now,
+                )
+            )
+            notify(conn)
+            return _intent(conn, intent_id)
+
+        return self.store.run(run)
+
+    # --- helpers -----------------------------------------------------------------------
+
+    def _lost(self, token: str, row: Any, now: datetime) -> LeaseLost:
+        if row is None:
+            return LeaseLost("reminder: no intent is leased with this token")
+        if row.status != "leased":
+            return LeaseLost(
+                f"reminder: the intent is {row.status} now; this token no longer holds it",
+                owner=row.lease_owner,
+            )
+        return LeaseLost(
+            "reminder: the lease of this token expired; the intent may be claimed again",
+            owner=row.lease_owner,
+        )
+
+
+_STATUSES = ("pending", "leased", "delivered", "cancelled", "dead", "closed")
+
+_INTENTS = select(
+    ri,
+    tasks.c.ref.label("task_ref"),
+    tasks.c.title.label("task_title"),
+    tasks.c.list_id,
+    actors.c.handle.label("recipient"),
+).select_from(
+    ri.join(tasks, tasks.c.id == ri.c.task_id).join(actors, actors.c.id == ri.c.recipient_id)
+)
+
+
+def _intent_from_row(r: Any) -> Intent:
+    return Intent(
+        id=r.id,
+        task_id=r.task_id,
+        task_ref=r.task_ref,
+        task_title=r.task_title,
+        schedule_revision=r.schedule_revision,
+        channel=r.channel,
+        at=r.at,
+        recipient_id=r.recipient_id,
+        recipient=r.recipient,
+        status=r.status,
+        attempts=r.attempts,
+        next_attempt_at=r.next_attempt_at,
+        lease_owner=r.lease_owner,
+        lease_expires_at=r.lease_expires_at,
+        last_error=r.last_error,
+        closed_reason=r.closed_reason,
+        delivered_at=r.delivered_at,
+        created_at=r.created_at,
+        updated_at=r.updated_at,
+    )
+
+
+def _intent(conn: Connection, intent_id: UUID) -> Intent:
+    row = conn.execute(_INTENTS.where(ri.c.id == intent_id)).first()
+    if row is None:
+        raise NotFound(f"reminder: no intent {intent_id}", field="reminder")
+    return _intent_from_row(row)
+
+
+def _intent_id(value: UUID | str) -> UUID:
+    if isinstance(value, UUID):
+        return value
+    parsed = parse_uuid(value, "reminder") if isinstance(value, str) else None
+    if parsed is None:
+        raise InvalidInput(f"reminder: not a reminder ID: {value!r}", field="reminder")
+    return parsed
+
+
+def _visible(conn: Connection, actor_id: UUID, intent_id: UUID) -> Intent:
+    found = _intent(conn, intent_id)
+    member = conn.execute(
+        select(list_members.c.role)
+        .join(tasks, tasks.c.list_id == list_members.c.list_id)
+        .where(tasks.c.id == found.task_id, list_members.c.actor_id == actor_id)
+    ).scalar()
+    if member is None:
+        # Not a member: answer as if it did not exist, so IDs do not leak.
+        raise NotFound(f"reminder: no intent {intent_id}", field="reminder")
+    return found
+
+
+def _conflict(message: str) -> Exception:
+    return Conflict(message, field="reminder")

@@ -1,0 +1,279 @@
+"""The delivery worker: claims due reminder intents, checks them, sends them, settles them.
+
+One batch: claim up to ``batch`` due intents (one transaction); read their eligibility
+and the recipients' destinations (one read); close the ineligible ones with the reason;
+send each eligible one through the transport, checking eligibility again whenever the
+last check is older than :data:`RECHECK_AFTER`, so an intent is never sent on a stale
+verdict; acknowledge the sent ones together and retry the failed ones. A claim whose
+lease is about to run out is released unsent rather than risk a second worker sending
+it too.
+
+Between batches the worker sleeps until the earliest intent becomes due (an index seek,
+never a scan of the table) or until a writer wakes it: on PostgreSQL writers of intents
+``NOTIFY`` the channel :data:`kalends.storage.wake.OUTBOX_CHANNEL` and the worker
+``LISTEN``\\ s; on SQLite it watches ``PRAGMA data_version``, which changes when another
+connection commits, without reading any table.
+
+Delivery is at least once (see :mod:`kalends.reminders.outbox`): the intent ID is the
+idempotency key every transport receives.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from uuid import UUID
+
+from sqlalchemy.engine import Connection
+
+from kalends.reminders.destinations import urls_for
+from kalends.reminders.outbox import CLAIM_BATCH, Claim, Outbox, Verdict, eligibility
+from kalends.reminders.transports import Delivery, DeliveryFailed, Transport
+from kalends.storage.unit_of_work import Store
+from kalends.storage.wake import Waker, open_waker
+
+__all__ = [
+    "IDLE_RECHECK",
+    "LEASE_MARGIN",
+    "RECHECK_AFTER",
+    "BatchReport",
+    "DeliveryWorker",
+    "compose",
+]
+
+log = logging.getLogger("kalends.reminders")
+
+# kalends: a verdict older than this is read again before a send.
+RECHECK_AFTER = 1.0
+# kalends: a claim whose lease ends sooner than this is released, not sent.
+LEASE_MARGIN = timedelta(seconds=10)
+# kalends: with nothing due and no wake-up, look at the earliest due instant again after
+# this long anyway (a guard against a missed notification; one index seek).
+IDLE_RECHECK = 60.0
+
+
+# (recipient, channel) -> the recipient's destination URLs for that channel.
+_Urls = dict[tuple[UUID, str], tuple[str, ...]]
+
+
+@dataclass
+class BatchReport:
+    """What one batch (or a whole run) did."""
+
+    claimed: int = 0
+    delivered: int = 0
+    retried: int = 0
+    closed: int = 0
+    released: int = 0
+    lost_acks: int = 0
+    closed_reasons: dict[str, int] = field(default_factory=dict)
+
+    def add(self, other: BatchReport) -> None:
+        self.claimed += other.claimed
+        self.delivered += other.delivered
+        self.retried += other.retried
+        self.closed += other.closed
+        self.released += other.released
+        self.lost_acks += other.lost_acks
+        for reason, count in other.closed_reasons.items():
+            self.closed_reasons[reason] = self.closed_reasons.get(reason, 0) + count
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "claimed": self.claimed,
+            "delivered": self.delivered,
+            "retried": self.retried,
+            "closed": self.closed,
+            "closed_reasons": dict(sorted(self.closed_reasons.items())),
+            "released": self.released,
+            "lost_acks": self.lost_acks,
+        }
+
+
+def compose(claim: Claim, verdict: Verdict, destinations: Sequence[str]) -> Delivery:
+    """The message of one reminder: what is due, where, for whom, and its idempotency key."""
+    job_id = str(claim.id)
+    lines = [f"{verdict.task_title}", "", f"Task {verdict.task_ref} in {verdict.list_name}"]
+    if verdict.due_text:
+        lines.append(f"Due: {verdict.due_text}")
+    at_text = claim.at.isoformat().replace("+00:00", "Z")
+    lines += [f"Reminder at {at_text} for {verdict.recipient_name}", "", f"Reminder ID: {job_id}"]
+    return Delivery(
+        job_id=job_id,
+        channel=claim.channel,
+        destinations=tuple(destinations),
+        recipient=verdict.recipient,
+        recipient_name=verdict.recipient_name,
+        recipient_email=verdict.recipient_email,
+        title=f"Reminder: {verdict.task_title}",
+        body="\n".join(lines),
+        task_id=verdict.task_id,
+        task_ref=verdict.task_ref,
+        at=claim.at,
+    )
+
+
+class DeliveryWorker:
+    """Delivers due reminders through ``transport``; any number may run on one database."""
+
+    def __init__(
+        self,
+        store: Store,
+        transport: Transport,
+        *,
+        owner: str,
+        batch: int = CLAIM_BATCH,
+        outbox: Outbox | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.transport = transport
+        self.owner = owner
+        self.batch = batch
+        self.outbox = outbox or Outbox(store)
+        self.monotonic = monotonic
+
+    # --- one batch -----------------------------------------------------------------------
+
+    def run_once(self, stop: threading.Event | None = None) -> BatchReport:
+        """Claims one batch and settles every claim in it; returns what happened."""
+        report = BatchReport()
+        claims = self.outbox.claim(self.owner, self.batch)
+        report.claimed = len(claims)
+        if not claims:
+            return report
+        pending = list(claims)
+        sent: list[str] = []
+        try:
+            while pending:
+                checked_at = self.monotonic()
+                verdicts, urls = self._check(pending)
+                closing = [
+                    (c.token, verdicts[c.id].reason or "")
+                    for c in pending
+                    if c.id in verdicts and not verdicts[c.id].eligible
+                ]
+                vanished = [c.token for c in pending if c.id not in verdicts]
+                if closing:
+                    self.outbox.close_many(closing)
+                    report.closed += len(closing)
+                    for _, reason in closing:
+                        report.closed_reasons[reason] = report.closed_reasons.get(reason, 0) + 1
+                if vanished:  # pragma: no cover - intents are never deleted while leased
+                    report.released += self.outbox.release(vanished)
+                pending = [c for c in pending if c.id in verdicts and verdicts[c.id].eligible]
+                while pending and self.monotonic() - checked_at < RECHECK_AFTER:
+                    if stop is not None and stop.is_set():
+                        return report
+                    claim = pending.pop(0)
+                    if claim.lease_expires_at - self.store.clock.now() < LEASE_MARGIN:
+                        report.released += self.outbox.release([claim.token])
+                        continue
+                    destinations = urls.get((claim.recipient_id, claim.channel), ())
+                    outcome = self._send(claim, verdicts[claim.id], destinations)
+                    if outcome is None:
+                        sent.append(claim.token)
+                    else:
+                        self._retry(claim, outcome)
+                        report.retried += 1
+        finally:
+            if sent:
+                lost = self.outbox.ack_many(sent)
+                report.delivered += len(sent) - len(lost)
+                report.lost_acks += len(lost)
+                for token in lost:
+                    log.warning("delivered, but the lease was lost before the ack: %s", token)
+            if pending:
+                report.released += self.outbox.release([c.token for c in pending])
+        return report
+
+    def drain(self, stop: threading.Event | None = None) -> BatchReport:
+        """Runs batches until nothing is due (or ``stop`` is set)."""
+        total = BatchReport()
+        while stop is None or not stop.is_set():
+            report = self.run_once(stop)
+            total.add(report)
+            if report.claimed == 0:
+                break
+        return total
+
+    # --- the loop ------------------------------------------------------------------------
+
+    def run(
+        self,
+        stop: threading.Event,
+        *,
+        on_batch: Callable[[BatchReport], None] | None = None,
+        waker: Waker | None = None,
+    ) -> BatchReport:
+        """Delivers until ``stop`` is set, sleeping until the next due intent or a wake-up.
+
+        On stop it finishes the send in progress, acknowledges what was sent and releases
+        the rest of its claims.
+        """
+        total = BatchReport()
+        own_waker = waker is None
+        waker = waker or open_waker(self.store.engine)
+        try:
+            while not stop.is_set():
+                report = self.run_once(stop)
+                total.add(report)
+                if report.claimed and on_batch is not None:
+                    on_batch(report)
+                if report.claimed:
+                    continue
+                waker.wait(self._idle_seconds(), stop)
+        finally:
+            if own_waker:
+                waker.close()
+        return total
+
+    def _idle_seconds(self) -> float:
+        due = self.outbox.next_due()
+        if due is None:
+            return IDLE_RECHECK
+        wait = (due - self.store.clock.now()).total_seconds()
+        return min(max(wait, 0.0), IDLE_RECHECK)
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def _check(
+        self, claims: Sequence[Claim]
+    ) -> tuple[dict[UUID, Verdict], dict[tuple[UUID, str], tuple[str, ...]]]:
+        ids = [c.id for c in claims]
+
+        def run(
+            conn: Connection,
+        ) -> tuple[dict[UUID, Verdict], dict[tuple[UUID, str], tuple[str, ...]]]:
+            verdicts = eligibility(conn, ids)
+            urls: _Urls = {}
+            for channel in sorted({c.channel for c in claims}):
+                recipients = sorted({c.recipient_id for c in claims if c.channel == channel})
+                for recipient, found in urls_for(conn, recipients, channel).items():
+                    urls[(recipient, channel)] = found
+            return verdicts, urls
+
+        return self.store.run(run, write=False)
+
+    def _send(self, claim: Claim, verdict: Verdict, destinations: Sequence[str]) -> str | None:
+        """Sends one reminder; returns why it failed, or ``None``."""
+        if not destinations:
+            return f"{verdict.recipient} has no {claim.channel} destination in their settings"
+        try:
+            self.transport.send(compose(claim, verdict, destinations))
+        except DeliveryFailed as failure:
+            return str(failure) or "delivery failed"
+        except Exception as error:  # a transport bug must not stop the worker
+            log.exception("transport failed on reminder %s", claim.id)
+            return f"{type(error).__name__}: {error}"
+        return None
+
+    def _retry(self, claim: Claim, error: str) -> None:
+        try:
+            self.outbox.retry(claim.token, error)
+        except Exception:  # the lease was lost meanwhile: it is claimable again anyway
+            log.warning("could not record the failure of reminder %s", claim.id)
