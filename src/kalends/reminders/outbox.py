@@ -79,6 +79,8 @@ __all__ = [
     "Outbox",
     "Verdict",
     "backoff",
+    "claim_in",
+    "close_in",
     "eligibility",
     "reminder_eligible",
 ]
@@ -415,6 +417,59 @@ def reminder_eligible(conn: Connection, intent_id: UUID) -> str | None:
     return verdict.reason
 
 
+# --------------------------------------------------------------------------- in a transaction
+
+
+def claim_in(
+    conn: Connection, owner: str, limit: int, now: datetime, lease: timedelta = LEASE
+) -> list[Claim]:
+    """:meth:`Outbox.claim` inside the caller's (write) transaction; arguments unchecked."""
+    params = {
+        "now": now,
+        "expires": now + lease,
+        "expired_before": now - EXPIRY,
+        "limit": limit,
+        "owner": owner,
+        "nonce": secrets.token_hex(12),
+    }
+    claims = [
+        Claim(
+            id=r.id,
+            task_id=r.task_id,
+            schedule_revision=r.schedule_revision,
+            channel=r.channel,
+            at=r.at,
+            recipient_id=r.recipient_id,
+            attempts=r.attempts,
+            token=r.lease_token,
+            lease_expires_at=r.lease_expires_at,
+        )
+        for r in conn.execute(_CLAIM, params)
+        if r.status == "leased"
+    ]
+    claims.sort(key=lambda c: (c.at, str(c.id)))
+    return claims
+
+
+_CLOSE = (
+    update(ri)
+    .where(ri.c.lease_token == bindparam("token"), ri.c.status == "leased")
+    .values(
+        status="closed",
+        closed_reason=bindparam("reason"),
+        lease_owner=None,
+        lease_expires_at=None,
+        updated_at=bindparam("now"),
+    )
+)
+
+
+def close_in(conn: Connection, closing: Sequence[tuple[str, str]], now: datetime) -> None:
+    """Closes leased intents (token, reason) inside the caller's transaction."""
+    if closing:
+        conn.execute(_CLOSE, [{"token": t, "reason": r[:64], "now": now} for t, r in closing])
+
+
 # --------------------------------------------------------------------------- the outbox
 
 
@@ -469,33 +524,7 @@ class Outbox:
             )
 
         def run(conn: Connection) -> list[Claim]:
-            now = self.store.clock.now()
-            params = {
-                "now": now,
-                "expires": now + self.lease,
-                "expired_before": now - EXPIRY,
-                "limit": limit,
-                "owner": owner,
-                "nonce": secrets.token_hex(12),
-            }
-            rows = conn.execute(_CLAIM, params).all()
-            claims = [
-                Claim(
-                    id=r.id,
-                    task_id=r.task_id,
-                    schedule_revision=r.schedule_revision,
-                    channel=r.channel,
-                    at=r.at,
-                    recipient_id=r.recipient_id,
-                    attempts=r.attempts,
-                    token=r.lease_token,
-                    lease_expires_at=r.lease_expires_at,
-                )
-                for r in rows
-                if r.status == "leased"
-            ]
-            claims.sort(key=lambda c: (c.at, str(c.id)))
-            return claims
+            return claim_in(conn, owner, limit, self.store.clock.now(), self.lease)
 
         return self.store.run(run)
 
@@ -567,22 +596,7 @@ class Outbox:
         if not checked:
             return
 
-        def run(conn: Connection) -> None:
-            now = self.store.clock.now()
-            conn.execute(
-                update(ri)
-                .where(ri.c.lease_token == bindparam("token"), ri.c.status == "leased")
-                .values(
-                    status="closed",
-                    closed_reason=bindparam("reason"),
-                    lease_owner=None,
-                    lease_expires_at=None,
-                    updated_at=now,
-                ),
-                [{"token": t, "reason": r[:64]} for t, r in checked],
-            )
-
-        self.store.run(run)
+        self.store.run(lambda conn: close_in(conn, checked, self.store.clock.now()))
 
     def release(self, tokens: Sequence[str]) -> int:
         """Gives leased intents back unsent (a worker stopping): pending now, the attempt undone."""

@@ -1,8 +1,8 @@
 """The delivery worker: claims due reminder intents, checks them, sends them, settles them.
 
-One batch: claim up to ``batch`` due intents (one transaction); read their eligibility
-and the recipients' destinations (one read); close the ineligible ones with the reason;
-send each eligible one through the transport, checking eligibility again whenever the
+One batch: claim up to ``batch`` due intents, read their eligibility and the
+recipients' destinations and close the ineligible ones with the reason, all in one
+transaction; send each eligible one through the transport, checking eligibility again whenever the
 last check is older than :data:`RECHECK_AFTER`, so an intent is never sent on a stale
 verdict; acknowledge the sent ones together and retry the failed ones. A claim whose
 lease is about to run out is released unsent rather than risk a second worker sending
@@ -23,15 +23,24 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from uuid import UUID
 
 from sqlalchemy.engine import Connection
 
 from kalends.reminders.destinations import urls_for
-from kalends.reminders.outbox import CLAIM_BATCH, Claim, Outbox, Verdict, eligibility
+from kalends.reminders.outbox import (
+    CLAIM_BATCH,
+    Claim,
+    Outbox,
+    Verdict,
+    claim_in,
+    close_in,
+    eligibility,
+)
 from kalends.reminders.transports import Delivery, DeliveryFailed, Transport
 from kalends.storage.unit_of_work import Store
 from kalends.storage.wake import Waker, open_waker
@@ -58,6 +67,8 @@ IDLE_RECHECK = 60.0
 
 # (recipient, channel) -> the recipient's destination URLs for that channel.
 _Urls = dict[tuple[UUID, str], tuple[str, ...]]
+# The claims still to send, every claim's verdict, and the destinations.
+_Checked = tuple[deque["Claim"], dict[UUID, "Verdict"], _Urls]
 
 
 @dataclass
@@ -140,46 +151,43 @@ class DeliveryWorker:
     # --- one batch -----------------------------------------------------------------------
 
     def run_once(self, stop: threading.Event | None = None) -> BatchReport:
-        """Claims one batch and settles every claim in it; returns what happened."""
+        """Claims one batch and settles every claim in it; returns what happened.
+
+        The claim, the eligibility check, closing the ineligible claims and reading the
+        destinations are one transaction; the sends follow at once.
+        """
         report = BatchReport()
-        claims = self.outbox.claim(self.owner, self.batch)
-        report.claimed = len(claims)
-        if not claims:
-            return report
-        pending = list(claims)
+        checked_at = self.monotonic()
+        claimed, pending, verdicts, urls = self.store.run(self._claim_and_check)
+        report.claimed = claimed
+        self._count_closed(report, claimed - len(pending), verdicts)
         sent: list[str] = []
         try:
             while pending:
-                checked_at = self.monotonic()
-                verdicts, urls = self._check(pending)
-                closing = [
-                    (c.token, verdicts[c.id].reason or "")
-                    for c in pending
-                    if c.id in verdicts and not verdicts[c.id].eligible
-                ]
-                vanished = [c.token for c in pending if c.id not in verdicts]
-                if closing:
-                    self.outbox.close_many(closing)
-                    report.closed += len(closing)
-                    for _, reason in closing:
-                        report.closed_reasons[reason] = report.closed_reasons.get(reason, 0) + 1
-                if vanished:  # pragma: no cover - intents are never deleted while leased
-                    report.released += self.outbox.release(vanished)
-                pending = [c for c in pending if c.id in verdicts and verdicts[c.id].eligible]
-                while pending and self.monotonic() - checked_at < RECHECK_AFTER:
-                    if stop is not None and stop.is_set():
-                        return report
-                    claim = pending.pop(0)
-                    if claim.lease_expires_at - self.store.clock.now() < LEASE_MARGIN:
-                        report.released += self.outbox.release([claim.token])
-                        continue
-                    destinations = urls.get((claim.recipient_id, claim.channel), ())
-                    outcome = self._send(claim, verdicts[claim.id], destinations)
-                    if outcome is None:
-                        sent.append(claim.token)
-                    else:
-                        self._retry(claim, outcome)
-                        report.retried += 1
+                if self.monotonic() - checked_at >= RECHECK_AFTER:
+                    # The verdicts are too old to send on: read them again.
+                    checked_at = self.monotonic()
+                    left = list(pending)
+
+                    def recheck(conn: Connection, left: list[Claim] = left) -> _Checked:
+                        return self._check(conn, left, self.store.clock.now())
+
+                    pending, verdicts, urls = self.store.run(recheck)
+                    self._count_closed(report, len(left) - len(pending), verdicts)
+                    continue
+                if stop is not None and stop.is_set():
+                    break
+                claim = pending.popleft()
+                if claim.lease_expires_at - self.store.clock.now() < LEASE_MARGIN:
+                    report.released += self.outbox.release([claim.token])
+                    continue
+                destinations = urls.get((claim.recipient_id, claim.channel), ())
+                outcome = self._send(claim, verdicts[claim.id], destinations)
+                if outcome is None:
+                    sent.append(claim.token)
+                else:
+                    self._retry(claim, outcome)
+                    report.retried += 1
         finally:
             if sent:
                 lost = self.outbox.ack_many(sent)
@@ -241,23 +249,42 @@ class DeliveryWorker:
 
     # --- helpers -------------------------------------------------------------------------
 
-    def _check(
-        self, claims: Sequence[Claim]
-    ) -> tuple[dict[UUID, Verdict], dict[tuple[UUID, str], tuple[str, ...]]]:
-        ids = [c.id for c in claims]
+    def _claim_and_check(
+        self, conn: Connection
+    ) -> tuple[int, deque[Claim], dict[UUID, Verdict], _Urls]:
+        now = self.store.clock.now()
+        claims = claim_in(conn, self.owner, self.batch, now, self.outbox.lease)
+        if not claims:
+            return 0, deque(), {}, {}
+        pending, verdicts, urls = self._check(conn, claims, now)
+        return len(claims), pending, verdicts, urls
 
-        def run(
-            conn: Connection,
-        ) -> tuple[dict[UUID, Verdict], dict[tuple[UUID, str], tuple[str, ...]]]:
-            verdicts = eligibility(conn, ids)
-            urls: _Urls = {}
-            for channel in sorted({c.channel for c in claims}):
-                recipients = sorted({c.recipient_id for c in claims if c.channel == channel})
-                for recipient, found in urls_for(conn, recipients, channel).items():
-                    urls[(recipient, channel)] = found
-            return verdicts, urls
+    def _check(self, conn: Connection, claims: Sequence[Claim], now: datetime) -> _Checked:
+        """``reminder_eligible`` for the claims, read now: closes the ineligible ones in
+        this transaction and returns the others with their recipients' destinations."""
+        verdicts = eligibility(conn, [c.id for c in claims])
+        closing = [
+            (c.token, verdicts[c.id].reason or "")
+            for c in claims
+            if c.id in verdicts and verdicts[c.id].reason is not None
+        ]
+        close_in(conn, closing, now)
+        eligible = deque(c for c in claims if c.id in verdicts and verdicts[c.id].reason is None)
+        urls: _Urls = {}
+        for channel in sorted({c.channel for c in eligible}):
+            recipients = sorted({c.recipient_id for c in eligible if c.channel == channel})
+            for recipient, found in urls_for(conn, recipients, channel).items():
+                urls[(recipient, channel)] = found
+        return eligible, verdicts, urls
 
-        return self.store.run(run, write=False)
+    @staticmethod
+    def _count_closed(report: BatchReport, closed: int, verdicts: dict[UUID, Verdict]) -> None:
+        report.closed += closed
+        if closed:
+            reasons = report.closed_reasons
+            for verdict in verdicts.values():
+                if verdict.reason is not None:
+                    reasons[verdict.reason] = reasons.get(verdict.reason, 0) + 1
 
     def _send(self, claim: Claim, verdict: Verdict, destinations: Sequence[str]) -> str | None:
         """Sends one reminder; returns why it failed, or ``None``."""
