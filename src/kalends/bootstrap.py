@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from kalends.clock import Clock
 from kalends.config import resolve_database_url
+from kalends.reminders.destinations import Destinations
 from kalends.storage.migrate import open_store
 from kalends.storage.unit_of_work import Store
 from kalends.tasks import Directory, TaskService
@@ -20,13 +21,20 @@ class Services:
     directory: Directory
     tasks: TaskService
     series: SeriesService
+    destinations: Destinations
 
 
 def build(store: Store) -> Services:
     """Wires the services on one store; recurrence listens to every task transition."""
     series = SeriesService(store)
     tasks = TaskService(store, hooks=[series.after_task_update])
-    return Services(store=store, directory=Directory(store), tasks=tasks, series=series)
+    return Services(
+        store=store,
+        directory=Directory(store),
+        tasks=tasks,
+        series=series,
+        destinations=Destinations(store),
+    )
 
 
 def open_services(database: str | None = None, clock: Clock | None = None) -> Services:

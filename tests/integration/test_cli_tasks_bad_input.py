@@ -334,7 +334,7 @@ class TestHelp:
         root = get_command(app)
         groups: Any = root.commands  # type: ignore[attr-defined]
         leaves: list[tuple[str, Any]] = []
-        pending = [(name, groups[name]) for name in ("actor", "list", "task")]
+        pending = [(name, groups[name]) for name in ("actor", "list", "task", "reminders")]
         while pending:
             name, command = pending.pop()
             children = getattr(command, "commands", None)
@@ -342,7 +342,7 @@ class TestHelp:
                 pending.extend((f"{name} {n}", c) for n, c in children.items())
             else:
                 leaves.append((name, command))
-        assert len(leaves) == 28
+        assert len(leaves) == 35
         for name, command in leaves:
             options = {o for p in command.params for o in getattr(p, "opts", [])}
             assert {"--json", "--database"} <= options, name

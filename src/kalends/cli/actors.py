@@ -9,6 +9,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from kalends.cli.notify import notify_app
 from kalends.cli.output import console, emit_json
 from kalends.cli.session import (
     EXIT_CODES_HELP,
@@ -23,6 +24,7 @@ actor_app = typer.Typer(
     help=f"Actors: the people lists are shared with. {LOCAL_MODE_HELP} {EXIT_CODES_HELP}",
     no_args_is_help=True,
 )
+actor_app.add_typer(notify_app, name="notify")
 
 
 @actor_app.command("add")

@@ -9,7 +9,9 @@ from kalends.cli.actors import actor_app
 from kalends.cli.db import db_app
 from kalends.cli.lists import list_app
 from kalends.cli.preview import preview_command
+from kalends.cli.reminders import reminders_app
 from kalends.cli.tasks import task_app
+from kalends.cli.worker import worker_command
 
 app = typer.Typer(
     name="kalends",
@@ -23,6 +25,8 @@ app.add_typer(db_app, name="db")
 app.add_typer(actor_app, name="actor")
 app.add_typer(list_app, name="list")
 app.add_typer(task_app, name="task")
+app.add_typer(reminders_app, name="reminders")
+app.command("worker")(worker_command)
 
 
 @app.callback(invoke_without_command=True)

@@ -73,6 +73,7 @@ __all__ = [
     "LEASE",
     "MAX_ATTEMPTS",
     "MAX_CLAIM_BATCH",
+    "STATUSES",
     "RETRY_CAP",
     "Claim",
     "Intent",
@@ -109,6 +110,7 @@ MAX_ERROR_LENGTH = 2000
 TOKEN_LENGTH = 64
 
 LIVE = ("pending", "leased")
+STATUSES = ("pending", "leased", "delivered", "cancelled", "dead", "closed")
 ri = reminder_intents
 
 
@@ -256,6 +258,7 @@ def _claim_statement() -> Any:
             ri.c.lease_token,
             ri.c.lease_expires_at,
             ri.c.status,
+            ri.c.closed_reason,
         )
     )
 
@@ -318,6 +321,7 @@ def _eligibility_statement() -> Any:
             tasks.c.title,
             tasks.c.status.label("task_status"),
             tasks.c.trashed,
+            tasks.c.parent_id,
             tasks.c.due_date,
             tasks.c.due_local,
             tasks.c.due_zone,
@@ -364,7 +368,8 @@ _HIDDEN_BY_TRASH = _hidden_by_trash_statement()
 
 
 def eligibility(conn: Connection, intent_ids: Sequence[UUID]) -> dict[UUID, Verdict]:
-    """``reminder_eligible`` for many intents in two statements (seed 000, "Reminder outbox").
+    """``reminder_eligible`` for many intents in one or two statements (seed 000, "Reminder
+    outbox"): the walk up to the ancestors runs only for intents of checklist items.
 
     An intent may be delivered when its schedule revision is still the task's current one,
     the task is open and neither it nor an ancestor is in the trash, its list is active and
@@ -373,10 +378,11 @@ def eligibility(conn: Connection, intent_ids: Sequence[UUID]) -> dict[UUID, Verd
     """
     if not intent_ids:
         return {}
-    key = {"ids": list(intent_ids)}
-    hidden = set(conn.execute(_HIDDEN_BY_TRASH, key).scalars())
+    rows = conn.execute(_ELIGIBILITY, {"ids": list(intent_ids)}).all()
+    items = [row.id for row in rows if row.parent_id is not None]
+    hidden = set(conn.execute(_HIDDEN_BY_TRASH, {"ids": items}).scalars()) if items else set()
     verdicts: dict[UUID, Verdict] = {}
-    for row in conn.execute(_ELIGIBILITY, key):
+    for row in rows:
         reason: str | None = None
         if row.schedule_revision != row.current_revision:
             reason = "stale-schedule"
@@ -422,8 +428,12 @@ def reminder_eligible(conn: Connection, intent_id: UUID) -> str | None:
 
 def claim_in(
     conn: Connection, owner: str, limit: int, now: datetime, lease: timedelta = LEASE
-) -> list[Claim]:
-    """:meth:`Outbox.claim` inside the caller's (write) transaction; arguments unchecked."""
+) -> tuple[list[Claim], dict[str, int]]:
+    """:meth:`Outbox.claim` inside the caller's (write) transaction; arguments unchecked.
+
+    Also returns how many due intents the claim closed instead, by reason (``dead``:
+    a lease that expired after the last attempt).
+    """
     params = {
         "now": now,
         "expires": now + lease,
@@ -432,23 +442,28 @@ def claim_in(
         "owner": owner,
         "nonce": secrets.token_hex(12),
     }
-    claims = [
-        Claim(
-            id=r.id,
-            task_id=r.task_id,
-            schedule_revision=r.schedule_revision,
-            channel=r.channel,
-            at=r.at,
-            recipient_id=r.recipient_id,
-            attempts=r.attempts,
-            token=r.lease_token,
-            lease_expires_at=r.lease_expires_at,
+    claims: list[Claim] = []
+    closed: dict[str, int] = {}
+    for r in conn.execute(_CLAIM, params):
+        if r.status != "leased":
+            reason = r.closed_reason or r.status
+            closed[reason] = closed.get(reason, 0) + 1
+            continue
+        claims.append(
+            Claim(
+                id=r.id,
+                task_id=r.task_id,
+                schedule_revision=r.schedule_revision,
+                channel=r.channel,
+                at=r.at,
+                recipient_id=r.recipient_id,
+                attempts=r.attempts,
+                token=r.lease_token,
+                lease_expires_at=r.lease_expires_at,
+            )
         )
-        for r in conn.execute(_CLAIM, params)
-        if r.status == "leased"
-    ]
     claims.sort(key=lambda c: (c.at, str(c.id)))
-    return claims
+    return claims, closed
 
 
 _CLOSE = (
@@ -524,7 +539,7 @@ class Outbox:
             )
 
         def run(conn: Connection) -> list[Claim]:
-            return claim_in(conn, owner, limit, self.store.clock.now(), self.lease)
+            return claim_in(conn, owner, limit, self.store.clock.now(), self.lease)[0]
 
         return self.store.run(run)
 
@@ -637,9 +652,9 @@ class Outbox:
         limit: int = 100,
     ) -> list[Intent]:
         """The intents the actor may see: those of tasks in lists they belong to."""
-        if status is not None and status not in _STATUSES:
+        if status is not None and status not in STATUSES:
             raise InvalidInput(
-                f"status: unknown status {status!r}; use one of {', '.join(_STATUSES)}",
+                f"status: unknown status {status!r}; use one of {', '.join(STATUSES)}",
                 field="status",
             )
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 10_000:
@@ -692,15 +707,20 @@ class Outbox:
                 raise Forbidden(
                     "reminder: only its recipient or an editor of the list may retry it"
                 )
+            if found.status == "pending" and found.last_error is None:
+                raise _conflict(
+                    "reminder: this reminder has not failed; it waits for its time "
+                    f"({found.next_attempt_at.isoformat()})"
+                )
             if found.status not in ("dead", "pending"):
                 raise _conflict(
                     f"reminder: a {found.status} reminder cannot be retried; "
-                    "only a dead or waiting one can"
+                    "only a dead one, or one waiting after a failure, can"
                 )
             now = self.store.clock.now()
             conn.execute(
                 update(ri)
-                .where(ri.c.id == intent_id, ri.c.status.in_(("dead", "pending")))
+                .where(ri.c.id == intent_id, ri.c.status == found.status)
                 .values(
                     status="pending",
                     attempts=0,
@@ -731,8 +751,6 @@ class Outbox:
             owner=row.lease_owner,
         )
 
-
-_STATUSES = ("pending", "leased", "delivered", "cancelled", "dead", "closed")
 
 _INTENTS = select(
     ri,

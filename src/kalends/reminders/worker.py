@@ -58,7 +58,8 @@ log = logging.getLogger("kalends.reminders")
 
 # kalends: a verdict older than this is read again before a send.
 RECHECK_AFTER = 1.0
-# kalends: a claim whose lease ends sooner than this is released, not sent.
+# kalends: a claim whose lease ends sooner than this (or half the lease, if shorter) is
+# released, not sent.
 LEASE_MARGIN = timedelta(seconds=10)
 # kalends: with nothing due and no wake-up, look at the earliest due instant again after
 # this long anyway (a guard against a missed notification; one index seek).
@@ -147,6 +148,8 @@ class DeliveryWorker:
         self.batch = batch
         self.outbox = outbox or Outbox(store)
         self.monotonic = monotonic
+        # Never more than half the lease, so a short lease still leaves time to send.
+        self.lease_margin = min(LEASE_MARGIN, self.outbox.lease / 2)
 
     # --- one batch -----------------------------------------------------------------------
 
@@ -157,28 +160,32 @@ class DeliveryWorker:
         destinations are one transaction; the sends follow at once.
         """
         report = BatchReport()
+        claimed, closed, pending, verdicts, urls = self.store.run(self._claim_and_check)
+        # Counted from when the verdicts were in hand, so that at least one send follows.
         checked_at = self.monotonic()
-        claimed, pending, verdicts, urls = self.store.run(self._claim_and_check)
         report.claimed = claimed
+        for reason, count in closed.items():
+            report.closed += count
+            report.closed_reasons[reason] = report.closed_reasons.get(reason, 0) + count
         self._count_closed(report, claimed - len(pending), verdicts)
         sent: list[str] = []
         try:
             while pending:
                 if self.monotonic() - checked_at >= RECHECK_AFTER:
                     # The verdicts are too old to send on: read them again.
-                    checked_at = self.monotonic()
                     left = list(pending)
 
                     def recheck(conn: Connection, left: list[Claim] = left) -> _Checked:
                         return self._check(conn, left, self.store.clock.now())
 
                     pending, verdicts, urls = self.store.run(recheck)
+                    checked_at = self.monotonic()
                     self._count_closed(report, len(left) - len(pending), verdicts)
                     continue
                 if stop is not None and stop.is_set():
                     break
                 claim = pending.popleft()
-                if claim.lease_expires_at - self.store.clock.now() < LEASE_MARGIN:
+                if claim.lease_expires_at - self.store.clock.now() < self.lease_margin:
                     report.released += self.outbox.release([claim.token])
                     continue
                 destinations = urls.get((claim.recipient_id, claim.channel), ())
@@ -205,7 +212,7 @@ class DeliveryWorker:
         while stop is None or not stop.is_set():
             report = self.run_once(stop)
             total.add(report)
-            if report.claimed == 0:
+            if report.claimed == 0 and report.closed == 0:
                 break
         return total
 
@@ -230,9 +237,10 @@ class DeliveryWorker:
             while not stop.is_set():
                 report = self.run_once(stop)
                 total.add(report)
-                if report.claimed and on_batch is not None:
+                busy = report.claimed or report.closed
+                if busy and on_batch is not None:
                     on_batch(report)
-                if report.claimed:
+                if busy:
                     continue
                 waker.wait(self._idle_seconds(), stop)
         finally:
@@ -251,13 +259,13 @@ class DeliveryWorker:
 
     def _claim_and_check(
         self, conn: Connection
-    ) -> tuple[int, deque[Claim], dict[UUID, Verdict], _Urls]:
+    ) -> tuple[int, dict[str, int], deque[Claim], dict[UUID, Verdict], _Urls]:
         now = self.store.clock.now()
-        claims = claim_in(conn, self.owner, self.batch, now, self.outbox.lease)
+        claims, closed = claim_in(conn, self.owner, self.batch, now, self.outbox.lease)
         if not claims:
-            return 0, deque(), {}, {}
+            return 0, closed, deque(), {}, {}
         pending, verdicts, urls = self._check(conn, claims, now)
-        return len(claims), pending, verdicts, urls
+        return len(claims), closed, pending, verdicts, urls
 
     def _check(self, conn: Connection, claims: Sequence[Claim], now: datetime) -> _Checked:
         """``reminder_eligible`` for the claims, read now: closes the ineligible ones in

@@ -78,9 +78,9 @@ class _SQLiteWaker:
 class _PostgresWaker:
     def __init__(self, engine: Engine, channel: str) -> None:
         raw: Any = engine.raw_connection()
+        pg: Any = raw.driver_connection
         # A connection of its own, taken out of the pool for good: it listens in autocommit.
         raw.detach()
-        pg: Any = raw.driver_connection
         pg.autocommit = True
         pg.execute(f"LISTEN {channel}")
         self._pg = pg

@@ -1,0 +1,295 @@
+"""``kalends worker``: deliver due reminders until stopped.
+
+The worker claims due reminder intents, sends each through the transport (Apprise by
+default) and records the outcome; between batches it sleeps until the next reminder
+is due or another process writes one. Any number of workers may share a database.
+
+SIGTERM or SIGINT (Ctrl-C) stops it gracefully: the send in progress finishes, what was
+sent is acknowledged and the rest of its claims are released for other workers; then
+it exits 0. A second signal stops it at once (exit 130): a reminder being sent then
+stays leased until its lease runs out, and may be delivered again (at least once).
+
+The delivery runs in a thread of its own while the main thread waits for it, so the
+signal handlers never interrupt a thread that holds the stop event's lock.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from types import FrameType
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from kalends.cli.output import emit_json, error_console
+from kalends.cli.session import DatabaseOption, report_error
+from kalends.config import mask_password
+from kalends.errors import InvalidInput, KalendsError
+from kalends.reminders.outbox import CLAIM_BATCH, MAX_CLAIM_BATCH, MAX_OWNER_LENGTH
+from kalends.reminders.transports import AppriseTransport, NullTransport, Transport
+from kalends.reminders.worker import BatchReport, DeliveryWorker
+from kalends.storage.migrate import open_store
+
+__all__ = ["EXIT_INTERRUPTED", "TRANSPORTS", "default_owner", "worker_command"]
+
+TRANSPORTS: dict[str, Callable[[], Transport]] = {
+    "apprise": AppriseTransport,
+    "null": NullTransport,
+}
+# Stopped by a second signal, without waiting for the send in progress (128 + SIGINT).
+EXIT_INTERRUPTED = 130
+# How often the main thread looks whether the delivery thread ended.
+_JOIN_SECONDS = 0.2
+
+_log = logging.getLogger("kalends.reminders")
+
+
+def default_owner() -> str:
+    """The lease owner a worker names itself by default: ``<hostname>:<pid>``."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _owner(text: str | None) -> str:
+    owner = default_owner() if text is None else text.strip()
+    if not owner or len(owner) > MAX_OWNER_LENGTH:
+        raise InvalidInput(
+            f"owner: a non-empty name of at most {MAX_OWNER_LENGTH} characters", field="owner"
+        )
+    return owner
+
+
+def _batch(text: str | None) -> int:
+    if text is None:
+        return CLAIM_BATCH
+    if re.fullmatch(r"[0-9]+", text.strip()) is None or not 1 <= int(text) <= MAX_CLAIM_BATCH:
+        raise InvalidInput(
+            f"batch: a whole number from 1 to {MAX_CLAIM_BATCH}, got {text!r}", field="batch"
+        )
+    return int(text)
+
+
+def _transport(text: str) -> Transport:
+    make = TRANSPORTS.get(text.strip().lower())
+    if make is None:
+        raise InvalidInput(f"transport: {' or '.join(TRANSPORTS)}, got {text!r}", field="transport")
+    return make()
+
+
+def report_line(report: BatchReport) -> str:
+    """One batch in words: ``claimed 3: delivered 2, retried 1, closed 0, released 0``."""
+    parts = [
+        f"delivered {report.delivered}",
+        f"retried {report.retried}",
+        f"closed {report.closed}",
+        f"released {report.released}",
+    ]
+    if report.closed_reasons:
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(report.closed_reasons.items()))
+        parts[2] += f" ({reasons})"
+    if report.lost_acks:
+        parts.append(f"lost acknowledgements {report.lost_acks}")
+    return f"claimed {report.claimed}: " + ", ".join(parts)
+
+
+def _progress(clock: Callable[[], datetime], json_output: bool) -> Callable[[BatchReport], None]:
+    """What the loop prints after each batch: a JSON line on stdout, or a line on stderr."""
+
+    def on_batch(report: BatchReport) -> None:
+        if json_output:
+            sys.stdout.write(json.dumps(report.to_json(), separators=(",", ":")) + "\n")
+            sys.stdout.flush()
+            return
+        stamp = clock().strftime("%H:%M:%S")
+        error_console.print(
+            Text(f"{stamp} ", style="dim").append(report_line(report)),
+            soft_wrap=True,
+            highlight=False,
+        )
+
+    return on_batch
+
+
+@contextmanager
+def _warnings_to_stderr() -> Iterator[None]:
+    """Shows the worker's warnings (failed sends, lost acknowledgements) on stderr."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    level = _log.level
+    _log.addHandler(handler)
+    if _log.getEffectiveLevel() > logging.WARNING:
+        _log.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        _log.removeHandler(handler)
+        _log.setLevel(level)
+        handler.close()
+
+
+class _Interrupted(Exception):
+    """A second stop signal: leave without waiting for the send in progress."""
+
+
+@contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGTERM and SIGINT set ``stop``; a second one raises :class:`_Interrupted`.
+
+    Only the main thread may install handlers; elsewhere (a caller's thread) ``stop``
+    is the only way to stop.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():
+            raise _Interrupted
+        stop.set()
+
+    wanted = [signal.SIGTERM, signal.SIGINT]
+    previous = {s: signal.signal(s, handle) for s in wanted}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _in_thread(work: Callable[[], BatchReport]) -> BatchReport:
+    """Runs ``work`` in a thread while this one waits (and takes the signals)."""
+    outcome: list[BatchReport] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as exc:
+            failure.append(exc)
+
+    thread = threading.Thread(target=target, name="kalends-worker", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(_JOIN_SECONDS)
+    if failure:
+        raise failure[0]
+    return outcome[0]
+
+
+def worker_command(
+    database: DatabaseOption = None,
+    owner: Annotated[
+        str | None,
+        typer.Option(
+            "--owner",
+            metavar="NAME",
+            help="The name its leases carry (default: HOSTNAME:PID).",
+            show_default=False,
+        ),
+    ] = None,
+    batch: Annotated[
+        str | None,
+        typer.Option(
+            "--batch",
+            metavar="N",
+            help=f"Reminders claimed at a time, 1-{MAX_CLAIM_BATCH} (default {CLAIM_BATCH}).",
+            show_default=False,
+        ),
+    ] = None,
+    once: Annotated[
+        bool, typer.Option("--once", help="Deliver what is due now, then exit.")
+    ] = False,
+    transport: Annotated[
+        str,
+        typer.Option(
+            "--transport",
+            metavar="apprise|null",
+            help="apprise: send e-mail and push; null: accept and drop (benchmarks).",
+        ),
+    ] = "apprise",
+    json_output: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="With --once: print the report as JSON. Otherwise one JSON line per batch.",
+        ),
+    ] = False,
+) -> None:
+    """Deliver due reminders until SIGTERM or Ctrl-C (graceful: nothing half-done is lost).
+
+    Each batch prints a progress line on stderr (with --json: a JSON line on stdout).
+    Failed sends are retried later (1, 4, 16 minutes, then hourly; dead after the fifth
+    attempt: `kalends reminders retry ID`). Warnings go to stderr. Exit codes: 0 stopped
+    (or, with --once, done); 1 the database refused; 2 bad input; 130 a second signal.
+    """
+    try:
+        checked_owner = _owner(owner)
+        size = _batch(batch)
+        sender = _transport(transport)
+        store = open_store(database)
+    except KalendsError as exc:
+        report_error(exc, json_output)
+    stop = threading.Event()
+    worker = DeliveryWorker(store, sender, owner=checked_owner, batch=size)
+    on_batch = _progress(store.clock.now, json_output)
+    work: Callable[[], BatchReport]
+    if once:
+
+        def work() -> BatchReport:
+            return worker.drain(stop)
+    else:
+
+        def work() -> BatchReport:
+            return worker.run(stop, on_batch=on_batch)
+
+        if not json_output:
+            where = mask_password(store.engine.url.render_as_string(hide_password=False))
+            error_console.print(
+                Text(
+                    f"worker {checked_owner}: delivering reminders from {where} "
+                    f"(transport {transport.strip().lower()}, batch {size}); "
+                    "stop with Ctrl-C or SIGTERM",
+                    style="dim",
+                ),
+                soft_wrap=True,
+                highlight=False,
+            )
+    try:
+        with _warnings_to_stderr(), _stop_on_signals(stop):
+            total = _in_thread(work)
+    except _Interrupted:
+        error_console.print(
+            "stopped at once: a reminder being sent stays leased until its lease runs out",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # At once: a normal exit would wait for the send in progress (Apprise sends
+        # from worker threads that the interpreter joins on exit).
+        os._exit(EXIT_INTERRUPTED)
+    except KalendsError as exc:
+        report_error(exc, json_output)
+    finally:
+        store.close()
+    if once:
+        if json_output:
+            emit_json(total.to_json())
+        else:
+            typer.echo(report_line(total))
+    elif not json_output:
+        error_console.print(
+            Text(f"stopped: {report_line(total)}", style="dim"), soft_wrap=True, highlight=False
+        )

@@ -1,0 +1,356 @@
+"""An actor's notification settings: where each channel's reminders go.
+
+Each actor keeps, per channel, an ordered list of Apprise URLs. The ``email``
+channel takes Apprise e-mail URLs (``mailto://``, ``mailtos://``); the ``push``
+channel takes any other Apprise service (ntfy, Gotify, Pushover, Matrix, web
+hooks, …). Every operation is one transaction and writes nothing when refused.
+
+The URLs hold passwords and tokens, so they are never shown back: a
+:class:`Destination` displays Apprise's privacy-redacted form, and error
+messages name the scheme only. The delivery worker reads the full URLs with
+:func:`urls_for`, inside its own transaction.
+
+Local mode has no logins yet: an actor may read and change only their own settings.
+"""
+
+from __future__ import annotations
+
+import builtins
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import delete, func, insert, select
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from kalends.errors import Conflict, Forbidden, InvalidInput, NotFound
+from kalends.reminders.transports import (
+    EMAIL_SCHEMES,
+    apprise_service,
+    redacted_url,
+    url_scheme,
+)
+from kalends.storage.task_tables import actor_destinations, actors
+from kalends.storage.unit_of_work import Store
+from kalends.tasks.access import resolve_actor
+from kalends.tasks.steps import ActorRef
+from kalends.tasks.values import Channel
+
+__all__ = [
+    "MAX_DESTINATIONS",
+    "MAX_URL_LENGTH",
+    "Destination",
+    "Destinations",
+    "parse_channel",
+    "urls_for",
+]
+
+MAX_DESTINATIONS = 8
+"""kalends decision: at most this many destinations per actor and channel.
+
+A reminder goes to every destination of its channel, each its own network call
+within one delivery attempt; eight covers a phone, a desktop and a few shared
+rooms while bounding how long one attempt may take and how far one actor's
+settings can fan a reminder out.
+"""
+
+MAX_URL_LENGTH = 2000
+"""The longest destination URL kalends keeps, in characters."""
+
+
+@dataclass(frozen=True, slots=True)
+class Destination:
+    """One place a channel's reminders go. ``url`` holds secrets: show ``display``."""
+
+    channel: Channel
+    position: int
+    url: str = field(repr=False)
+    display: str
+    created_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        """The destination as JSON, with the URL in its redacted form only."""
+        return {
+            "channel": self.channel.value,
+            "position": self.position,
+            "display": self.display,
+            "created_at": self.created_at.isoformat(),
+        }
+
+
+class Destinations:
+    """Each actor's notification settings; one transaction per operation."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def set(
+        self, actor: ActorRef, target: ActorRef, channel: str, urls: Sequence[str]
+    ) -> builtins.list[Destination]:
+        """Replaces the target's destinations on ``channel`` by ``urls``, in that order.
+
+        An empty sequence clears the channel. A URL kept from before keeps its
+        ``created_at``.
+        """
+        checked_channel = parse_channel(channel)
+        if isinstance(urls, str) or not isinstance(urls, Sequence):
+            raise InvalidInput("urls: a list of Apprise URLs is expected", field="urls")
+        if len(urls) > MAX_DESTINATIONS:
+            raise InvalidInput(
+                f"urls: at most {MAX_DESTINATIONS} {checked_channel.value} destinations, "
+                f"got {len(urls)}",
+                field="urls",
+            )
+        checked = [check_url(checked_channel, url, f"urls[{i}]") for i, url in enumerate(urls)]
+        seen: dict[str, int] = {}
+        for i, url in enumerate(checked):
+            if url in seen:
+                raise InvalidInput(
+                    f"urls[{i}]: the same URL as urls[{seen[url]}]", field=f"urls[{i}]"
+                )
+            seen[url] = i
+
+        def run(conn: Connection) -> builtins.list[Destination]:
+            target_id = _own_settings(conn, actor, target, "change")
+            _lock_actor(conn, target_id)
+            where = (
+                actor_destinations.c.actor_id == target_id,
+                actor_destinations.c.channel == checked_channel.value,
+            )
+            kept: dict[str, datetime] = dict(
+                conn.execute(
+                    select(actor_destinations.c.url, actor_destinations.c.created_at).where(*where)
+                ).all()
+            )
+            conn.execute(delete(actor_destinations).where(*where))
+            now = self.store.clock.now()
+            written = [
+                _destination(checked_channel, position, url, kept.get(url, now))
+                for position, url in enumerate(checked, start=1)
+            ]
+            if written:
+                conn.execute(
+                    insert(actor_destinations),
+                    [
+                        {
+                            "id": uuid.uuid4(),
+                            "actor_id": target_id,
+                            "channel": checked_channel.value,
+                            "position": d.position,
+                            "url": d.url,
+                            "created_at": d.created_at,
+                        }
+                        for d in written
+                    ],
+                )
+            return written
+
+        return self.store.run(run)
+
+    def add(self, actor: ActorRef, target: ActorRef, channel: str, url: str) -> Destination:
+        """Appends one destination to the target's ``channel``."""
+        checked_channel = parse_channel(channel)
+        checked = check_url(checked_channel, url, "url")
+
+        def run(conn: Connection) -> Destination:
+            target_id = _own_settings(conn, actor, target, "change")
+            _lock_actor(conn, target_id)
+            where = (
+                actor_destinations.c.actor_id == target_id,
+                actor_destinations.c.channel == checked_channel.value,
+            )
+            count, last, present = conn.execute(
+                select(
+                    func.count(),
+                    func.max(actor_destinations.c.position),
+                    func.count().filter(actor_destinations.c.url == checked),
+                ).where(*where)
+            ).one()
+            if present:
+                raise Conflict(
+                    f"url: this {checked_channel.value} destination is already set", field="url"
+                )
+            if count >= MAX_DESTINATIONS:
+                raise InvalidInput(
+                    f"url: {checked_channel.value} already has {count} destinations, "
+                    f"the most kalends keeps per channel ({MAX_DESTINATIONS})",
+                    field="url",
+                )
+            position = (last or 0) + 1
+            created_at = self.store.clock.now()
+            try:
+                with conn.begin_nested():
+                    conn.execute(
+                        insert(actor_destinations).values(
+                            id=uuid.uuid4(),
+                            actor_id=target_id,
+                            channel=checked_channel.value,
+                            position=position,
+                            url=checked,
+                            created_at=created_at,
+                        )
+                    )
+            except IntegrityError as exc:
+                raise Conflict(
+                    f"url: this {checked_channel.value} destination is already set", field="url"
+                ) from exc
+            return _destination(checked_channel, position, checked, created_at)
+
+        return self.store.run(run)
+
+    def remove(self, actor: ActorRef, target: ActorRef, channel: str, url: str) -> None:
+        """Removes one destination; :class:`NotFound` when the channel has no such URL."""
+        checked_channel = parse_channel(channel)
+        if not isinstance(url, str):
+            raise InvalidInput("url: an Apprise URL is expected", field="url")
+        text = url.strip()
+
+        def run(conn: Connection) -> None:
+            target_id = _own_settings(conn, actor, target, "change")
+            removed = conn.execute(
+                delete(actor_destinations).where(
+                    actor_destinations.c.actor_id == target_id,
+                    actor_destinations.c.channel == checked_channel.value,
+                    actor_destinations.c.url == text,
+                )
+            ).rowcount
+            if not removed:
+                raise NotFound(f"url: no such {checked_channel.value} destination", field="url")
+
+        self.store.run(run)
+
+    def list(
+        self, actor: ActorRef, target: ActorRef, channel: str | None = None
+    ) -> builtins.list[Destination]:
+        """The target's destinations, by channel then position; one channel if given."""
+        checked_channel = None if channel is None else parse_channel(channel)
+
+        def run(conn: Connection) -> builtins.list[Destination]:
+            target_id = _own_settings(conn, actor, target, "see")
+            query = (
+                select(
+                    actor_destinations.c.channel,
+                    actor_destinations.c.position,
+                    actor_destinations.c.url,
+                    actor_destinations.c.created_at,
+                )
+                .where(actor_destinations.c.actor_id == target_id)
+                .order_by(actor_destinations.c.channel, actor_destinations.c.position)
+            )
+            if checked_channel is not None:
+                query = query.where(actor_destinations.c.channel == checked_channel.value)
+            return [
+                _destination(Channel(r.channel), r.position, r.url, r.created_at)
+                for r in conn.execute(query)
+            ]
+
+        return self.store.run(run, write=False)
+
+
+def urls_for(
+    conn: Connection, recipients: Sequence[UUID], channel: Channel | str
+) -> dict[UUID, tuple[str, ...]]:
+    """Each recipient's destination URLs on ``channel``, in order; one query for all of them.
+
+    Runs inside the caller's transaction. Every recipient asked for is a key;
+    one without destinations maps to an empty tuple.
+    """
+    checked_channel = parse_channel(channel)
+    wanted = builtins.list(dict.fromkeys(recipients))
+    found: dict[UUID, builtins.list[str]] = {r: [] for r in wanted}
+    if not wanted:
+        return {}
+    rows = conn.execute(
+        select(actor_destinations.c.actor_id, actor_destinations.c.url)
+        .where(
+            actor_destinations.c.channel == checked_channel.value,
+            actor_destinations.c.actor_id.in_(wanted),
+        )
+        .order_by(actor_destinations.c.actor_id, actor_destinations.c.position)
+    )
+    for actor_id, url in rows:
+        found[actor_id].append(url)
+    return {r: tuple(urls) for r, urls in found.items()}
+
+
+def parse_channel(value: object, field: str = "channel") -> Channel:
+    """The channel named by ``value``: ``email`` or ``push``."""
+    if isinstance(value, Channel):
+        return value
+    if isinstance(value, str) and value in {c.value for c in Channel}:
+        return Channel(value)
+    raise InvalidInput(f"{field}: unknown channel {value!r}; use email or push", field=field)
+
+
+def check_url(channel: Channel, url: object, field: str) -> str:
+    """The URL, stripped, once Apprise can use it on ``channel``; never echoes the URL."""
+    if not isinstance(url, str):
+        raise InvalidInput(f"{field}: an Apprise URL is expected", field=field)
+    text = url.strip()
+    if not text:
+        raise InvalidInput(f"{field}: an Apprise URL cannot be blank", field=field)
+    if len(text) > MAX_URL_LENGTH:
+        raise InvalidInput(
+            f"{field}: at most {MAX_URL_LENGTH} characters, got {len(text)}", field=field
+        )
+    scheme = url_scheme(text)
+    found = apprise_service(text)
+    if found is None:
+        if scheme is None:
+            raise InvalidInput(
+                f"{field}: not an Apprise URL (scheme://…, e.g. mailto:// or ntfy://)",
+                field=field,
+            )
+        raise InvalidInput(
+            f"{field}: Apprise cannot use this {scheme}:// URL; check it against the "
+            "service's Apprise documentation",
+            field=field,
+        )
+    service_scheme = found[0]
+    if channel is Channel.EMAIL and service_scheme not in EMAIL_SCHEMES:
+        raise InvalidInput(
+            f"{field}: an email destination is a mailto:// or mailtos:// URL, "
+            f"got {service_scheme}://",
+            field=field,
+        )
+    if channel is Channel.PUSH and service_scheme in EMAIL_SCHEMES:
+        raise InvalidInput(
+            f"{field}: a push destination cannot be an e-mail ({service_scheme}://) URL; "
+            "add it to the email channel",
+            field=field,
+        )
+    return text
+
+
+def _own_settings(conn: Connection, actor: ActorRef, target: ActorRef, verb: str) -> UUID:
+    """The target's ID once the acting actor is the target (local mode: no logins yet)."""
+    actor_id = resolve_actor(conn, actor)
+    target_id = resolve_actor(conn, target, "target")
+    if actor_id != target_id:
+        raise Forbidden(f"you may only {verb} your own notification settings")
+    return target_id
+
+
+def _lock_actor(conn: Connection, actor_id: UUID) -> None:
+    """Serializes changes to one actor's settings (count and position checks).
+
+    PostgreSQL: ``FOR NO KEY UPDATE`` on the actor's row, which leaves the key-share
+    locks of foreign keys (other tables' rows naming the actor) free to proceed.
+    SQLite: nothing, its write transaction already holds the database's write lock.
+    """
+    query = select(actors.c.id).where(actors.c.id == actor_id).with_for_update(key_share=True)
+    conn.execute(query).one()
+
+
+def _destination(channel: Channel, position: int, url: str, created_at: datetime) -> Destination:
+    return Destination(
+        channel=channel,
+        position=position,
+        url=url,
+        display=redacted_url(url),
+        created_at=created_at,
+    )
