@@ -47,6 +47,7 @@ test: lint typecheck pytest
 bench: $(BENCH_STAMP)
 	$(BIN)/python bench/recurrence.py
 	$(BIN)/python bench/tasks.py
+	$(BIN)/python bench/outbox.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

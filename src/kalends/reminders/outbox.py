@@ -718,7 +718,7 @@ class Outbox:
                     "only a dead one, or one waiting after a failure, can"
                 )
             now = self.store.clock.now()
-            conn.execute(
+            changed = conn.execute(
                 update(ri)
                 .where(ri.c.id == intent_id, ri.c.status == found.status)
                 .values(
@@ -730,7 +730,9 @@ class Outbox:
                     lease_expires_at=None,
                     updated_at=now,
                 )
-            )
+            ).rowcount
+            if changed != 1:  # a worker claimed it meanwhile (PostgreSQL)
+                raise _conflict("reminder: a worker took this reminder meanwhile; try again")
             notify(conn)
             return _intent(conn, intent_id)
 

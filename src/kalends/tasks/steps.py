@@ -162,6 +162,8 @@ _CANCEL_INTENTS = (
         status="cancelled",
         closed_reason=bindparam("reason"),
         lease_token=None,
+        lease_owner=None,
+        lease_expires_at=None,
         updated_at=bindparam("now"),
     )
 )

@@ -83,6 +83,8 @@ _CANCEL_SUBTREE_INTENTS = (
         status="cancelled",
         closed_reason=bindparam("reason"),
         lease_token=None,
+        lease_owner=None,
+        lease_expires_at=None,
         updated_at=bindparam("now"),
     )
 )
