@@ -36,9 +36,9 @@ from kalends.cli.output import emit_json, error_console
 from kalends.cli.session import DatabaseOption, report_error
 from kalends.config import mask_password
 from kalends.errors import InvalidInput, KalendsError
-from kalends.reminders.outbox import CLAIM_BATCH, MAX_CLAIM_BATCH, MAX_OWNER_LENGTH
+from kalends.reminders.outbox import MAX_CLAIM_BATCH, MAX_OWNER_LENGTH
 from kalends.reminders.transports import AppriseTransport, NullTransport, Transport
-from kalends.reminders.worker import BatchReport, DeliveryWorker
+from kalends.reminders.worker import WORKER_BATCH, BatchReport, DeliveryWorker
 from kalends.storage.migrate import open_store
 
 __all__ = ["EXIT_INTERRUPTED", "TRANSPORTS", "default_owner", "worker_command"]
@@ -71,7 +71,7 @@ def _owner(text: str | None) -> str:
 
 def _batch(text: str | None) -> int:
     if text is None:
-        return CLAIM_BATCH
+        return WORKER_BATCH
     if re.fullmatch(r"[0-9]+", text.strip()) is None or not 1 <= int(text) <= MAX_CLAIM_BATCH:
         raise InvalidInput(
             f"batch: a whole number from 1 to {MAX_CLAIM_BATCH}, got {text!r}", field="batch"
@@ -203,7 +203,8 @@ def worker_command(
         typer.Option(
             "--batch",
             metavar="N",
-            help=f"Reminders claimed at a time, 1-{MAX_CLAIM_BATCH} (default {CLAIM_BATCH}).",
+            help=f"At most N reminders claimed at a time, 1-{MAX_CLAIM_BATCH} (default "
+            f"{WORKER_BATCH}); fewer when sends are slow, so a batch fits in half a lease.",
             show_default=False,
         ),
     ] = None,

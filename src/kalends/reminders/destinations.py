@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import bindparam, delete, func, insert, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -46,6 +46,7 @@ __all__ = [
     "Destination",
     "Destinations",
     "parse_channel",
+    "destinations_of",
     "urls_for",
 ]
 
@@ -275,6 +276,30 @@ def urls_for(
     for actor_id, url in rows:
         found[actor_id].append(url)
     return {r: tuple(urls) for r, urls in found.items()}
+
+
+_DESTINATIONS_OF = (
+    select(actor_destinations.c.actor_id, actor_destinations.c.channel, actor_destinations.c.url)
+    .where(actor_destinations.c.actor_id.in_(bindparam("recipients", expanding=True)))
+    .order_by(
+        actor_destinations.c.actor_id,
+        actor_destinations.c.channel,
+        actor_destinations.c.position,
+    )
+)
+
+
+def destinations_of(
+    conn: Connection, recipients: Sequence[UUID]
+) -> dict[tuple[UUID, str], tuple[str, ...]]:
+    """Every channel's destination URLs of these recipients, keyed by (recipient, channel);
+    one prebuilt statement for all of them. Absent keys have no destination."""
+    if not recipients:
+        return {}
+    found: dict[tuple[UUID, str], builtins.list[str]] = {}
+    for actor_id, channel, url in conn.execute(_DESTINATIONS_OF, {"recipients": recipients}):
+        found.setdefault((actor_id, channel), []).append(url)
+    return {key: tuple(urls) for key, urls in found.items()}
 
 
 def parse_channel(value: object, field: str = "channel") -> Channel:

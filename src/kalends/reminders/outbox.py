@@ -30,7 +30,7 @@ message as the idempotency key.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -49,6 +49,7 @@ from sqlalchemy import (
     or_,
     select,
     text,
+    type_coerce,
     update,
 )
 from sqlalchemy.engine import Connection
@@ -79,6 +80,7 @@ __all__ = [
     "Intent",
     "Outbox",
     "Verdict",
+    "ack_in",
     "backoff",
     "claim_in",
     "close_in",
@@ -110,6 +112,7 @@ MAX_ERROR_LENGTH = 2000
 TOKEN_LENGTH = 64
 
 LIVE = ("pending", "leased")
+_OPEN = TaskStatus.OPEN.value
 STATUSES = ("pending", "leased", "delivered", "cancelled", "dead", "closed")
 ri = reminder_intents
 
@@ -316,7 +319,8 @@ def _eligibility_statement() -> Any:
             ri.c.id,
             ri.c.schedule_revision,
             tasks.c.schedule_revision.label("current_revision"),
-            tasks.c.id.label("task_id"),
+            # The task's and the recipient's IDs unconverted (see _uuid): the worker has them.
+            type_coerce(ri.c.task_id, String()).label("task_id"),
             tasks.c.ref,
             tasks.c.title,
             tasks.c.status.label("task_status"),
@@ -328,7 +332,7 @@ def _eligibility_statement() -> Any:
             lists.c.name.label("list_name"),
             lists.c.status.label("list_status"),
             member.label("role"),
-            actors.c.id.label("recipient_id"),
+            type_coerce(ri.c.recipient_id, String()).label("recipient_id"),
             actors.c.handle,
             actors.c.display_name,
             actors.c.email,
@@ -367,7 +371,14 @@ def _hidden_by_trash_statement() -> Any:
 _HIDDEN_BY_TRASH = _hidden_by_trash_statement()
 
 
-def eligibility(conn: Connection, intent_ids: Sequence[UUID]) -> dict[UUID, Verdict]:
+def _uuid(value: Any) -> UUID:
+    """A UUID from the database's own form (hex text on SQLite, a UUID on PostgreSQL)."""
+    return value if isinstance(value, UUID) else UUID(hex=value)
+
+
+def eligibility(
+    conn: Connection, intent_ids: Sequence[UUID], claims: Mapping[UUID, Claim] | None = None
+) -> dict[UUID, Verdict]:
     """``reminder_eligible`` for many intents in one or two statements (seed 000, "Reminder
     outbox"): the walk up to the ancestors runs only for intents of checklist items.
 
@@ -379,38 +390,64 @@ def eligibility(conn: Connection, intent_ids: Sequence[UUID]) -> dict[UUID, Verd
     if not intent_ids:
         return {}
     rows = conn.execute(_ELIGIBILITY, {"ids": list(intent_ids)}).all()
-    items = [row.id for row in rows if row.parent_id is not None]
+    items = [row[0] for row in rows if row[8] is not None]  # intents of checklist items
     hidden = set(conn.execute(_HIDDEN_BY_TRASH, {"ids": items}).scalars()) if items else set()
     verdicts: dict[UUID, Verdict] = {}
-    for row in rows:
+    # Rows unpacked by position (the columns of _ELIGIBILITY, in order): a hot path.
+    for (
+        intent_id,
+        revision,
+        current_revision,
+        raw_task_id,
+        ref,
+        title,
+        task_status,
+        trashed,
+        _parent_id,
+        due_date,
+        due_local,
+        due_zone,
+        list_name,
+        list_status,
+        role,
+        raw_recipient_id,
+        handle,
+        display_name,
+        email,
+    ) in rows:
         reason: str | None = None
-        if row.schedule_revision != row.current_revision:
+        if revision != current_revision:
             reason = "stale-schedule"
-        elif row.task_status != TaskStatus.OPEN.value:
+        elif task_status != _OPEN:
             reason = "task-completed"
-        elif row.trashed or row.id in hidden:
+        elif trashed or intent_id in hidden:
             reason = "task-trashed"
-        elif row.list_status != "active":
+        elif list_status != "active":
             reason = "list-archived"
-        elif row.role is None:
+        elif role is None:
             reason = "recipient-not-a-member"
         due_text = None
-        if row.due_local is not None:
-            due_text = f"{row.due_local.replace('T', ' ')[:16]} {row.due_zone}"
-        elif row.due_date is not None:
-            due_text = row.due_date.isoformat()
-        verdicts[row.id] = Verdict(
-            intent_id=row.id,
-            reason=reason,
-            task_id=row.task_id,
-            task_ref=row.ref,
-            task_title=row.title,
-            due_text=due_text,
-            list_name=row.list_name,
-            recipient_id=row.recipient_id,
-            recipient=row.handle,
-            recipient_name=row.display_name,
-            recipient_email=row.email,
+        if due_local is not None:
+            due_text = f"{due_local.replace('T', ' ')[:16]} {due_zone}"
+        elif due_date is not None:
+            due_text = due_date.isoformat()
+        claim = claims.get(intent_id) if claims is not None else None
+        if claim is not None:
+            task_id, recipient_id = claim.task_id, claim.recipient_id
+        else:
+            task_id, recipient_id = _uuid(raw_task_id), _uuid(raw_recipient_id)
+        verdicts[intent_id] = Verdict(
+            intent_id,
+            reason,
+            task_id,
+            ref,
+            title,
+            due_text,
+            list_name,
+            recipient_id,
+            handle,
+            display_name,
+            email,
         )
     return verdicts
 
@@ -444,26 +481,36 @@ def claim_in(
     }
     claims: list[Claim] = []
     closed: dict[str, int] = {}
-    for r in conn.execute(_CLAIM, params):
-        if r.status != "leased":
-            reason = r.closed_reason or r.status
-            closed[reason] = closed.get(reason, 0) + 1
+    # Rows unpacked by position: a claim is a hot path, and attribute access costs more.
+    for (
+        intent_id,
+        task_id,
+        revision,
+        channel,
+        at,
+        recipient,
+        attempts,
+        token,
+        expires,
+        status,
+        reason,
+    ) in conn.execute(_CLAIM, params):
+        if status != "leased":
+            closed[reason or status] = closed.get(reason or status, 0) + 1
             continue
         claims.append(
-            Claim(
-                id=r.id,
-                task_id=r.task_id,
-                schedule_revision=r.schedule_revision,
-                channel=r.channel,
-                at=r.at,
-                recipient_id=r.recipient_id,
-                attempts=r.attempts,
-                token=r.lease_token,
-                lease_expires_at=r.lease_expires_at,
-            )
+            Claim(intent_id, task_id, revision, channel, at, recipient, attempts, token, expires)
         )
-    claims.sort(key=lambda c: (c.at, str(c.id)))
+    claims.sort(key=lambda c: c.at)
     return claims, closed
+
+
+def ack_in(conn: Connection, tokens: Sequence[str], now: datetime) -> list[str]:
+    """:meth:`Outbox.ack_many` inside the caller's (write) transaction; tokens unchecked."""
+    if not tokens:
+        return []
+    done = set(conn.execute(_ACK, {"tokens": list(tokens), "now": now}).scalars())
+    return [t for t in tokens if t not in done]
 
 
 _CLOSE = (
@@ -559,12 +606,7 @@ class Outbox:
         if not checked:
             return []
 
-        def run(conn: Connection) -> list[str]:
-            now = self.store.clock.now()
-            done = set(conn.execute(_ACK, {"tokens": checked, "now": now}).scalars())
-            return [t for t in checked if t not in done]
-
-        return self.store.run(run)
+        return self.store.run(lambda conn: ack_in(conn, checked, self.store.clock.now()))
 
     def retry(self, token: str, error: str) -> Intent:
         """Records a failed delivery: the intent waits :func:`backoff` and is claimable again,

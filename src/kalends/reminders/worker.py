@@ -31,12 +31,12 @@ from uuid import UUID
 
 from sqlalchemy.engine import Connection
 
-from kalends.reminders.destinations import urls_for
+from kalends.reminders.destinations import destinations_of
 from kalends.reminders.outbox import (
-    CLAIM_BATCH,
     Claim,
     Outbox,
     Verdict,
+    ack_in,
     claim_in,
     close_in,
     eligibility,
@@ -46,9 +46,11 @@ from kalends.storage.unit_of_work import Store
 from kalends.storage.wake import Waker, open_waker
 
 __all__ = [
+    "FIRST_BATCH",
     "IDLE_RECHECK",
     "LEASE_MARGIN",
     "RECHECK_AFTER",
+    "WORKER_BATCH",
     "BatchReport",
     "DeliveryWorker",
     "compose",
@@ -61,6 +63,13 @@ RECHECK_AFTER = 1.0
 # kalends: a claim whose lease ends sooner than this (or half the lease, if shorter) is
 # released, not sent.
 LEASE_MARGIN = timedelta(seconds=10)
+# kalends: a worker claims at most this many reminders at a time by default; how many it
+# actually claims follows the transport's pace, so that a batch is sent within half a lease.
+WORKER_BATCH = 500
+# kalends: the first claim of a worker, before it knows the transport's pace.
+FIRST_BATCH = 50
+# kalends: the weight of the latest batch in the running mean of a send's duration.
+PACE_WEIGHT = 0.3
 # kalends: with nothing due and no wake-up, look at the earliest due instant again after
 # this long anyway (a guard against a missed notification; one index seek).
 IDLE_RECHECK = 60.0
@@ -138,7 +147,7 @@ class DeliveryWorker:
         transport: Transport,
         *,
         owner: str,
-        batch: int = CLAIM_BATCH,
+        batch: int = WORKER_BATCH,
         outbox: Outbox | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -146,21 +155,34 @@ class DeliveryWorker:
         self.transport = transport
         self.owner = owner
         self.batch = batch
+        # Seconds a send takes, as a running mean (None until the first batch is sent).
+        self.pace: float | None = None
         self.outbox = outbox or Outbox(store)
         self.monotonic = monotonic
         # Never more than half the lease, so a short lease still leaves time to send.
         self.lease_margin = min(LEASE_MARGIN, self.outbox.lease / 2)
+        # Sent in the last batch and acknowledged in the next claim's transaction (drain, run).
+        self._unacked: list[str] = []
 
     # --- one batch -----------------------------------------------------------------------
 
-    def run_once(self, stop: threading.Event | None = None) -> BatchReport:
+    def run_once(
+        self, stop: threading.Event | None = None, *, defer_ack: bool = False
+    ) -> BatchReport:
         """Claims one batch and settles every claim in it; returns what happened.
 
-        The claim, the eligibility check, closing the ineligible claims and reading the
-        destinations are one transaction; the sends follow at once.
+        Acknowledging the previous batch, the claim, the eligibility check, closing the
+        ineligible claims and reading the destinations are one transaction; the sends
+        follow at once. With ``defer_ack`` the sent reminders are acknowledged by the next
+        call (one commit per batch); :meth:`flush` acknowledges them otherwise.
         """
         report = BatchReport()
-        claimed, closed, pending, verdicts, urls = self.store.run(self._claim_and_check)
+        acked = self._unacked
+        claimed, closed, pending, verdicts, urls, lost = self.store.run(
+            lambda conn: self._claim_and_check(conn, acked)
+        )
+        self._unacked = []
+        self._count_acks(report, len(acked), lost)
         # Counted from when the verdicts were in hand, so that at least one send follows.
         checked_at = self.monotonic()
         report.claimed = claimed
@@ -169,6 +191,7 @@ class DeliveryWorker:
             report.closed_reasons[reason] = report.closed_reasons.get(reason, 0) + count
         self._count_closed(report, claimed - len(pending), verdicts)
         sent: list[str] = []
+        sends, sending = 0, 0.0
         try:
             while pending:
                 if self.monotonic() - checked_at >= RECHECK_AFTER:
@@ -189,31 +212,47 @@ class DeliveryWorker:
                     report.released += self.outbox.release([claim.token])
                     continue
                 destinations = urls.get((claim.recipient_id, claim.channel), ())
+                started = self.monotonic()
                 outcome = self._send(claim, verdicts[claim.id], destinations)
+                sends, sending = sends + 1, sending + self.monotonic() - started
                 if outcome is None:
                     sent.append(claim.token)
                 else:
                     self._retry(claim, outcome)
                     report.retried += 1
         finally:
-            if sent:
-                lost = self.outbox.ack_many(sent)
-                report.delivered += len(sent) - len(lost)
-                report.lost_acks += len(lost)
-                for token in lost:
-                    log.warning("delivered, but the lease was lost before the ack: %s", token)
+            self._observe(sends, sending)
+            self._unacked = sent
+            if not defer_ack or (stop is not None and stop.is_set()):
+                self.flush(report)
             if pending:
                 report.released += self.outbox.release([c.token for c in pending])
         return report
 
+    def flush(self, report: BatchReport) -> None:
+        """Acknowledges the reminders sent and not yet acknowledged, counting them in ``report``."""
+        sent, self._unacked = self._unacked, []
+        if sent:
+            self._count_acks(report, len(sent), self.outbox.ack_many(sent))
+
+    @staticmethod
+    def _count_acks(report: BatchReport, sent: int, lost: Sequence[str]) -> None:
+        report.delivered += sent - len(lost)
+        report.lost_acks += len(lost)
+        for token in lost:
+            log.warning("delivered, but the lease was lost before the ack: %s", token)
+
     def drain(self, stop: threading.Event | None = None) -> BatchReport:
         """Runs batches until nothing is due (or ``stop`` is set)."""
         total = BatchReport()
-        while stop is None or not stop.is_set():
-            report = self.run_once(stop)
-            total.add(report)
-            if report.claimed == 0 and report.closed == 0:
-                break
+        try:
+            while stop is None or not stop.is_set():
+                report = self.run_once(stop, defer_ack=True)
+                total.add(report)
+                if report.claimed == 0 and report.closed == 0:
+                    break
+        finally:
+            self.flush(total)
         return total
 
     # --- the loop ------------------------------------------------------------------------
@@ -235,15 +274,21 @@ class DeliveryWorker:
         waker = waker or open_waker(self.store.engine)
         try:
             while not stop.is_set():
-                report = self.run_once(stop)
+                report = self.run_once(stop, defer_ack=True)
                 total.add(report)
                 busy = report.claimed or report.closed
-                if busy and on_batch is not None:
+                # An idle round still acknowledges what the last batch sent: report it.
+                if (busy or report.delivered or report.lost_acks) and on_batch is not None:
                     on_batch(report)
                 if busy:
                     continue
                 waker.wait(self._idle_seconds(), stop)
         finally:
+            last = BatchReport()
+            self.flush(last)
+            total.add(last)
+            if (last.delivered or last.lost_acks) and on_batch is not None:
+                on_batch(last)
             if own_waker:
                 waker.close()
         return total
@@ -257,20 +302,36 @@ class DeliveryWorker:
 
     # --- helpers -------------------------------------------------------------------------
 
+    def batch_size(self) -> int:
+        """How many reminders to claim next: as many as the transport's pace sends within
+        half a lease, at most ``batch``."""
+        if self.pace is None:
+            return min(self.batch, FIRST_BATCH)
+        budget = (self.outbox.lease / 2).total_seconds()
+        return max(1, min(self.batch, int(budget / max(self.pace, 1e-6))))
+
+    def _observe(self, sends: int, seconds: float) -> None:
+        if sends:
+            pace = seconds / sends
+            self.pace = (
+                pace if self.pace is None else (PACE_WEIGHT * pace + (1 - PACE_WEIGHT) * self.pace)
+            )
+
     def _claim_and_check(
-        self, conn: Connection
-    ) -> tuple[int, dict[str, int], deque[Claim], dict[UUID, Verdict], _Urls]:
+        self, conn: Connection, acked: Sequence[str]
+    ) -> tuple[int, dict[str, int], deque[Claim], dict[UUID, Verdict], _Urls, list[str]]:
         now = self.store.clock.now()
-        claims, closed = claim_in(conn, self.owner, self.batch, now, self.outbox.lease)
+        lost = ack_in(conn, acked, now)
+        claims, closed = claim_in(conn, self.owner, self.batch_size(), now, self.outbox.lease)
         if not claims:
-            return 0, closed, deque(), {}, {}
+            return 0, closed, deque(), {}, {}, lost
         pending, verdicts, urls = self._check(conn, claims, now)
-        return len(claims), closed, pending, verdicts, urls
+        return len(claims), closed, pending, verdicts, urls, lost
 
     def _check(self, conn: Connection, claims: Sequence[Claim], now: datetime) -> _Checked:
         """``reminder_eligible`` for the claims, read now: closes the ineligible ones in
         this transaction and returns the others with their recipients' destinations."""
-        verdicts = eligibility(conn, [c.id for c in claims])
+        verdicts = eligibility(conn, [c.id for c in claims], {c.id: c for c in claims})
         closing = [
             (c.token, verdicts[c.id].reason or "")
             for c in claims
@@ -278,11 +339,7 @@ class DeliveryWorker:
         ]
         close_in(conn, closing, now)
         eligible = deque(c for c in claims if c.id in verdicts and verdicts[c.id].reason is None)
-        urls: _Urls = {}
-        for channel in sorted({c.channel for c in eligible}):
-            recipients = sorted({c.recipient_id for c in eligible if c.channel == channel})
-            for recipient, found in urls_for(conn, recipients, channel).items():
-                urls[(recipient, channel)] = found
+        urls = destinations_of(conn, sorted({c.recipient_id for c in eligible}))
         return eligible, verdicts, urls
 
     @staticmethod

@@ -122,8 +122,13 @@ def _sqlite_engine(url: str, busy_timeout_ms: int, echo: bool, synchronous: str)
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
         write = connection.get_execution_options().get(WRITE_OPTION)
-        # query_only outlives the transaction on a pooled connection: set it every time.
-        connection.exec_driver_sql(f"PRAGMA query_only = {'ON' if write is False else 'OFF'}")
+        # query_only outlives the transaction on a pooled connection: the connection's
+        # record remembers it, and it is set whenever the next transaction wants another.
+        query_only = write is False
+        state = connection.connection.info
+        if state.get("query_only") is not query_only:
+            connection.exec_driver_sql(f"PRAGMA query_only = {'ON' if query_only else 'OFF'}")
+            state["query_only"] = query_only
         connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
