@@ -43,7 +43,8 @@ kalends' (WAL, ``synchronous=NORMAL``, foreign keys on, the same page cache size
     of the new series_occurrences row, UPDATE of task_series.
 
 The bare writes know the task IDs and revisions up front, and for (d) the successor's
-rows too (read from the copy and computed before the timed call, with ``zoneinfo``):
+rows too (read from the copy and computed before the timed call, with ``zoneinfo``; new
+IDs time-ordered, as kalends gives new rows):
 they do none of the reads kalends does (actor, role and revision checks, trash check,
 finding the subtree, the series and the rows to copy, reference collision checks, the
 returned task). At the end the rows each side wrote are compared (all columns but
@@ -92,6 +93,7 @@ from sqlalchemy import Engine, event  # noqa: E402
 from kalends.bootstrap import Services, build  # noqa: E402
 from kalends.civil import format_local  # noqa: E402
 from kalends.storage.engine import SQLITE_CACHE_KIB  # noqa: E402
+from kalends.storage.ids import ids_at  # noqa: E402
 from kalends.storage.migrate import open_store  # noqa: E402
 from kalends.tasks import Schedule, Task, TimedValue, TreeNode, parse_schedule  # noqa: E402
 from kalends.tasks.models import reminder_to_json  # noqa: E402
@@ -688,7 +690,9 @@ def plan_successor(
     def later(value: str | None) -> str | None:
         return (date.fromisoformat(value) + offset).isoformat() if value else None
 
-    fresh = {old: uuid.uuid4() for old in old_ids}
+    # The same time-ordered IDs as kalends gives new rows (kalends.storage.ids).
+    fresh = dict(zip(old_ids, ids_at(datetime.now(UTC), len(old_ids)), strict=True))
+    intent_ids = iter(ids_at(datetime.now(UTC), len(reminders)))
     refs: list[str] = []
     while len(refs) < len(old_ids):
         ref = "".join(random.choices(REF_ALPHABET, k=6))
@@ -733,7 +737,7 @@ def plan_successor(
         local, new_at = moved(r_zone, at)
         new_id = fresh[task_id].hex
         reminder_rows.append((new_id, position, channel, local, r_zone, new_at, who))
-        intent_rows.append((uuid.uuid4().hex, new_id, channel, new_at, who, new_at))
+        intent_rows.append((next(intent_ids).hex, new_id, channel, new_at, who, new_at))
     new_root = str(fresh[old_ids[0]])
     history_rows: list[tuple[Any, ...]] = [
         (

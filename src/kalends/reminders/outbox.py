@@ -501,7 +501,7 @@ def claim_in(
         claims.append(
             Claim(intent_id, task_id, revision, channel, at, recipient, attempts, token, expires)
         )
-    claims.sort(key=lambda c: c.at)
+    claims.sort(key=lambda c: (c.at, c.id))
     return claims, closed
 
 

@@ -16,6 +16,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from kalends.errors import Conflict, InvalidInput, NotFound, ReparentCycle, TaskTrashed
+from kalends.storage.ids import ids_at
 from kalends.storage.task_tables import (
     attachments,
     blobs,
@@ -208,7 +209,7 @@ class TaskService(Transitions):
                 before=sibling_id(conn, before, "before"),
                 after=sibling_id(conn, after, "after"),
             )
-            task_id = uuid.uuid4()
+            (task_id,) = ids_at(now, 1)
             conn.execute(
                 insert(tasks).values(
                     id=task_id,

@@ -35,6 +35,7 @@ from sqlalchemy.engine import Connection
 from kalends.civil import format_local, get_zone, parse_local_datetime
 from kalends.civil.zones import Resolution, local_seconds, to_naive_datetime
 from kalends.errors import Conflict
+from kalends.storage.ids import ids_at
 from kalends.storage.scratch import add_days, copy_map, ensure_scratch, json_pairs
 from kalends.storage.task_tables import (
     reminder_intents,
@@ -289,9 +290,10 @@ def generate(
         if occurrence.root_due_local is not None and occurrence.zone
         else None
     )
-    for row, ref in zip(rows, refs, strict=True):
+    # Time-ordered IDs: the new rows go side by side into every index keyed by them.
+    for row, ref, new in zip(rows, refs, ids_at(now, len(rows)), strict=True):
         old = row.id
-        new = fresh[old] = uuid.uuid4()
+        fresh[old] = new
         due_date = None
         local, zone, at = row.due_local, row.due_zone, row.due_at
         if old == source_root and series_due is not None:
@@ -355,7 +357,7 @@ def generate(
             insert(reminder_intents),
             [
                 {
-                    "id": uuid.uuid4(),
+                    "id": intent_id,
                     "task_id": c["task_id"],
                     "schedule_revision": 1,
                     "channel": c["channel"],
@@ -367,7 +369,7 @@ def generate(
                     "created_at": now,
                     "updated_at": now,
                 }
-                for c in copied
+                for c, intent_id in zip(copied, ids_at(now, len(copied)), strict=True)
             ],
         )
         notify(conn)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import date
 from typing import Any
 from uuid import UUID
@@ -12,6 +11,7 @@ from sqlalchemy.engine import Connection
 
 from kalends.civil import format_local
 from kalends.errors import Conflict, Forbidden, OpenDescendants
+from kalends.storage.ids import ids_at
 from kalends.storage.task_tables import list_members, reminder_intents, task_reminders, tasks
 from kalends.storage.unit_of_work import for_update
 from kalends.storage.wake import notify
@@ -160,7 +160,7 @@ class Transitions(ServiceBase):
                     insert(reminder_intents),
                     [
                         {
-                            "id": uuid.uuid4(),
+                            "id": intent_id,
                             "task_id": row.id,
                             "schedule_revision": schedule_revision,
                             "channel": r.channel.value,
@@ -172,7 +172,11 @@ class Transitions(ServiceBase):
                             "created_at": now,
                             "updated_at": now,
                         }
-                        for r in schedule.reminders
+                        for r, intent_id in zip(
+                            schedule.reminders,
+                            ids_at(now, len(schedule.reminders)),
+                            strict=True,
+                        )
                     ],
                 )
                 notify(conn)
