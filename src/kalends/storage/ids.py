@@ -31,8 +31,6 @@ def ids_at(now: datetime, count: int) -> list[UUID]:
         # Past the counter's room, move on to the next millisecond (still ascending).
         millis = (ms + (step >> _COUNTER_BITS)) & ((1 << 48) - 1)
         counter = step & ((1 << _COUNTER_BITS) - 1)
-        value = (
-            (millis << 80) | _VERSION | (counter << 64) | _VARIANT | secrets.randbits(62)
-        )
+        value = (millis << 80) | _VERSION | (counter << 64) | _VARIANT | secrets.randbits(62)
         out.append(UUID(int=value))
     return out
