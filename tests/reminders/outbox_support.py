@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 from sqlalchemy import insert, select, update
 
-from kalends.bootstrap import Services
-from kalends.errors import NotFound
 from kalends.reminders.outbox import Claim
 from kalends.storage.task_tables import reminder_intents, tasks
 from kalends.storage.testing import FAKE_CLOCK_START
 from kalends.storage.unit_of_work import Store
-from kalends.tasks import Actor, Role, Task, TaskList, TaskService, parse_schedule
+from kalends.tasks import Actor, Task, TaskList, parse_schedule
+from tasks.conftest import World, make_world
+
+__all__ = ["World", "make_world"]  # the task suite's world, shared
 
 ri = reminder_intents
 
@@ -30,66 +30,6 @@ ri = reminder_intents
 def minutes(n: float) -> datetime:
     """The instant ``n`` minutes after the fake clock's start."""
     return FAKE_CLOCK_START + timedelta(minutes=n)
-
-
-@dataclass(frozen=True, slots=True)
-class World:
-    """Who is who (as in the task suite).
-
-    ``home``: alice owns it, bob edits it, carol views it.
-    ``work``: alice owns it, bob views it.
-    ``private``: alice alone. dave belongs to no list.
-    """
-
-    services: Services
-    alice: Actor
-    bob: Actor
-    carol: Actor
-    dave: Actor
-    home: TaskList
-    work: TaskList
-    private: TaskList
-
-    @property
-    def store(self) -> Store:
-        return self.services.store
-
-    @property
-    def tasks(self) -> TaskService:
-        return self.services.tasks
-
-    def recipient(self, value: object, field: str) -> UUID:
-        """The ``recipient`` resolver ``parse_schedule`` needs: a handle, or alice by default."""
-        if value is None:
-            return self.alice.id
-        if not isinstance(value, str):
-            raise NotFound(f"{field}: no actor {value!r}", field=field)
-        return self.services.directory.actor(value).id
-
-
-def make_world(services: Services) -> World:
-    directory = services.directory
-    with services.store.transaction():
-        alice = directory.add_actor("alice", "Alice", "alice@example.com")
-        bob = directory.add_actor("bob", "Bob", "bob@example.com")
-        carol = directory.add_actor("carol", "Carol")
-        dave = directory.add_actor("dave", "Dave")
-        home = directory.create_list(alice.id, "Home")
-        directory.share(alice.id, home.id, bob.id, Role.EDITOR)
-        directory.share(alice.id, home.id, carol.id, Role.VIEWER)
-        work = directory.create_list(alice.id, "Work")
-        directory.share(alice.id, work.id, bob.id, Role.VIEWER)
-        private = directory.create_list(alice.id, "Private")
-    return World(
-        services=services,
-        alice=alice,
-        bob=bob,
-        carol=carol,
-        dave=dave,
-        home=home,
-        work=work,
-        private=private,
-    )
 
 
 def reminder(at: datetime, channel: str = "email", recipient: str | None = None) -> dict[str, Any]:
