@@ -316,7 +316,8 @@ def _eligibility_statement() -> Any:
     )
     return (
         select(
-            ri.c.id,
+            # IDs unconverted (see _uuid): the worker matches them to its claims.
+            type_coerce(ri.c.id, String()).label("id"),
             ri.c.schedule_revision,
             tasks.c.schedule_revision.label("current_revision"),
             # The task's and the recipient's IDs unconverted (see _uuid): the worker has them.
@@ -390,12 +391,16 @@ def eligibility(
     if not intent_ids:
         return {}
     rows = conn.execute(_ELIGIBILITY, {"ids": list(intent_ids)}).all()
-    items = [row[0] for row in rows if row[8] is not None]  # intents of checklist items
+    items = [_uuid(row[0]) for row in rows if row[8] is not None]  # checklist items' intents
     hidden = set(conn.execute(_HIDDEN_BY_TRASH, {"ids": items}).scalars()) if items else set()
+    # A claim by the database's own form of its ID (hex text on SQLite, a UUID on PostgreSQL).
+    by_raw: dict[Any, Claim] = {}
+    for known in (claims or {}).values():
+        by_raw[known.id.hex] = by_raw[known.id] = known
     verdicts: dict[UUID, Verdict] = {}
     # Rows unpacked by position (the columns of _ELIGIBILITY, in order): a hot path.
     for (
-        intent_id,
+        raw_id,
         revision,
         current_revision,
         raw_task_id,
@@ -415,6 +420,12 @@ def eligibility(
         display_name,
         email,
     ) in rows:
+        claim = by_raw.get(raw_id)
+        if claim is not None:
+            intent_id, task_id, recipient_id = claim.id, claim.task_id, claim.recipient_id
+        else:
+            intent_id = _uuid(raw_id)
+            task_id, recipient_id = _uuid(raw_task_id), _uuid(raw_recipient_id)
         reason: str | None = None
         if revision != current_revision:
             reason = "stale-schedule"
@@ -431,11 +442,6 @@ def eligibility(
             due_text = f"{due_local.replace('T', ' ')[:16]} {due_zone}"
         elif due_date is not None:
             due_text = due_date.isoformat()
-        claim = claims.get(intent_id) if claims is not None else None
-        if claim is not None:
-            task_id, recipient_id = claim.task_id, claim.recipient_id
-        else:
-            task_id, recipient_id = _uuid(raw_task_id), _uuid(raw_recipient_id)
         verdicts[intent_id] = Verdict(
             intent_id,
             reason,
@@ -501,7 +507,7 @@ def claim_in(
         claims.append(
             Claim(intent_id, task_id, revision, channel, at, recipient, attempts, token, expires)
         )
-    claims.sort(key=lambda c: (c.at, c.id))
+    claims.sort(key=lambda c: (c.at, c.id.int))
     return claims, closed
 
 
