@@ -4,9 +4,10 @@ Each worker is its own process (``drain_worker.py``) with its own engine and sto
 real clock, delivering through a transport that appends ``<intent id> <owner>`` to a shared
 record file. A trigger records every update of an intent row in the updating transaction,
 so the claims, acknowledgements and releases that committed are known exactly, whichever
-code path made them. One worker's transport hangs in its third batch, after sending half
-of it and before the acknowledgement, and the test kills that process with SIGKILL there
-once the workers together have recorded a thousand deliveries. Then:
+code path made them. One worker starts first; its transport hangs in its third batch,
+after sending half of it and before the acknowledgement. Then the three others start, and
+once the workers together have recorded a thousand deliveries the test kills the hung
+one with SIGKILL. Then:
 
 * every intent is delivered in the database and recorded at least once;
 * no intent was held by two live leases at once: an intent is claimed again only after the
@@ -297,7 +298,10 @@ def workers(target: StorageTarget, directory: Path) -> Iterator[dict[str, subpro
                 "--batch",
                 str(BATCH),
                 "--go",
-                str(directory / "go"),
+                # The victim starts first: the others could otherwise drain everything
+                # before it reaches its stall (SQLite's busy handler shares the write lock
+                # unevenly under load).
+                str(directory / ("go-victim" if owner == VICTIM else "go")),
                 "--deadline-seconds",
                 str(RUN_SECONDS),
             ]
@@ -359,15 +363,22 @@ def test_four_workers_deliver_every_intent_and_only_a_killed_one_causes_duplicat
                 yield read_record(record_path).ready == set(WORKERS)
 
         wait_for("the workers to start", START_SECONDS, ready())
-        (tmp_path / "go").touch()
+        (tmp_path / "go-victim").touch()
 
-        def victim_stalled_after_enough() -> Iterator[bool]:
+        def victim_stalled() -> Iterator[bool]:
             while True:
                 none_exited(processes, tmp_path)
-                record = read_record(record_path)
-                yield VICTIM in record.stalled and len(record.sends) >= KILL_AFTER
+                yield VICTIM in read_record(record_path).stalled
 
-        wait_for("the victim to stall", RUN_SECONDS, victim_stalled_after_enough())
+        wait_for("the victim to stall", RUN_SECONDS, victim_stalled())
+        (tmp_path / "go").touch()
+
+        def enough_sent() -> Iterator[bool]:
+            while True:
+                none_exited(processes, tmp_path)
+                yield len(read_record(record_path).sends) >= KILL_AFTER
+
+        wait_for("the others to deliver", RUN_SECONDS, enough_sent())
         os.kill(processes[VICTIM].pid, signal.SIGKILL)
         assert processes[VICTIM].wait(RUN_SECONDS) == -signal.SIGKILL
         assert len(read_record(record_path).sends) < INTENTS, "killed too late to matter"
