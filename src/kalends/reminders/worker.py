@@ -31,6 +31,7 @@ from uuid import UUID
 
 from sqlalchemy.engine import Connection
 
+from kalends.errors import StorageError
 from kalends.reminders.destinations import destinations_of
 from kalends.reminders.outbox import (
     Claim,
@@ -70,6 +71,9 @@ WORKER_BATCH = 500
 FIRST_BATCH = 50
 # kalends: the weight of the latest batch in the running mean of a send's duration.
 PACE_WEIGHT = 0.3
+# kalends: after a database error the loop waits this long, doubling up to the maximum.
+OUTAGE_FIRST_WAIT = 1.0
+OUTAGE_MAX_WAIT = 60.0
 # kalends: with nothing due and no wake-up, look at the earliest due instant again after
 # this long anyway (a guard against a missed notification; one index seek).
 IDLE_RECHECK = 60.0
@@ -272,17 +276,27 @@ class DeliveryWorker:
         total = BatchReport()
         own_waker = waker is None
         waker = waker or open_waker(self.store.engine)
+        outages = 0
         try:
             while not stop.is_set():
-                report = self.run_once(stop, defer_ack=True)
-                total.add(report)
-                busy = report.claimed or report.closed
-                # An idle round still acknowledges what the last batch sent: report it.
-                if (busy or report.delivered or report.lost_acks) and on_batch is not None:
-                    on_batch(report)
-                if busy:
-                    continue
-                waker.wait(self._idle_seconds(), stop)
+                try:
+                    report = self.run_once(stop, defer_ack=True)
+                    total.add(report)
+                    busy = report.claimed or report.closed
+                    # An idle round still acknowledges what the last batch sent: report it.
+                    if (busy or report.delivered or report.lost_acks) and on_batch is not None:
+                        on_batch(report)
+                    if not busy:
+                        waker.wait(self._idle_seconds(), stop)
+                    outages = 0
+                except StorageError as error:
+                    # The database is busy or away: wait and try again. Claims not sent
+                    # were released (or their leases run out); sent ones are sent again
+                    # later if their acknowledgement was lost (at least once).
+                    outages += 1
+                    delay = min(OUTAGE_FIRST_WAIT * 2 ** (outages - 1), OUTAGE_MAX_WAIT)
+                    log.warning("database unavailable (%s); trying again in %.0f s", error, delay)
+                    stop.wait(delay)
         finally:
             last = BatchReport()
             self.flush(last)
