@@ -109,12 +109,15 @@ from typing import Any
 SRC = Path(__file__).resolve().parent.parent / "src"
 if importlib.util.find_spec("kalends") is None:  # pragma: no cover - direct script run
     sys.path.insert(0, str(SRC))
+if importlib.util.find_spec("bench") is None:  # pragma: no cover - direct script run
+    sys.path.insert(0, str(SRC.parent))
 
 import psycopg  # noqa: E402
 from psycopg import sql  # noqa: E402
-from sqlalchemy import Dialect, Engine, event, func, insert, select, text, update  # noqa: E402
+from sqlalchemy import Dialect, Engine, func, insert, select, text, update  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
+from bench.common import StatementCounter, grid, log, positive  # noqa: E402
 from kalends.bootstrap import build  # noqa: E402
 from kalends.clock import FakeClock  # noqa: E402
 from kalends.config import mask_password, normalize_database_url  # noqa: E402
@@ -185,10 +188,6 @@ QUICK = Sizes(intents=10_000, huey=5_000, single_row=2_000)
 def _per(amount: float, over: float) -> float:
     """``amount / over``, 0 when nothing was measured."""
     return amount / over if over > 0 else 0.0
-
-
-def _log(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------- fixture
@@ -329,30 +328,6 @@ class WorkerJob:
     owner: str
     batch: int
     profile: str | None
-
-
-class StatementCounter:
-    """Counts the statements (BEGIN and PRAGMA included) and commits sent by an engine."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.statements = 0
-        self.commits = 0
-
-    def _statement(self, *_args: Any) -> None:
-        self.statements += 1
-
-    def _commit(self, *_args: Any) -> None:
-        self.commits += 1
-
-    def __enter__(self) -> StatementCounter:
-        event.listen(self.engine, "before_cursor_execute", self._statement)
-        event.listen(self.engine, "commit", self._commit)
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        event.remove(self.engine, "before_cursor_execute", self._statement)
-        event.remove(self.engine, "commit", self._commit)
 
 
 class CpuBusy:
@@ -609,12 +584,12 @@ def kalends_sqlite(
         keep_warmup(engine, workers * FIRST_BATCH)
     finally:
         engine.dispose()
-    _log(f"kalends on SQLite, {workers} worker(s): draining {sizes.intents:,} intents ...")
+    log(f"kalends on SQLite, {workers} worker(s): draining {sizes.intents:,} intents ...")
     run = run_workers("sqlite", url, None, workers, sizes, profile_dir, round_no)
     run.problems += intent_problems(
         count_intents(url, None), sizes.intents, workers * FIRST_BATCH, f"SQLite {workers}w"
     )
-    _log(f"  {run.per_second:,.0f} intents/s ({run.seconds:.2f} s)")
+    log(f"  {run.per_second:,.0f} intents/s ({run.seconds:.2f} s)")
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     return run
@@ -657,7 +632,7 @@ def kalends_postgres(
 ) -> tuple[KalendsRun, float]:
     """A fresh schema, migrated and filled, then ``workers`` processes; returns the build time."""
     with postgres_schema(url) as schema:
-        _log(f"PostgreSQL: building the fixture in schema {schema} ...")
+        log(f"PostgreSQL: building the fixture in schema {schema} ...")
         t0 = time.perf_counter()
         engine = create_engine_for(url, schema=schema)
         try:
@@ -668,8 +643,8 @@ def kalends_postgres(
         finally:
             engine.dispose()
         built = time.perf_counter() - t0
-        _log(f"  built in {built:.1f} s")
-        _log(f"kalends on PostgreSQL, {workers} worker(s): draining {sizes.intents:,} intents ...")
+        log(f"  built in {built:.1f} s")
+        log(f"kalends on PostgreSQL, {workers} worker(s): draining {sizes.intents:,} intents ...")
         run = run_workers("postgresql", url, schema, workers, sizes, profile_dir, round_no)
         run.problems += intent_problems(
             count_intents(url, schema),
@@ -677,7 +652,7 @@ def kalends_postgres(
             workers * FIRST_BATCH,
             f"PostgreSQL {workers}w",
         )
-        _log(f"  {run.per_second:,.0f} intents/s ({run.seconds:.2f} s)")
+        log(f"  {run.per_second:,.0f} intents/s ({run.seconds:.2f} s)")
     return run, built
 
 
@@ -826,7 +801,7 @@ def bare_sqlite(
     path = directory / f"bare-{limit}.db"
     copy_sqlite(pristine, path)
     most = sizes.intents if limit == sizes.batch else min(sizes.single_row, sizes.intents)
-    _log(f"bare sqlite3, claim+ack of {limit} per transaction: {most:,} intents ...")
+    log(f"bare sqlite3, claim+ack of {limit} per transaction: {most:,} intents ...")
     bare = BareOutbox(path, dialect, "bench-bare")
     try:
         warm_claimed, warm_acked, _ = bare.drain(WARMUP_NOW, limit)
@@ -849,7 +824,7 @@ def bare_sqlite(
         f"bare {limit}",
         left=sizes.intents - most,
     )
-    _log(f"  {run.per_second:,.0f} intents/s ({seconds:.2f} s)")
+    log(f"  {run.per_second:,.0f} intents/s ({seconds:.2f} s)")
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     return run
@@ -916,7 +891,7 @@ def bench_huey(directory: Path, count: int) -> HueyRun | str:
             done += 1
         return done
 
-    _log(f"huey: enqueue + consume of {count:,} no-op tasks ...")
+    log(f"huey: enqueue + consume of {count:,} no-op tasks ...")
     for _ in range(HUEY_WARMUP):
         task()
     warm = consume()
@@ -935,7 +910,7 @@ def bench_huey(directory: Path, count: int) -> HueyRun | str:
         )
     if pragmas != {"journal_mode": "wal", "synchronous": "2"}:
         run.problems.append(f"huey: connection not in WAL + synchronous=FULL: {pragmas}")
-    _log(f"  {run.per_second:,.0f} tasks/s ({run.seconds:.2f} s)")
+    log(f"  {run.per_second:,.0f} tasks/s ({run.seconds:.2f} s)")
     return run
 
 
@@ -1071,18 +1046,6 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _grid(header: Sequence[str], body: Sequence[Sequence[str]], right: set[int]) -> list[str]:
-    widths = [max(len(r[c]) for r in [header, *body]) for c in range(len(header))]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(
-            c.rjust(w) if j in right else c.ljust(w)
-            for j, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ).rstrip()
-
-    return [line(header), line(["-" * w for w in widths]), *(line(r) for r in body)]
-
-
 def _us(cores: float, run: KalendsRun) -> str:
     """Cores busy over a run as CPU microseconds per intent."""
     return f"{_per(cores, run.per_second) * 1e6:.0f} us/intent"
@@ -1171,7 +1134,7 @@ def print_table(res: Results) -> None:
             )
         )
     print()
-    print("\n".join(_grid(header, body, {2, 3, 4, 5, 6})))
+    print("\n".join(grid(header, body, {2, 3, 4, 5, 6})))
     print(
         f"best of {res.rounds} round(s) for kalends and the bare batched loop (rounds"
         " interleaved); huey and the bare single-row loop run once"
@@ -1213,7 +1176,7 @@ def print_table(res: Results) -> None:
         print(f"  {labels[key].ljust(width)}  {shown}")
     print()
     rows = [(v.name, v.target, v.measured_text(), v.verdict_text()) for v in res.verdicts()]
-    print("\n".join(_grid(("target", "wanted", "measured", "verdict"), rows, {2})))
+    print("\n".join(grid(("target", "wanted", "measured", "verdict"), rows, {2})))
     print()
     problems = res.problems
     print(
@@ -1284,13 +1247,6 @@ def to_json(res: Results) -> str:
 # --------------------------------------------------------------------------- main
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be >= 1")
-    return value
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--json", action="store_true", help="print machine-readable results")
@@ -1301,16 +1257,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         f" {QUICK.single_row:,} single-row bare claims",
     )
     parser.add_argument(
-        "--intents", type=_positive, help=f"due intents per run (default {DEFAULT.intents:,})"
+        "--intents", type=positive, help=f"due intents per run (default {DEFAULT.intents:,})"
     )
     parser.add_argument(
         "--huey",
-        type=_positive,
+        type=positive,
         help=f"no-op tasks through huey (default {DEFAULT.huey:,}, or --intents)",
     )
     parser.add_argument(
         "--single-row",
-        type=_positive,
+        type=positive,
         help="intents the bare single-row loop claims and acknowledges one by one"
         f" (default {DEFAULT.single_row:,})",
     )
@@ -1322,7 +1278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-postgres", action="store_true", help="skip PostgreSQL")
     parser.add_argument(
         "--rounds",
-        type=_positive,
+        type=positive,
         default=2,
         help="rounds of the kalends runs and the bare batched loop, interleaved; the best"
         " round of each counts (default 2)",
@@ -1349,7 +1305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="kalends-bench-outbox-") as tmp:
         directory = Path(tmp)
         pristine = directory / "pristine.db"
-        _log(
+        log(
             f"building {sizes.intents:,} + {sizes.warmup} warm-up intents on"
             f" {sizes.tasks:,} tasks (SQLite) ..."
         )
@@ -1361,7 +1317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             store.close()
         build_s = time.perf_counter() - started
-        _log(f"  built in {build_s:.1f} s")
+        log(f"  built in {build_s:.1f} s")
 
         settings: dict[str, str] = {}
         skipped: str | None = "--no-postgres"
@@ -1369,12 +1325,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.no_postgres:
             settings, skipped = probe_postgres(url)
             if skipped is not None:
-                _log(f"PostgreSQL skipped: {skipped}")
+                log(f"PostgreSQL skipped: {skipped}")
         kalends: list[KalendsRun] = []
         bare: list[BareRun] = []
         pg_build: list[float] = []
         for r in range(1, args.rounds + 1):
-            _log(f"round {r} of {args.rounds}")
+            log(f"round {r} of {args.rounds}")
             for n in WORKER_COUNTS:
                 kalends.append(kalends_sqlite(pristine, directory, n, sizes, args.profile, r))
             bare.append(bare_sqlite(pristine, directory, dialect, sizes.batch, sizes, r))

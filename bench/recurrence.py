@@ -59,6 +59,10 @@ from dateutil import rrule as rr
 SRC = Path(__file__).resolve().parent.parent / "src"
 if importlib.util.find_spec("kalends") is None:  # pragma: no cover - direct script run
     sys.path.insert(0, str(SRC))
+if importlib.util.find_spec("bench") is None:  # pragma: no cover - direct script run
+    sys.path.insert(0, str(SRC.parent))
+
+from bench.common import grid, positive  # noqa: E402
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 DEFAULT_COUNT = 10_000
@@ -655,18 +659,6 @@ def _fmt_flag(flag: bool | None) -> str:
     return "-" if flag is None else ("yes" if flag else "NO")
 
 
-def _grid(header: Sequence[str], body: Sequence[Sequence[str]], right: set[int]) -> list[str]:
-    widths = [max(len(r[c]) for r in [header, *body]) for c in range(len(header))]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(
-            c.rjust(w) if j in right else c.ljust(w)
-            for j, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ).rstrip()
-
-    return [line(header), line(["-" * w for w in widths]), *(line(r) for r in body)]
-
-
 def print_table(results: Sequence[RuleResult], count: int, repeat: int, elapsed: float) -> None:
     v = _versions()
     print(
@@ -693,7 +685,7 @@ def print_table(results: Sequence[RuleResult], count: int, repeat: int, elapsed:
                 )
             )
     print()
-    print("\n".join(_grid(header, body, {3, 5, 6})))
+    print("\n".join(grid(header, body, {3, 5, 6})))
 
     print()
     print("kalends / fastest peer, and / fastest peer whose DST results are right on every rule:")
@@ -720,7 +712,7 @@ def print_table(results: Sequence[RuleResult], count: int, repeat: int, elapsed:
                 _fmt_ratio(res.ratio("next_slots", ok)),
             )
         )
-    print("\n".join(_grid(header2, body2, {2, 3, 5, 6})))
+    print("\n".join(grid(header2, body2, {2, 3, 5, 6})))
 
     print()
     print("Differences from kalends (as UTC instants; kalends gap policy: shift):")
@@ -806,25 +798,18 @@ def to_json(results: Sequence[RuleResult], count: int, repeat: int, elapsed: flo
     return json.dumps(doc, indent=2)
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be >= 1")
-    return value
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--json", action="store_true", help="print machine-readable results")
     parser.add_argument(
         "--count",
-        type=_positive,
+        type=positive,
         default=DEFAULT_COUNT,
         help=f"slots per run (default {DEFAULT_COUNT})",
     )
     parser.add_argument(
         "--repeat",
-        type=_positive,
+        type=positive,
         default=DEFAULT_REPEAT,
         help=f"timed runs per library, best kept (default {DEFAULT_REPEAT})",
     )

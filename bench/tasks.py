@@ -87,9 +87,11 @@ from zoneinfo import ZoneInfo
 SRC = Path(__file__).resolve().parent.parent / "src"
 if importlib.util.find_spec("kalends") is None:  # pragma: no cover - direct script run
     sys.path.insert(0, str(SRC))
+if importlib.util.find_spec("bench") is None:  # pragma: no cover - direct script run
+    sys.path.insert(0, str(SRC.parent))
 
-from sqlalchemy import Engine, event  # noqa: E402
 
+from bench.common import StatementCounter, grid, log, positive  # noqa: E402
 from kalends.bootstrap import Services, build  # noqa: E402
 from kalends.civil import format_local  # noqa: E402
 from kalends.storage.engine import SQLITE_CACHE_KIB  # noqa: E402
@@ -357,15 +359,15 @@ def build_fixture(directory: Path, sizes: Sizes) -> Fixture:
     services = build(open_store(f"sqlite:///{path}"))
     actor = services.directory.add_actor("bench", "Bench", "bench@example.com").id
     list_id = services.directory.create_list(actor, "Benchmark").id
-    _log(f"building {sizes.tasks:,} tasks through TaskService.create ...")
+    log(f"building {sizes.tasks:,} tasks through TaskService.create ...")
     t0 = time.perf_counter()
     trees = [create_tree(services, actor, list_id, s, n) for n, s in enumerate(shapes, 1)]
     build_s = time.perf_counter() - t0
-    _log(f"  built in {build_s:.1f} s")
+    log(f"  built in {build_s:.1f} s")
 
     day = spring_forward_eve(datetime.now(ZoneInfo(SERIES_ZONE)).date())
     routines = services.directory.create_list(actor, "Routines").id
-    _log(
+    log(
         f"building {sizes.series} + {WARMUP_SERIES} recurring checklists of"
         f" {RECURRING_TASKS} + {tree_size(SMALL_SHAPE)} tasks, series from {day} ..."
     )
@@ -379,7 +381,7 @@ def build_fixture(directory: Path, sizes: Sizes) -> Fixture:
         for n in range(WARMUP_SERIES + 1, WARMUP_SERIES + sizes.series + 1)
     ]
     recurring_build_s = time.perf_counter() - t0
-    _log(f"  built in {recurring_build_s:.1f} s")
+    log(f"  built in {recurring_build_s:.1f} s")
 
     copy_path = directory / "bare.db"
     with _sqlite(path) as source, _sqlite(copy_path) as target:
@@ -816,24 +818,6 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-class StatementCounter:
-    """Counts the SQL statements an engine sends while active (BEGIN and PRAGMA included)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.count = 0
-
-    def _on_execute(self, *_args: object) -> None:
-        self.count += 1
-
-    def __enter__(self) -> StatementCounter:
-        event.listen(self.engine, "before_cursor_execute", self._on_execute)
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        event.remove(self.engine, "before_cursor_execute", self._on_execute)
-
-
 @dataclass
 class Result:
     key: str
@@ -886,7 +870,9 @@ def bench_schedule(fx: Fixture, bare: Bare, schedule: Schedule) -> Result:
             k_ms, b_ms = both(task)
             k.samples_ms.append(k_ms)
             b.samples_ms.append(b_ms)
-    return Result("a", "set_schedule, 2 reminders", k, b, counter.count, BARE_SCHEDULE_STATEMENTS)
+    return Result(
+        "a", "set_schedule, 2 reminders", k, b, counter.statements, BARE_SCHEDULE_STATEMENTS
+    )
 
 
 def bench_complete(fx: Fixture, bare: Bare) -> Result:
@@ -924,7 +910,7 @@ def bench_complete(fx: Fixture, bare: Bare) -> Result:
         f"complete_subtree=True, {size} rows",
         k,
         b,
-        counter.count,
+        counter.statements,
         BARE_COMPLETE_STATEMENTS,
     )
 
@@ -964,7 +950,7 @@ def bench_recurring(fx: Fixture, bare: Bare, plans: dict[uuid.UUID, SuccessorPla
         f"recurring: complete + successor, {RECURRING_TASKS} tasks",
         k,
         b,
-        counter.count,
+        counter.statements,
         BARE_RECURRING_STATEMENTS,
     )
 
@@ -992,7 +978,7 @@ def bench_read(fx: Fixture, samples: int) -> Result:
             k_ms, _out = _ms(lambda: svc.checklist(actor, root_id))
             k.samples_ms.append(k_ms)
     size = tree_size(FULL_SHAPE)
-    return Result("c", f"checklist as a tree, {size} tasks", k, None, counter.count, None)
+    return Result("c", f"checklist as a tree, {size} tasks", k, None, counter.statements, None)
 
 
 def _depth(node: TreeNode) -> int:
@@ -1129,10 +1115,6 @@ def compare_rows(fx: Fixture) -> list[str]:
 # --------------------------------------------------------------------------- output
 
 
-def _log(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
-
 def _versions() -> dict[str, str]:
     out = {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version}
     for dist in ("kalends", "SQLAlchemy"):
@@ -1146,18 +1128,6 @@ def _versions() -> dict[str, str]:
 
 def _f(value: float) -> str:
     return f"{value:.2f}" if value < 100 else f"{value:.0f}"
-
-
-def _grid(header: Sequence[str], body: Sequence[Sequence[str]], right: set[int]) -> list[str]:
-    widths = [max(len(r[c]) for r in [header, *body]) for c in range(len(header))]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(
-            c.rjust(w) if j in right else c.ljust(w)
-            for j, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ).rstrip()
-
-    return [line(header), line(["-" * w for w in widths]), *(line(r) for r in body)]
 
 
 def print_table(results: Sequence[Result], fx: Fixture, diffs: list[str], elapsed: float) -> None:
@@ -1212,7 +1182,7 @@ def print_table(results: Sequence[Result], fx: Fixture, diffs: list[str], elapse
             )
         )
     print()
-    print("\n".join(_grid(header, body, {1, 2, 3, 4, 7, 8, 9})))
+    print("\n".join(grid(header, body, {1, 2, 3, 4, 7, 8, 9})))
     print(
         "bare: the same rows written with the stdlib sqlite3 module, one transaction per sample;"
         " ratio: kalends median / bare median; SQL stmts: kalends/bare per call"
@@ -1289,13 +1259,6 @@ def to_json(
     return json.dumps(doc, indent=2)
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be >= 1")
-    return value
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--json", action="store_true", help="print machine-readable results")
@@ -1306,21 +1269,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{QUICK.samples} samples, {QUICK.series} series",
     )
     parser.add_argument(
-        "--tasks", type=_positive, help=f"tasks in the list (default {DEFAULT.tasks:,})"
+        "--tasks", type=positive, help=f"tasks in the list (default {DEFAULT.tasks:,})"
     )
     parser.add_argument(
         "--subtrees",
-        type=_positive,
+        type=positive,
         help=f"500-item checklists completed in (b) (default {DEFAULT.subtrees})",
     )
     parser.add_argument(
         "--samples",
-        type=_positive,
+        type=positive,
         help=f"timed calls of (a) and of (c) (default {DEFAULT.samples})",
     )
     parser.add_argument(
         "--series",
-        type=_positive,
+        type=positive,
         help=f"recurring 500-task checklists completed in (d) (default {DEFAULT.series})",
     )
     args = parser.parse_args(argv)
@@ -1344,13 +1307,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                     rec.series_id: plan_successor(conn, fx.actor, rec, taken)
                     for rec in [*fx.warmup_recurring, *fx.recurring]
                 }
-                _log("timing (a) set_schedule ...")
+                log("timing (a) set_schedule ...")
                 a = bench_schedule(fx, bare, schedule)
-                _log("timing (b) complete_subtree ...")
+                log("timing (b) complete_subtree ...")
                 b = bench_complete(fx, bare)
-                _log("timing (d) recurring completion + successor ...")
+                log("timing (d) recurring completion + successor ...")
                 d = bench_recurring(fx, bare, plans)
-            _log("timing (c) checklist ...")
+            log("timing (c) checklist ...")
             c = bench_read(fx, sizes.samples)
             diffs = compare_rows(fx)
         finally:
