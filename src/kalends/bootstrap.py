@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from kalends.clock import Clock
 from kalends.config import resolve_database_url
+from kalends.missions import ScheduleService, Workspaces
 from kalends.reminders.destinations import Destinations
 from kalends.storage.migrate import open_store
 from kalends.storage.unit_of_work import Store
@@ -22,6 +23,8 @@ class Services:
     tasks: TaskService
     series: SeriesService
     destinations: Destinations
+    workspaces: Workspaces
+    schedules: ScheduleService
 
 
 def build(store: Store) -> Services:
@@ -34,6 +37,8 @@ def build(store: Store) -> Services:
         tasks=tasks,
         series=series,
         destinations=Destinations(store),
+        workspaces=Workspaces(store),
+        schedules=ScheduleService(store),
     )
 
 

@@ -145,3 +145,33 @@ class ReparentCycle(InvalidInput):
     """A task cannot be moved under itself or one of its own descendants."""
 
     code = "reparent-cycle"
+
+
+class ControlConflict(Conflict):
+    """The control is not allowed in the schedule's current state; nothing was written."""
+
+    code = "control-conflict"
+
+
+class RequestReused(Conflict):
+    """This request ID was already used for a different control or payload; nothing was written."""
+
+    code = "request-reused"
+
+
+class LimitReached(Conflict):
+    """A bound of the store is reached (schedules per workspace, controls); nothing was written."""
+
+    code = "limit-reached"
+
+
+class TooLarge(InvalidInput):
+    """The document or configuration is over its size ceiling; refused, never truncated."""
+
+    code = "too-large"
+
+
+class CorruptDocument(StorageError):
+    """A stored document does not parse or breaks its bounds; the read fails rather than guess."""
+
+    code = "corrupt-document"

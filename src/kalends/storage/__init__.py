@@ -9,7 +9,7 @@ Typical use::
 
 from __future__ import annotations
 
-from kalends.storage import leases, task_tables
+from kalends.storage import leases, mission_tables, task_tables
 from kalends.storage.engine import DEFAULT_BUSY_TIMEOUT_MS, create_engine_for
 from kalends.storage.leases import Lease
 from kalends.storage.migrate import current_revision, head_revision, open_store, upgrade
@@ -27,6 +27,7 @@ __all__ = [
     "head_revision",
     "leases",
     "metadata",
+    "mission_tables",
     "open_store",
     "task_tables",
     "upgrade",

@@ -1,0 +1,434 @@
+"""The runtime part of a schedule document, and the pure rules that read it.
+
+The stored body (``"v": 1``) holds what controls and the scheduler change:
+configuration and temporal generations, the first Play and the origins it
+freezes, the high-water mark of processed slots, counters that outlive the
+30-result window, the ``checks`` counter, the pending passage, the results, an
+interruption and the task-created mark. Nothing here reads a clock: every
+function that needs the time takes ``now``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from kalends.civil import (
+    After,
+    At,
+    Immediate,
+    latest_due,
+    next_slot,
+    next_slots,
+    resolve_user_local,
+)
+from kalends.civil.search import DstNote, Slot
+from kalends.errors import InvalidInput
+from kalends.missions.config import Config
+from kalends.missions.limits import MAX_RESULTS
+
+__all__ = [
+    "BODY_VERSION",
+    "Body",
+    "DstNote",
+    "Phase",
+    "check_not_past",
+    "latest_missed",
+    "quota_exhausted",
+    "quota_limit",
+    "PassageStatus",
+    "Pending",
+    "Result",
+    "State",
+    "archive",
+    "dump_body",
+    "end_at",
+    "load_body",
+    "manual_identity",
+    "next_due",
+    "one_shot_slot",
+    "preview_slots",
+    "quota_used",
+]
+
+BODY_VERSION = 1
+
+
+class State(StrEnum):
+    """The desired state; stopped is terminal."""
+
+    PAUSED = "paused"
+    RUNNING = "running"
+    STOPPED = "stopped"
+
+
+class Phase(StrEnum):
+    """Where a document is in its life: live, deleted but not yet reconciled, a tombstone."""
+
+    LIVE = "live"
+    DELETING = "deleting"
+    TOMBSTONE = "tombstone"
+
+
+class PassageStatus(StrEnum):
+    """Seed 002 "Daily document snapshot": the pending passage's status."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    SETTLING = "settling"
+    UNCERTAIN = "uncertain"
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _instant(value: object) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"not an instant: {value!r}")
+    parsed = datetime.fromisoformat(value)
+    if parsed.tzinfo is None:
+        raise ValueError(f"instant without an offset: {value!r}")
+    return parsed.astimezone(UTC)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pending:
+    """The passage between reservation and archive, with its exact identities."""
+
+    passage_id: str
+    session_id: str
+    message_id: str
+    trigger: str  # "scheduled" or "manual"
+    slot: datetime | None
+    request_id: str | None
+    status: PassageStatus
+    admitted: bool
+    reserved_at: datetime
+    admitted_at: datetime | None = None
+    reason: str | None = None
+    profile: dict[str, Any] = field(default_factory=dict)
+    config_generation: int = 1
+    temporal_generation: int = 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "passageId": self.passage_id,
+            "sessionId": self.session_id,
+            "messageId": self.message_id,
+            "trigger": self.trigger,
+            "slot": _iso(self.slot),
+            "requestId": self.request_id,
+            "status": self.status.value,
+            "admitted": self.admitted,
+            "reservedAt": _iso(self.reserved_at),
+            "admittedAt": _iso(self.admitted_at),
+            "reason": self.reason,
+            "profile": self.profile,
+            "configGeneration": self.config_generation,
+            "temporalGeneration": self.temporal_generation,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Pending:
+        reserved = _instant(d["reservedAt"])
+        assert reserved is not None
+        return cls(
+            passage_id=d["passageId"],
+            session_id=d["sessionId"],
+            message_id=d["messageId"],
+            trigger=d["trigger"],
+            slot=_instant(d.get("slot")),
+            request_id=d.get("requestId"),
+            status=PassageStatus(d["status"]),
+            admitted=bool(d["admitted"]),
+            reserved_at=reserved,
+            admitted_at=_instant(d.get("admittedAt")),
+            reason=d.get("reason"),
+            profile=dict(d.get("profile") or {}),
+            config_generation=int(d.get("configGeneration", 1)),
+            temporal_generation=int(d.get("temporalGeneration", 1)),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Result:
+    """One archived passage (seed 002 "Settlement, result and watched cursors")."""
+
+    passage_id: str
+    trigger: str
+    slot: datetime | None
+    outcome: str  # completed | failed | ended-without-report
+    reason: str | None
+    summary: str
+    admitted_at: datetime | None
+    settled_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "passageId": self.passage_id,
+            "trigger": self.trigger,
+            "slot": _iso(self.slot),
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "summary": self.summary,
+            "admittedAt": _iso(self.admitted_at),
+            "settledAt": _iso(self.settled_at),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Result:
+        settled = _instant(d["settledAt"])
+        assert settled is not None
+        return cls(
+            passage_id=d["passageId"],
+            trigger=d["trigger"],
+            slot=_instant(d.get("slot")),
+            outcome=d["outcome"],
+            reason=d.get("reason"),
+            summary=d.get("summary", ""),
+            admitted_at=_instant(d.get("admittedAt")),
+            settled_at=settled,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Body:
+    """The runtime part of a schedule document."""
+
+    config_generation: int = 1
+    temporal_generation: int = 1
+    first_play_at: datetime | None = None
+    last_play_at: datetime | None = None
+    high_water: datetime | None = None
+    admitted: int = 0
+    settled: int = 0
+    successful: int = 0
+    checks_count: int = 0
+    checks_since: datetime | None = None
+    pending: Pending | None = None
+    results: tuple[Result, ...] = ()
+    interruption: str | None = None
+    interrupted_at: datetime | None = None
+    task_created: bool = False
+    deleted_at: datetime | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "v": BODY_VERSION,
+            "configGeneration": self.config_generation,
+            "temporalGeneration": self.temporal_generation,
+            "firstPlayAt": _iso(self.first_play_at),
+            "lastPlayAt": _iso(self.last_play_at),
+            "highWater": _iso(self.high_water),
+            "counters": {
+                "admitted": self.admitted,
+                "settled": self.settled,
+                "successful": self.successful,
+            },
+            "checks": {"count": self.checks_count, "since": _iso(self.checks_since)},
+            "pending": None if self.pending is None else self.pending.to_json(),
+            "results": [r.to_json() for r in self.results],
+            "interruption": None
+            if self.interruption is None
+            else {"reason": self.interruption, "at": _iso(self.interrupted_at)},
+            "taskCreated": self.task_created,
+            "deletedAt": _iso(self.deleted_at),
+        }
+
+
+def dump_body(body: Body) -> str:
+    return json.dumps(body.to_json(), ensure_ascii=False, separators=(",", ":"))
+
+
+def load_body(text: str) -> Body:
+    """A stored body; raises ``ValueError`` (or ``KeyError``) when it does not parse."""
+    d = json.loads(text)
+    if not isinstance(d, dict) or d.get("v") != BODY_VERSION:
+        raise ValueError(f"unknown body version {d.get('v') if isinstance(d, dict) else d!r}")
+    counters = d["counters"]
+    checks = d["checks"]
+    interruption = d.get("interruption")
+    results = tuple(Result.from_json(r) for r in d["results"])
+    if len(results) > MAX_RESULTS:
+        raise ValueError(f"{len(results)} results, over the bound of {MAX_RESULTS}")
+    return Body(
+        config_generation=int(d["configGeneration"]),
+        temporal_generation=int(d["temporalGeneration"]),
+        first_play_at=_instant(d.get("firstPlayAt")),
+        last_play_at=_instant(d.get("lastPlayAt")),
+        high_water=_instant(d.get("highWater")),
+        admitted=int(counters["admitted"]),
+        settled=int(counters["settled"]),
+        successful=int(counters["successful"]),
+        checks_count=int(checks["count"]),
+        checks_since=_instant(checks.get("since")),
+        pending=None if d.get("pending") is None else Pending.from_json(d["pending"]),
+        results=results,
+        interruption=None if interruption is None else interruption["reason"],
+        interrupted_at=None if interruption is None else _instant(interruption.get("at")),
+        task_created=bool(d.get("taskCreated", False)),
+        deleted_at=_instant(d.get("deletedAt")),
+    )
+
+
+# --- quota, end bounds and slots ------------------------------------------------------
+
+
+def quota_limit(config: Config) -> int | None:
+    """How many passages may ever be admitted: one for one-shot policies."""
+    limit = config.end.max_passages
+    if config.one_shot:
+        return 1 if limit is None else min(limit, 1)
+    return limit
+
+
+def quota_used(body: Body) -> int:
+    """Admitted passages, plus a reserved passage not yet admitted (seed 002: an
+    uncertain admission keeps its reservation until reconciliation)."""
+    reserved = body.pending is not None and not body.pending.admitted
+    return body.admitted + (1 if reserved else 0)
+
+
+def quota_exhausted(config: Config, body: Body) -> bool:
+    limit = quota_limit(config)
+    return limit is not None and quota_used(body) >= limit
+
+
+def end_at(config: Config, body: Body, *, origin: datetime | None = None) -> datetime | None:
+    """The earliest time bound: the absolute last slot, or the elapsed end from first Play.
+
+    ``origin`` stands in for a first Play that has not happened (previews).
+    """
+    bounds = []
+    if config.end.until is not None:
+        bounds.append(config.end.until)
+    start = body.first_play_at or origin
+    if config.end.within is not None and start is not None:
+        bounds.append(start + config.end.within)
+    return min(bounds) if bounds else None
+
+
+def one_shot_slot(config: Config, origin: datetime) -> datetime:
+    """The one slot of a one-shot policy whose relative origin is ``origin``."""
+    policy = config.policy
+    if isinstance(policy, Immediate):
+        return origin
+    if isinstance(policy, At):
+        return resolve_user_local(policy.local, policy.zone)
+    assert isinstance(policy, After)
+    return origin + timedelta(seconds=policy.seconds)
+
+
+def next_due(config: Config, body: Body) -> datetime | None:
+    """The first slot newer than the high-water mark under the end bounds and the quota.
+
+    Display only (seed 002: ``nextDueAt`` is a projection; the scheduler decides from
+    the recorded slots). ``None`` before the first Play, or when nothing is left.
+    """
+    origin = body.first_play_at
+    if origin is None or quota_exhausted(config, body):
+        return None
+    end = end_at(config, body)
+    if config.one_shot:
+        at = one_shot_slot(config, origin)
+        if body.high_water is not None and at <= body.high_water:
+            return None
+    else:
+        found = next_slot(config.policy, body.high_water or origin, origin=origin)
+        if found is None:
+            return None
+        at = found.at
+    if end is not None and at > end:
+        return None
+    return at
+
+
+def latest_missed(config: Config, body: Body, now: datetime) -> Slot | None:
+    """The latest slot newer than the high-water mark and not after ``now`` (catch-up)."""
+    origin = body.first_play_at
+    if origin is None:
+        return None
+    if config.one_shot:
+        at = one_shot_slot(config, origin)
+        if at > now or (body.high_water is not None and at <= body.high_water):
+            return None
+        slot: Slot | None = Slot(at, at.replace(tzinfo=None), "UTC", None)
+    else:
+        slot = latest_due(config.policy, now, high_water=body.high_water, origin=origin)
+    end = end_at(config, body)
+    if slot is None or (end is not None and slot.at > end):
+        return None
+    return slot
+
+
+def preview_slots(config: Config, body: Body, now: datetime, count: int) -> list[Slot]:
+    """The next ``count`` slots under the policy, the end bounds and the quota.
+
+    Before the first Play the slots are shown as if Play happened at ``now``.
+    """
+    origin = body.first_play_at or now
+    end = end_at(config, body, origin=origin)
+    limit = quota_limit(config)
+    room = count if limit is None else max(0, min(count, limit - quota_used(body)))
+    if room == 0:
+        return []
+    if config.one_shot:
+        at = one_shot_slot(config, origin)
+        if body.high_water is not None and at <= body.high_water:
+            return []
+        slots = [Slot(at, at.replace(tzinfo=None), "UTC", None)]
+    else:
+        after = body.high_water or (origin if body.first_play_at else now)
+        slots = next_slots(config.policy, after, room, origin=origin)
+    return [s for s in slots if end is None or s.at <= end]
+
+
+def manual_identity(schedule_id: str, request_id: str) -> tuple[str, str, str]:
+    """The passage, session and message IDs of a Run now, derived from its request."""
+
+    def derive(role: str) -> str:
+        seed = f"{schedule_id}\x00manual\x00{request_id}\x00{role}"
+        return hashlib.sha256(seed.encode()).hexdigest()[:26]
+
+    return f"psg_{derive('passage')}", f"ses_{derive('session')}", f"msg_{derive('message')}"
+
+
+def archive(body: Body, result: Result) -> Body:
+    """Archive ``result``: keep the newest 30, count it, clear pending (seed 002)."""
+    results = (*body.results, result)[-MAX_RESULTS:]
+    successful = body.successful + (1 if result.outcome == "completed" else 0)
+    high_water = body.high_water
+    if result.slot is not None and (high_water is None or result.slot > high_water):
+        high_water = result.slot
+    return replace(
+        body,
+        results=results,
+        settled=body.settled + 1,
+        successful=successful,
+        pending=None,
+        high_water=high_water,
+    )
+
+
+def check_not_past(config: Config, now: datetime) -> None:
+    """First Play refuses an ``at`` or an absolute end already in the past."""
+    if isinstance(config.policy, At):
+        at = one_shot_slot(config, now)
+        if at <= now:
+            raise InvalidInput(
+                f"policy.local: {config.policy.local.isoformat()} in {config.policy.zone} "
+                "is already past; choose a future time",
+                field="policy.local",
+            )
+    if config.end.until is not None and config.end.until <= now:
+        raise InvalidInput(
+            "end.until: the last slot bound is already past; nothing could ever launch",
+            field="end.until",
+        )

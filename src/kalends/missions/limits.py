@@ -1,0 +1,77 @@
+"""Every bound the missions domain keeps, each with the seed section that names it.
+
+Seed 002 is ``shared/seeds/002_5f0f0db2f372e4ed.txt``; seed 000 is
+``shared/seeds/000_ed5ad16941b962a6.txt``.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from kalends.civil import MAX_CALENDARS, MIN_EVERY_SECONDS
+
+__all__ = [
+    "MAX_CALENDARS",
+    "MAX_COMMAND_ARGS",
+    "MAX_CONDITION_ITEMS",
+    "MAX_CONFIG_BYTES",
+    "MAX_CONTROL_RECORDS",
+    "MAX_DOCUMENT_BYTES",
+    "MAX_ENV_VARS",
+    "MAX_INSTRUCTION_CHARS",
+    "MAX_PAGE",
+    "MAX_PREVIEW",
+    "MAX_RESULTS",
+    "MAX_SCHEDULES",
+    "MAX_STORED_TITLE",
+    "MAX_TEMPLATE_ITEMS",
+    "MAX_TITLE",
+    "MAX_TOMBSTONES",
+    "MAX_TOMBSTONE_BYTES",
+    "MIN_EVERY_SECONDS",
+    "MIN_REQUEST_ID",
+    "MAX_REQUEST_ID",
+]
+
+# Seed 002 "Daily schedule document and revision", ceilings: 64 schedules per project
+# (a kalends workspace), a 64 KiB configuration and a 256 KiB document; beyond them the
+# write is refused, never truncated.
+MAX_SCHEDULES = 64
+MAX_CONFIG_BYTES = 64 * 1024
+MAX_DOCUMENT_BYTES = 256 * 1024
+# Seed 002 "Daily schedule document and revision": result history bounded to 30 entries.
+MAX_RESULTS = 30
+# Seed 002 "Daily document controls": a schedule document keeps at most 64 control records.
+MAX_CONTROL_RECORDS = 64
+# Seed 002 "Unified native schedules" (the scheduleList paragraph): at most eight
+# documents per page.
+MAX_PAGE = 8
+# Seed 002 "Daily document product boundary": new titles follow the 1-60 title rule;
+# stored schedules keep their 120-character bound.
+MAX_TITLE = 60
+MAX_STORED_TITLE = 120
+# Seed 002 "Unified document foundation": the tombstone registry holds at most 4096
+# entries and 1 MiB, and refuses further compaction at capacity.
+MAX_TOMBSTONES = 4096
+MAX_TOMBSTONE_BYTES = 1024 * 1024
+# Seed 002 "Settlement, result and watched cursors": the whole start text fits the
+# 16,384-character lifecycle input, so instructions (objective + notes) fit it too.
+MAX_INSTRUCTION_CHARS = 16_384
+# Seed 002 "Daily schedule document and revision": 64 remembered conversations; kalends
+# bounds every list of a source condition (conversations, files) the same way.
+MAX_CONDITION_ITEMS = 64
+# Seed 000 "Recurrence": a checklist re-created per occurrence holds at most 500 tasks;
+# a passage's checklist template keeps the same bound.
+MAX_TEMPLATE_ITEMS = 500
+
+# kalends decisions (no seed names them): bounds on a runner profile and request IDs.
+MAX_COMMAND_ARGS = 256
+MAX_ARG_CHARS = 8192
+MAX_ENV_VARS = 64
+MAX_ENV_VALUE_CHARS = 8192
+MIN_REQUEST_ID = 8
+MAX_REQUEST_ID = 64
+# How many slots a preview shows at most.
+MAX_PREVIEW = 100
+# The longest elapsed end bound: a century, the civil engine's search bound.
+MAX_WITHIN = timedelta(days=36_525)

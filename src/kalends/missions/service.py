@@ -1,0 +1,909 @@
+"""Schedule documents and their controls: one transaction per operation.
+
+Every mutation is one compare-and-swap on the document's revision. Controls
+carry a request ID and the revision the caller saw: a repeated request ID
+returns the original outcome and never acts twice; a stale revision is a
+conflict that changes nothing (seed 002 "Daily document controls").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import and_, bindparam, delete, func, insert, select, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from kalends.civil import format_local
+from kalends.errors import (
+    ControlConflict,
+    CorruptDocument,
+    InvalidInput,
+    LimitReached,
+    NotFound,
+    RequestReused,
+    RevisionConflict,
+    TooLarge,
+)
+from kalends.missions.config import (
+    Config,
+    config_from_json,
+    config_to_json,
+    dump_config,
+    load_config,
+)
+from kalends.missions.controls import Action, Applied, DocState, apply, edit_refusal, refusal
+from kalends.missions.document import (
+    Body,
+    Phase,
+    State,
+    check_not_past,
+    dump_body,
+    load_body,
+    next_due,
+    preview_slots,
+)
+from kalends.missions.limits import (
+    MAX_CONTROL_RECORDS,
+    MAX_DOCUMENT_BYTES,
+    MAX_PAGE,
+    MAX_PREVIEW,
+    MAX_REQUEST_ID,
+    MAX_SCHEDULES,
+    MAX_TOMBSTONE_BYTES,
+    MAX_TOMBSTONES,
+    MIN_REQUEST_ID,
+)
+from kalends.missions.views import iso, project, project_tombstone
+from kalends.missions.workspaces import check_role, workspace_role
+from kalends.storage.ids import ids_at
+from kalends.storage.mission_tables import (
+    schedule_controls,
+    schedules,
+    workspace_members,
+    workspaces,
+)
+from kalends.storage.unit_of_work import Store, for_update
+from kalends.tasks.access import parse_uuid, resolve_actor
+from kalends.tasks.values import Role
+
+__all__ = [
+    "ControlOutcome",
+    "ControlStatus",
+    "Page",
+    "Receipt",
+    "ScheduleService",
+    "check_request_id",
+]
+
+_REQUEST_ID = re.compile(rf"[A-Za-z0-9._:-]{{{MIN_REQUEST_ID},{MAX_REQUEST_ID}}}")
+
+
+def check_request_id(value: object, field: str = "request_id") -> str:
+    """A request ID: 8-64 characters of letters, digits and ``. _ : -``."""
+    if not isinstance(value, str) or not _REQUEST_ID.fullmatch(value):
+        raise InvalidInput(
+            f"{field}: a request ID is {MIN_REQUEST_ID}-{MAX_REQUEST_ID} characters of letters, "
+            f"digits and . _ : -, got {value!r}",
+            field=field,
+        )
+    return value
+
+
+def _check_revision(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InvalidInput(
+            f"expected_revision: must be a whole number ≥ 1, got {value!r}",
+            field="expected_revision",
+        )
+    return value
+
+
+def _digest(action: str, payload: object) -> str:
+    text = json.dumps({"action": action, "payload": payload}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlOutcome:
+    """What a control did. ``repeated``: the request ID was seen before; nothing acted again."""
+
+    request_id: str
+    action: str
+    status: str  # "applied"
+    expected_revision: int
+    revision: int  # the revision the control recorded
+    complete: bool
+    repeated: bool
+    schedule: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "requestId": self.request_id,
+            "action": self.action,
+            "status": self.status,
+            "expectedRevision": self.expected_revision,
+            "revision": self.revision,
+            "complete": self.complete,
+            "repeated": self.repeated,
+            "schedule": self.schedule,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlStatus:
+    """The exact status of a control by request ID: applied, rejected or unknown."""
+
+    request_id: str
+    status: str  # applied | rejected | unknown
+    code: str | None = None
+    action: str | None = None
+    expected_revision: int | None = None
+    revision: int | None = None
+    complete: bool | None = None
+    at: datetime | None = None
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "requestId": self.request_id,
+            "status": self.status,
+            "code": self.code,
+            "action": self.action,
+            "expectedRevision": self.expected_revision,
+            "revision": self.revision,
+            "complete": self.complete,
+            "at": iso(self.at),
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Receipt:
+    """A creation receipt by request ID: which document it created, or unknown."""
+
+    request_id: str
+    status: str  # created | deleted | unknown
+    mission_id: UUID | None = None
+    workspace_id: UUID | None = None
+    created_at: datetime | None = None
+    repeated: bool = False
+    schedule: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "requestId": self.request_id,
+            "status": self.status,
+            "missionId": None if self.mission_id is None else str(self.mission_id),
+            "workspaceId": None if self.workspace_id is None else str(self.workspace_id),
+            "revision": None if self.mission_id is None else 1,
+            "createdAt": iso(self.created_at),
+            "repeated": self.repeated,
+            "schedule": self.schedule,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Page:
+    """One page of a workspace's documents in mission-ID order, tombstones included."""
+
+    items: list[dict[str, Any]]
+    next_after: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"items": self.items, "nextAfter": self.next_after}
+
+
+_wm = workspace_members
+_S = schedules
+_SCHEDULE = (
+    select(_S, _wm.c.role)
+    .select_from(
+        _S.outerjoin(
+            _wm,
+            and_(_wm.c.workspace_id == _S.c.workspace_id, _wm.c.actor_id == bindparam("actor_id")),
+        )
+    )
+    .where(_S.c.id == bindparam("schedule_id"))
+)
+_CONTROL = select(schedule_controls).where(
+    schedule_controls.c.schedule_id == bindparam("schedule_id"),
+    schedule_controls.c.request_id == bindparam("request_id"),
+)
+
+
+def _schedule_id(value: object) -> UUID:
+    as_id = parse_uuid(value, "schedule")
+    if as_id is None:
+        raise InvalidInput(f"schedule: not a mission ID: {value!r}", field="schedule")
+    return as_id
+
+
+def _doc(row: Any) -> DocState:
+    try:
+        config = load_config(row.config)
+        body = load_body(row.body)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CorruptDocument(
+            f"schedule {row.id}: the stored document does not parse: {exc}", schedule=str(row.id)
+        ) from None
+    return DocState(str(row.id), Phase(row.phase), State(row.state), config, body)
+
+
+def _sizes(config: Config, body: Body) -> tuple[str, str, int]:
+    config_text = dump_config(config)
+    body_text = dump_body(body)
+    size = len(config_text.encode()) + len(body_text.encode())
+    if size > MAX_DOCUMENT_BYTES:
+        raise TooLarge(
+            f"document: {size} bytes is over the {MAX_DOCUMENT_BYTES}-byte ceiling; "
+            "nothing was written",
+            field="document",
+            size=size,
+            limit=MAX_DOCUMENT_BYTES,
+        )
+    return config_text, body_text, size
+
+
+def _next_due_column(state: State, phase: Phase, config: Config, body: Body) -> datetime | None:
+    if state is not State.RUNNING or phase is not Phase.LIVE or body.pending is not None:
+        return None
+    return next_due(config, body)
+
+
+class _Raced(Exception):
+    """The compare-and-swap found another revision: a concurrent writer won."""
+
+
+class ScheduleService:
+    """Create, control, edit, delete and read schedule documents. One transaction each."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # --- creation -----------------------------------------------------------------------
+
+    def create(
+        self,
+        actor: UUID | str,
+        workspace: UUID | str,
+        config: Mapping[str, Any],
+        *,
+        request_id: str,
+    ) -> Receipt:
+        """Create a paused document (it never starts work). Idempotent by ``request_id``."""
+        request_id = check_request_id(request_id)
+        parsed = config_from_json(config, new=True)
+        digest = _digest("create", config_to_json(parsed))
+
+        def run(conn: Connection) -> Receipt:
+            actor_id = resolve_actor(conn, actor)
+            workspace_id, _ = workspace_role(conn, actor_id, workspace, Role.EDITOR)
+            found = self._receipt_row(conn, workspace_id, request_id)
+            if found is not None:
+                return self._repeated_create(found, digest)
+            conn.execute(
+                for_update(select(workspaces.c.id).where(workspaces.c.id == workspace_id))
+            ).first()
+            live = conn.execute(
+                select(func.count()).where(
+                    _S.c.workspace_id == workspace_id, _S.c.phase != Phase.TOMBSTONE.value
+                )
+            ).scalar_one()
+            if live >= MAX_SCHEDULES:
+                raise LimitReached(
+                    f"workspace: it holds {live} schedules, the most it may hold "
+                    f"({MAX_SCHEDULES}); delete one first",
+                    field="workspace",
+                    limit=MAX_SCHEDULES,
+                )
+            now = self.store.clock.now()
+            body = Body(checks_since=now)
+            config_text, body_text, size = _sizes(parsed, body)
+            (schedule_id,) = ids_at(now, 1)
+            try:
+                with conn.begin_nested():
+                    conn.execute(
+                        insert(_S).values(
+                            id=schedule_id,
+                            workspace_id=workspace_id,
+                            phase=Phase.LIVE.value,
+                            state=State.PAUSED.value,
+                            revision=1,
+                            evicted_control_revision=0,
+                            title=parsed.title,
+                            creation_request_id=request_id,
+                            creation_digest=digest,
+                            config=config_text,
+                            body=body_text,
+                            size=size,
+                            next_due_at=None,
+                            created_at=now,
+                            updated_at=now,
+                        )
+                    )
+            except IntegrityError:
+                raced = self._receipt_row(conn, workspace_id, request_id)
+                if raced is None:
+                    raise
+                return self._repeated_create(raced, digest)
+            row = conn.execute(_SCHEDULE, {"actor_id": actor_id, "schedule_id": schedule_id}).one()
+            return Receipt(
+                request_id=request_id,
+                status="created",
+                mission_id=schedule_id,
+                workspace_id=workspace_id,
+                created_at=now,
+                schedule=project(_doc(row), row),
+            )
+
+        return self.store.run(run)
+
+    @staticmethod
+    def _receipt_row(conn: Connection, workspace_id: UUID, request_id: str) -> Any:
+        return conn.execute(
+            select(_S).where(
+                _S.c.workspace_id == workspace_id, _S.c.creation_request_id == request_id
+            )
+        ).first()
+
+    @staticmethod
+    def _repeated_create(row: Any, digest: str) -> Receipt:
+        if row.creation_digest != digest:
+            raise RequestReused(
+                f"request_id: {row.creation_request_id!r} already created schedule {row.id} "
+                "with a different configuration; use a new request ID",
+                field="request_id",
+            )
+        tomb = row.phase == Phase.TOMBSTONE.value
+        return Receipt(
+            request_id=row.creation_request_id,
+            status="deleted" if tomb else "created",
+            mission_id=row.id,
+            workspace_id=row.workspace_id,
+            created_at=row.created_at,
+            repeated=True,
+            schedule=project_tombstone(row) if tomb else project(_doc(row), row),
+        )
+
+    def receipt(self, actor: UUID | str, workspace: UUID | str, request_id: str) -> Receipt:
+        """The creation receipt of ``request_id`` (for a lost creation reply); a read only."""
+        request_id = check_request_id(request_id)
+
+        def run(conn: Connection) -> Receipt:
+            actor_id = resolve_actor(conn, actor)
+            workspace_id, _ = workspace_role(conn, actor_id, workspace, Role.VIEWER)
+            row = self._receipt_row(conn, workspace_id, request_id)
+            if row is None:
+                return Receipt(request_id=request_id, status="unknown", workspace_id=workspace_id)
+            tomb = row.phase == Phase.TOMBSTONE.value
+            return Receipt(
+                request_id=request_id,
+                status="deleted" if tomb else "created",
+                mission_id=row.id,
+                workspace_id=row.workspace_id,
+                created_at=row.created_at,
+                schedule=project_tombstone(row) if tomb else project(_doc(row), row),
+            )
+
+        return self.store.run(run, write=False)
+
+    # --- controls -----------------------------------------------------------------------
+
+    def play(
+        self, actor: UUID | str, schedule: UUID | str, *, request_id: str, expected_revision: int
+    ) -> ControlOutcome:
+        return self.control(
+            actor, schedule, Action.PLAY, request_id=request_id, expected_revision=expected_revision
+        )
+
+    def pause(
+        self, actor: UUID | str, schedule: UUID | str, *, request_id: str, expected_revision: int
+    ) -> ControlOutcome:
+        return self.control(
+            actor,
+            schedule,
+            Action.PAUSE,
+            request_id=request_id,
+            expected_revision=expected_revision,
+        )
+
+    def stop(
+        self, actor: UUID | str, schedule: UUID | str, *, request_id: str, expected_revision: int
+    ) -> ControlOutcome:
+        return self.control(
+            actor, schedule, Action.STOP, request_id=request_id, expected_revision=expected_revision
+        )
+
+    def resume(
+        self, actor: UUID | str, schedule: UUID | str, *, request_id: str, expected_revision: int
+    ) -> ControlOutcome:
+        return self.control(
+            actor,
+            schedule,
+            Action.RESUME,
+            request_id=request_id,
+            expected_revision=expected_revision,
+        )
+
+    def run_now(
+        self, actor: UUID | str, schedule: UUID | str, *, request_id: str, expected_revision: int
+    ) -> ControlOutcome:
+        return self.control(
+            actor,
+            schedule,
+            Action.RUN_NOW,
+            request_id=request_id,
+            expected_revision=expected_revision,
+        )
+
+    def check(
+        self, actor: UUID | str, schedule: UUID | str, *, request_id: str, expected_revision: int
+    ) -> ControlOutcome:
+        return self.control(
+            actor,
+            schedule,
+            Action.CHECK,
+            request_id=request_id,
+            expected_revision=expected_revision,
+        )
+
+    def delete(
+        self, actor: UUID | str, schedule: UUID | str, *, request_id: str, expected_revision: int
+    ) -> ControlOutcome:
+        return self.control(
+            actor,
+            schedule,
+            Action.DELETE,
+            request_id=request_id,
+            expected_revision=expected_revision,
+        )
+
+    def configure(
+        self,
+        actor: UUID | str,
+        schedule: UUID | str,
+        changes: Mapping[str, Any],
+        *,
+        request_id: str,
+        expected_revision: int,
+    ) -> ControlOutcome:
+        """Edit the configuration: ``changes`` replaces the named top-level fields.
+
+        What may change follows seed 002's editor table: everything before the first
+        admission and between passages; only objective and notes while a passage is
+        pending; nothing while its outcome is uncertain; the template only while no
+        task was ever created from it.
+        """
+        if not isinstance(changes, Mapping) or not changes:
+            raise InvalidInput("changes: name at least one field to change", field="changes")
+        return self.control(
+            actor,
+            schedule,
+            Action.CONFIGURE,
+            request_id=request_id,
+            expected_revision=expected_revision,
+            changes=changes,
+        )
+
+    def control(
+        self,
+        actor: UUID | str,
+        schedule: UUID | str,
+        action: Action | str,
+        *,
+        request_id: str,
+        expected_revision: int,
+        changes: Mapping[str, Any] | None = None,
+    ) -> ControlOutcome:
+        """Apply one control under the revision compare-and-swap."""
+        try:
+            act = Action(action)
+        except ValueError:
+            raise InvalidInput(
+                f"action: unknown control {action!r}; expected one of "
+                f"{', '.join(a.value for a in Action)}",
+                field="action",
+            ) from None
+        request_id = check_request_id(request_id)
+        expected = _check_revision(expected_revision)
+        schedule_id = _schedule_id(schedule)
+        digest = _digest(act.value, dict(changes) if changes is not None else None)
+
+        def run(conn: Connection) -> ControlOutcome:
+            actor_id = resolve_actor(conn, actor)
+            row = self._row(conn, actor_id, schedule_id, Role.EDITOR)
+            repeated = self._repeat(conn, row, actor_id, request_id, act, digest)
+            if repeated is not None:
+                return repeated
+            if row.phase == Phase.TOMBSTONE.value:
+                raise ControlConflict(
+                    f"schedule {schedule_id} is deleted", action=act.value, reason="deleted"
+                )
+            if row.revision != expected:
+                raise RevisionConflict(
+                    f"schedule {schedule_id} is at revision {row.revision}, not {expected}: "
+                    "it changed since you read it; read it again",
+                    expected=expected,
+                    actual=row.revision,
+                )
+            doc = _doc(row)
+            why = refusal(act, doc)
+            if why is not None:
+                raise ControlConflict(
+                    f"{act.value}: {why}", action=act.value, reason=why, revision=row.revision
+                )
+            now = self.store.clock.now()
+            new_config = None
+            if act is Action.CONFIGURE:
+                assert changes is not None
+                new_config = self._edited(doc, changes)
+            if act is Action.PLAY and doc.body.first_play_at is None:
+                check_not_past(doc.config, now)
+            applied = apply(act, doc, now, request_id=request_id, config=new_config)
+            try:
+                revision, complete = self._write(
+                    conn, row, applied, now, act, request_id, expected, digest
+                )
+            except _Raced:
+                again = self._repeat(conn, row, actor_id, request_id, act, digest)
+                if again is not None:
+                    return again
+                actual = conn.execute(select(_S.c.revision).where(_S.c.id == schedule_id)).scalar()
+                raise RevisionConflict(
+                    f"schedule {schedule_id} changed while this control ran; read it again",
+                    expected=expected,
+                    actual=actual,
+                ) from None
+            fresh = conn.execute(
+                _SCHEDULE, {"actor_id": actor_id, "schedule_id": schedule_id}
+            ).one()
+            return ControlOutcome(
+                request_id=request_id,
+                action=act.value,
+                status="applied",
+                expected_revision=expected,
+                revision=revision,
+                complete=complete,
+                repeated=False,
+                schedule=self._project(fresh),
+            )
+
+        return self.store.run(run)
+
+    @staticmethod
+    def _edited(doc: DocState, changes: Mapping[str, Any]) -> Config:
+        merged = config_to_json(doc.config)
+        unknown = sorted(set(changes) - set(merged))
+        if unknown:
+            raise InvalidInput(f"{unknown[0]}: is not a known field", field=unknown[0])
+        merged.update(changes)
+        new = config_from_json(merged, new="title" in changes)
+        why = edit_refusal(doc, new)
+        if why is not None:
+            raise ControlConflict(f"configure: {why}", action="configure", reason=why)
+        return new
+
+    def _row(self, conn: Connection, actor_id: UUID, schedule_id: UUID, minimum: Role) -> Any:
+        row = conn.execute(_SCHEDULE, {"actor_id": actor_id, "schedule_id": schedule_id}).first()
+        if row is None:
+            raise NotFound(f"schedule: no schedule {schedule_id}", field="schedule")
+        check_role(row.role, minimum)
+        return row
+
+    def _project(self, row: Any) -> dict[str, Any]:
+        if row.phase == Phase.TOMBSTONE.value:
+            return project_tombstone(row)
+        return project(_doc(row), row)
+
+    def _repeat(
+        self,
+        conn: Connection,
+        row: Any,
+        actor_id: UUID,
+        request_id: str,
+        act: Action,
+        digest: str,
+    ) -> ControlOutcome | None:
+        record = conn.execute(_CONTROL, {"schedule_id": row.id, "request_id": request_id}).first()
+        if record is None:
+            return None
+        if record.action != act.value or record.digest != digest:
+            raise RequestReused(
+                f"request_id: {request_id!r} was already used for {record.action} at revision "
+                f"{record.expected_revision} with other input; use a new request ID",
+                field="request_id",
+            )
+        fresh = conn.execute(_SCHEDULE, {"actor_id": actor_id, "schedule_id": row.id}).one()
+        return ControlOutcome(
+            request_id=request_id,
+            action=record.action,
+            status="applied",
+            expected_revision=record.expected_revision,
+            revision=record.recorded_revision,
+            complete=record.complete,
+            repeated=True,
+            schedule=self._project(fresh),
+        )
+
+    def _write(
+        self,
+        conn: Connection,
+        row: Any,
+        applied: Applied,
+        now: datetime,
+        act: Action,
+        request_id: str,
+        expected: int,
+        digest: str,
+    ) -> tuple[int, bool]:
+        revision = expected + 1
+        phase = applied.phase
+        complete = applied.complete
+        config_text, body_text, size = _sizes(applied.config, applied.body)
+        values: dict[str, Any] = {
+            "phase": phase.value,
+            "state": applied.state.value,
+            "revision": revision,
+            "title": applied.config.title,
+            "config": config_text,
+            "body": body_text,
+            "size": size,
+            "next_due_at": _next_due_column(applied.state, phase, applied.config, applied.body),
+            "updated_at": now,
+        }
+        tombstone = False
+        if phase is Phase.DELETING and complete:
+            tombstone = self._tombstone_room(conn, row)
+            if tombstone:
+                values.update(
+                    phase=Phase.TOMBSTONE.value, config=None, body=None, size=_tombstone_size(row)
+                )
+            else:
+                complete = False
+        result = conn.execute(
+            update(_S).where(_S.c.id == row.id, _S.c.revision == expected).values(**values)
+        )
+        if result.rowcount != 1:
+            raise _Raced
+        if tombstone:
+            conn.execute(delete(schedule_controls).where(schedule_controls.c.schedule_id == row.id))
+        self._record(conn, row, request_id, act, expected, revision, complete, digest, now)
+        return revision, complete
+
+    def _record(
+        self,
+        conn: Connection,
+        row: Any,
+        request_id: str,
+        act: Action,
+        expected: int,
+        revision: int,
+        complete: bool,
+        digest: str,
+        now: datetime,
+    ) -> None:
+        count = conn.execute(
+            select(func.count()).where(schedule_controls.c.schedule_id == row.id)
+        ).scalar_one()
+        if count >= MAX_CONTROL_RECORDS:
+            oldest = conn.execute(
+                select(schedule_controls.c.request_id, schedule_controls.c.recorded_revision)
+                .where(schedule_controls.c.schedule_id == row.id, schedule_controls.c.complete)
+                .order_by(schedule_controls.c.recorded_revision)
+                .limit(count - MAX_CONTROL_RECORDS + 1)
+            ).all()
+            if len(oldest) < count - MAX_CONTROL_RECORDS + 1:
+                raise LimitReached(
+                    f"schedule {row.id}: {MAX_CONTROL_RECORDS} controls are unresolved; "
+                    "wait for one to complete",
+                    limit=MAX_CONTROL_RECORDS,
+                )
+            conn.execute(
+                delete(schedule_controls).where(
+                    schedule_controls.c.schedule_id == row.id,
+                    schedule_controls.c.request_id.in_([o.request_id for o in oldest]),
+                )
+            )
+            bound = max(o.recorded_revision for o in oldest)
+            conn.execute(
+                update(_S)
+                .where(_S.c.id == row.id)
+                .values(evicted_control_revision=func.max(_S.c.evicted_control_revision, bound))
+                if conn.dialect.name == "sqlite"
+                else update(_S)
+                .where(_S.c.id == row.id)
+                .values(
+                    evicted_control_revision=func.greatest(_S.c.evicted_control_revision, bound)
+                )
+            )
+        conn.execute(
+            insert(schedule_controls).values(
+                schedule_id=row.id,
+                request_id=request_id,
+                action=act.value,
+                expected_revision=expected,
+                recorded_revision=revision,
+                complete=complete,
+                digest=digest,
+                outcome="{}",
+                at=now,
+            )
+        )
+
+    def _tombstone_room(self, conn: Connection, row: Any) -> bool:
+        """Whether the workspace's tombstone registry can take one more entry."""
+        conn.execute(
+            for_update(select(workspaces.c.id).where(workspaces.c.id == row.workspace_id))
+        ).first()
+        count, total = conn.execute(
+            select(func.count(), func.coalesce(func.sum(_S.c.size), 0)).where(
+                _S.c.workspace_id == row.workspace_id, _S.c.phase == Phase.TOMBSTONE.value
+            )
+        ).one()
+        return bool(count < MAX_TOMBSTONES and total + _tombstone_size(row) <= MAX_TOMBSTONE_BYTES)
+
+    # --- status reads -------------------------------------------------------------------
+
+    def control_status(
+        self,
+        actor: UUID | str,
+        schedule: UUID | str,
+        request_id: str,
+        *,
+        expected_revision: int | None = None,
+        action: Action | str | None = None,
+    ) -> ControlStatus:
+        """The exact status of a control (seed 002): ``applied`` when its record is kept;
+        ``rejected`` only when the store proves it never applied and never can; otherwise
+        ``unknown`` (evicted, never seen, or still able to apply). A read only.
+        """
+        request_id = check_request_id(request_id)
+        schedule_id = _schedule_id(schedule)
+        expected = None if expected_revision is None else _check_revision(expected_revision)
+        act = None
+        if action is not None:
+            try:
+                act = Action(action)
+            except ValueError:
+                raise InvalidInput(f"action: unknown control {action!r}", field="action") from None
+
+        def run(conn: Connection) -> ControlStatus:
+            actor_id = resolve_actor(conn, actor)
+            row = self._row(conn, actor_id, schedule_id, Role.VIEWER)
+            record = conn.execute(
+                _CONTROL, {"schedule_id": schedule_id, "request_id": request_id}
+            ).first()
+            if record is not None:
+                return ControlStatus(
+                    request_id=request_id,
+                    status="applied",
+                    action=record.action,
+                    expected_revision=record.expected_revision,
+                    revision=record.recorded_revision,
+                    complete=record.complete,
+                    at=record.at,
+                )
+            unknown = ControlStatus(
+                request_id=request_id,
+                status="unknown",
+                action=None if act is None else act.value,
+                expected_revision=expected,
+            )
+            if expected is None or row.phase == Phase.TOMBSTONE.value:
+                return unknown
+            if expected < row.revision:
+                if expected + 1 > row.evicted_control_revision:
+                    return ControlStatus(
+                        request_id=request_id,
+                        status="rejected",
+                        code="revision-conflict",
+                        action=None if act is None else act.value,
+                        expected_revision=expected,
+                        reason=f"the schedule moved past revision {expected} without it",
+                    )
+                return unknown
+            if expected == row.revision and act is not None:
+                why = refusal(act, _doc(row))
+                if why is not None:
+                    return ControlStatus(
+                        request_id=request_id,
+                        status="rejected",
+                        code="control-conflict",
+                        action=act.value,
+                        expected_revision=expected,
+                        reason=why,
+                    )
+            return unknown
+
+        return self.store.run(run, write=False)
+
+    # --- reads --------------------------------------------------------------------------
+
+    def detail(self, actor: UUID | str, schedule: UUID | str) -> dict[str, Any]:
+        """The full document projection (seed 002 "Daily document snapshot" and the
+        unified list/detail projections)."""
+        schedule_id = _schedule_id(schedule)
+
+        def run(conn: Connection) -> dict[str, Any]:
+            actor_id = resolve_actor(conn, actor)
+            return self._project(self._row(conn, actor_id, schedule_id, Role.VIEWER))
+
+        return self.store.run(run, write=False)
+
+    def page(
+        self,
+        actor: UUID | str,
+        workspace: UUID | str,
+        *,
+        after: UUID | str | None = None,
+        limit: int = MAX_PAGE,
+    ) -> Page:
+        """At most eight documents in mission-ID order after ``after``; tombstones take
+        their place on the page and the cursor moves past them."""
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_PAGE:
+            raise InvalidInput(f"limit: must be 1-{MAX_PAGE}, got {limit!r}", field="limit")
+        cursor = None
+        if after is not None:
+            cursor = parse_uuid(after, "after")
+            if cursor is None:
+                raise InvalidInput(f"after: not a mission ID: {after!r}", field="after")
+
+        def run(conn: Connection) -> Page:
+            actor_id = resolve_actor(conn, actor)
+            workspace_id, _ = workspace_role(conn, actor_id, workspace, Role.VIEWER)
+            query = select(_S).where(_S.c.workspace_id == workspace_id)
+            if cursor is not None:
+                query = query.where(_S.c.id > cursor)
+            rows = conn.execute(query.order_by(_S.c.id).limit(limit + 1)).all()
+            more = len(rows) > limit
+            rows = rows[:limit]
+            items = [self._project(r) for r in rows]
+            return Page(items=items, next_after=str(rows[-1].id) if more else None)
+
+        return self.store.run(run, write=False)
+
+    def preview(
+        self, actor: UUID | str, schedule: UUID | str, count: int = 5
+    ) -> list[dict[str, Any]]:
+        """The next ``count`` slots under the current policy, end bounds and quota; before
+        the first Play, as if Play happened now."""
+        if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_PREVIEW:
+            raise InvalidInput(f"count: must be 1-{MAX_PREVIEW}, got {count!r}", field="count")
+        schedule_id = _schedule_id(schedule)
+
+        def run(conn: Connection) -> list[dict[str, Any]]:
+            actor_id = resolve_actor(conn, actor)
+            row = self._row(conn, actor_id, schedule_id, Role.VIEWER)
+            if row.phase == Phase.TOMBSTONE.value:
+                return []
+            doc = _doc(row)
+            slots = preview_slots(doc.config, doc.body, self.store.clock.now(), count)
+            return [
+                {
+                    "at": iso(s.at),
+                    "local": format_local(s.local),
+                    "zone": s.zone,
+                    "dst": None if s.dst is None else s.dst.value,
+                }
+                for s in slots
+            ]
+
+        return self.store.run(run, write=False)
+
+
+def _tombstone_size(row: Any) -> int:
+    entry = {
+        "id": str(row.id),
+        "title": row.title,
+        "creationRequestId": row.creation_request_id,
+        "deletedAt": "0000-00-00T00:00:00.000000Z",
+    }
+    return len(json.dumps(entry, ensure_ascii=False).encode())

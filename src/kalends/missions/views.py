@@ -1,0 +1,162 @@
+"""What reads show of a schedule document: the list entry, the detail, a tombstone.
+
+Projections are JSON-ready dicts (camelCase keys) built from one read of the row;
+they never show environment values or other secrets of the runner profile, and
+they never start or settle anything.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from kalends.civil import rule_to_json
+from kalends.missions.config import Profile, config_to_json
+from kalends.missions.controls import ACTIONS, DocState, refusal
+from kalends.missions.document import (
+    Body,
+    PassageStatus,
+    Phase,
+    State,
+    end_at,
+    next_due,
+    one_shot_slot,
+    quota_exhausted,
+    quota_limit,
+    quota_used,
+)
+
+__all__ = ["available_actions", "block_reason", "iso", "project", "project_tombstone"]
+
+
+def iso(value: datetime | None) -> str | None:
+    return None if value is None else value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def available_actions(doc: DocState) -> list[str]:
+    """The controls :func:`refusal` allows now (durable-state candidates; every
+    mutation checks again under its compare-and-swap)."""
+    return [a.value for a in ACTIONS if refusal(a, doc) is None]
+
+
+def block_reason(doc: DocState) -> str | None:
+    """Why no new passage can start now, or ``None`` when the next slot may start one."""
+    body = doc.body
+    if doc.phase is not Phase.LIVE:
+        return "deleting"
+    if doc.state is State.STOPPED:
+        return "stopped"
+    if doc.state is State.PAUSED:
+        return "paused"
+    if body.interruption is not None:
+        return "interrupted"
+    if body.pending is not None:
+        return "pending-passage"
+    if quota_exhausted(doc.config, body):
+        return "quota-exhausted"
+    if next_due(doc.config, body) is None:
+        return "ended"
+    return None
+
+
+def _pending(body: Body) -> dict[str, Any] | None:
+    if body.pending is None:
+        return None
+    out = body.pending.to_json()
+    profile = out.pop("profile", None) or {}
+    if profile:
+        out["profile"] = Profile(
+            command=tuple(profile.get("command", ())),
+            env=tuple((k, "") for k in profile.get("env", {})),
+            cwd=profile.get("cwd", "."),
+        ).public()
+    return out
+
+
+def project(doc: DocState, row: Any) -> dict[str, Any]:
+    """The full detail of a live or deleting document."""
+    config, body = doc.config, doc.body
+    running = doc.state is State.RUNNING and doc.phase is Phase.LIVE
+    due = next_due(config, body) if running and body.pending is None else None
+    one_shot_at = (
+        one_shot_slot(config, body.first_play_at)
+        if config.one_shot and body.first_play_at is not None
+        else None
+    )
+    limit = quota_limit(config)
+    used = quota_used(body)
+    pending = body.pending
+    cfg = config_to_json(config)
+    return {
+        "id": str(doc.schedule_id),
+        "workspaceId": str(row.workspace_id),
+        "kind": config.kind,
+        "title": config.title,
+        "objective": config.objective,
+        "notes": config.notes,
+        "state": "interrupted" if running and body.interruption is not None else doc.state.value,
+        "desiredState": doc.state.value,
+        "interruptionReason": body.interruption,
+        "phase": doc.phase.value,
+        "revision": row.revision,
+        "configGeneration": body.config_generation,
+        "temporalGeneration": body.temporal_generation,
+        "policy": rule_to_json(config.policy),
+        "condition": cfg["condition"],
+        "end": cfg["end"],
+        "restart": config.restart.value,
+        "profile": config.profile.public(),
+        "template": cfg["template"],
+        "firstPlayAt": iso(body.first_play_at),
+        "frozen": {"oneShotAt": iso(one_shot_at), "endAt": iso(end_at(config, body))},
+        "highWater": iso(body.high_water),
+        "counters": {
+            "admitted": body.admitted,
+            "settled": body.settled,
+            "successful": body.successful,
+        },
+        "quota": {
+            "max": limit,
+            "used": used,
+            "remaining": None if limit is None else max(0, limit - used),
+        },
+        "checks": {"count": body.checks_count, "since": iso(body.checks_since)},
+        "pending": _pending(body),
+        "latestResult": body.results[-1].to_json() if body.results else None,
+        "results": [r.to_json() for r in reversed(body.results)],
+        "locks": {
+            "structural": pending is not None,
+            "template": body.task_created,
+            "readOnly": pending is not None and pending.status is PassageStatus.UNCERTAIN,
+        },
+        "nextDueAt": iso(due),
+        "observation": {"status": "idle"}
+        if pending is None
+        else {"status": pending.status.value, "passageId": pending.passage_id},
+        "availableActions": available_actions(doc),
+        "blockReason": block_reason(doc),
+        "technical": {
+            "scheduler": None,
+            "slot": iso(pending.slot) if pending is not None else None,
+            "configGeneration": body.config_generation,
+            "temporalGeneration": body.temporal_generation,
+            "pendingCleanup": doc.phase is Phase.DELETING,
+        },
+        "evictedControlRevision": row.evicted_control_revision,
+        "size": row.size,
+        "createdAt": iso(row.created_at),
+        "updatedAt": iso(row.updated_at),
+    }
+
+
+def project_tombstone(row: Any) -> dict[str, Any]:
+    return {
+        "id": str(row.id),
+        "workspaceId": str(row.workspace_id),
+        "kind": "tombstone",
+        "title": row.title,
+        "revision": row.revision,
+        "phase": Phase.TOMBSTONE.value,
+        "deletedAt": iso(row.updated_at),
+        "createdAt": iso(row.created_at),
+    }

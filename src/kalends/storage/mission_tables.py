@@ -1,0 +1,95 @@
+"""The tables of missions (seed 002): workspaces, schedule documents and control records.
+
+A schedule document is one row: the columns that statements select or order by
+(workspace, phase, desired state, revision, title, creation request) beside two
+JSON texts, ``config`` (what Configure edits, at most 64 KiB) and ``body`` (the
+runtime part: generations, origins, counters, pending passage, results). Every
+mutation is one compare-and-swap on ``revision``. A deleted document becomes a
+tombstone: its row stays, with both texts emptied, in the key order of the list.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    Uuid,
+)
+
+from kalends.storage.schema import UTCDateTime, metadata
+
+__all__ = ["schedule_controls", "schedules", "workspace_members", "workspaces"]
+
+REQUEST_ID_LENGTH = 64
+
+workspaces = Table(
+    "workspaces",
+    metadata,
+    Column("id", Uuid(), primary_key=True),
+    Column("name", String(120), nullable=False),
+    Column("path", Text(), nullable=False, unique=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+    comment="A registered directory (often a git checkout) where passages run.",
+)
+
+workspace_members = Table(
+    "workspace_members",
+    metadata,
+    Column(
+        "workspace_id", Uuid(), ForeignKey("workspaces.id", ondelete="CASCADE"), primary_key=True
+    ),
+    Column("actor_id", Uuid(), ForeignKey("actors.id", ondelete="CASCADE"), primary_key=True),
+    Column("role", String(16), nullable=False),
+    CheckConstraint("role IN ('owner', 'editor', 'viewer')", name="role"),
+    Index("ix_workspace_members_actor_id", "actor_id"),
+    comment="Who may read (viewer), control (editor) or manage (owner) a workspace's schedules.",
+)
+
+schedules = Table(
+    "schedules",
+    metadata,
+    Column("id", Uuid(), primary_key=True),
+    Column("workspace_id", Uuid(), ForeignKey("workspaces.id", ondelete="CASCADE"), nullable=False),
+    Column("phase", String(16), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("revision", Integer(), nullable=False),
+    Column("evicted_control_revision", Integer(), nullable=False),
+    Column("title", String(120), nullable=False),
+    Column("creation_request_id", String(REQUEST_ID_LENGTH), nullable=False),
+    Column("creation_digest", String(64), nullable=False),
+    Column("config", Text(), nullable=True),
+    Column("body", Text(), nullable=True),
+    Column("size", Integer(), nullable=False),
+    Column("next_due_at", UTCDateTime(), nullable=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+    CheckConstraint("phase IN ('live', 'deleting', 'tombstone')", name="phase"),
+    CheckConstraint("state IN ('paused', 'running', 'stopped')", name="state"),
+    UniqueConstraint("workspace_id", "creation_request_id"),
+    Index("ix_schedules_workspace_id_id", "workspace_id", "id"),
+    comment="Schedule documents (one row each, revision compare-and-swap) and their tombstones.",
+)
+
+schedule_controls = Table(
+    "schedule_controls",
+    metadata,
+    Column("schedule_id", Uuid(), ForeignKey("schedules.id", ondelete="CASCADE"), primary_key=True),
+    Column("request_id", String(REQUEST_ID_LENGTH), primary_key=True),
+    Column("action", String(16), nullable=False),
+    Column("expected_revision", Integer(), nullable=False),
+    Column("recorded_revision", Integer(), nullable=False),
+    Column("complete", Boolean(), nullable=False),
+    Column("digest", String(64), nullable=False),
+    Column("outcome", Text(), nullable=False),
+    Column("at", UTCDateTime(), nullable=False),
+    Index("ix_schedule_controls_schedule_id_recorded_revision", "schedule_id", "recorded_revision"),
+    comment="The applied controls of a schedule (at most 64), read back by request ID.",
+)
