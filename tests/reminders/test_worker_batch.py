@@ -213,7 +213,7 @@ class TestReadAgain:
 
         def archive_and_wait(delivery: Delivery) -> None:
             if len(transport.deliveries) == 1:
-                world.directory.archive(world.alice.id, world.work.id)
+                world.services.directory.archive(world.alice.id, world.work.id)
                 fake_clock.advance(RECHECK_AFTER)
 
         transport = Recorder(archive_and_wait)
@@ -234,7 +234,7 @@ class TestReadAgain:
 
         def archive(delivery: Delivery) -> None:
             if len(transport.deliveries) == 1:
-                world.directory.archive(world.alice.id, world.work.id)
+                world.services.directory.archive(world.alice.id, world.work.id)
 
         transport = Recorder(archive)
         report = worker(world, transport, monotonic=fake_clock.monotonic).drain()
@@ -345,7 +345,7 @@ class TestReasonsFoundAtDelivery:
                 bump = {"schedule_revision": tasks.c.schedule_revision + 1}
                 conn.execute(update(tasks).where(tasks.c.id == item.id).values(**bump))
             elif change == "mark-done":
-                conn.execute(update(tasks).where(tasks.c.id == item.id).values(status="done"))
+                conn.execute(update(tasks).where(tasks.c.id == item.id).values(status="completed"))
             else:
                 conn.execute(update(tasks).where(tasks.c.id == parent.id).values(trashed=True))
         fake_clock.advance(timedelta(minutes=3))
