@@ -10,8 +10,10 @@ from kalends.cli.db import db_app
 from kalends.cli.lists import list_app
 from kalends.cli.preview import preview_command
 from kalends.cli.reminders import reminders_app
+from kalends.cli.schedules import schedule_app
 from kalends.cli.tasks import task_app
 from kalends.cli.worker import worker_command
+from kalends.cli.workspaces import workspace_app
 
 app = typer.Typer(
     name="kalends",
@@ -26,6 +28,8 @@ app.add_typer(actor_app, name="actor")
 app.add_typer(list_app, name="list")
 app.add_typer(task_app, name="task")
 app.add_typer(reminders_app, name="reminders")
+app.add_typer(workspace_app, name="workspace")
+app.add_typer(schedule_app, name="schedule")
 app.command("worker")(worker_command)
 
 

@@ -45,7 +45,7 @@ from kalends.civil import (
     resolve_user_local,
     rule_to_json,
 )
-from kalends.errors import InvalidInput, InvalidRule, TooLarge
+from kalends.errors import InvalidInput, TooLarge
 from kalends.missions.limits import (
     MAX_ARG_CHARS,
     MAX_COMMAND_ARGS,
@@ -263,7 +263,9 @@ def _profile(data: object) -> Profile:
         _text(a, f"profile.command[{i}]", MAX_ARG_CHARS, low=1 if i == 0 else 0)
         for i, a in enumerate(command)
     )
-    env_data = obj.get("env") or {}
+    env_data = obj.get("env")
+    if env_data is None:
+        env_data = {}
     if not isinstance(env_data, Mapping):
         raise _fail("profile.env", "must be an object of NAME: value strings")
     if len(env_data) > MAX_ENV_VARS:
@@ -316,17 +318,21 @@ def _template(data: object) -> tuple[TemplateItem, ...] | None:
 
 
 def _policy(data: object) -> Rule:
-    if isinstance(data, Mapping) and data.get("kind") not in POLICY_KINDS:
+    if not isinstance(data, Mapping):
+        raise _fail("policy", "must be a JSON object with a 'kind'")
+    if data.get("kind") not in POLICY_KINDS:
         raise _fail(
             "policy.kind",
             f"unknown policy kind {data.get('kind')!r}; expected one of {', '.join(POLICY_KINDS)}",
         )
     try:
         rule = parse_rule(data)
-    except InvalidRule as exc:
-        inner = exc.details.get("field") or ""
+    except InvalidInput as exc:
+        # Every civil error (an unknown zone and impossible local times included, not
+        # only InvalidRule) is renamed under ``policy.``, keeping its class and code.
+        inner = exc.field or ""
         name = f"policy.{inner}" if inner else "policy"
-        raise InvalidInput(f"policy.{exc.message}", field=name) from None
+        raise type(exc)(f"policy.{exc.message}", field=name) from None
     return rule
 
 

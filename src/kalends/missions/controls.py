@@ -178,10 +178,10 @@ def apply(
             state = State.RUNNING
         case Action.PAUSE:
             state = State.PAUSED
-            complete = body.pending is None
+            complete = _nothing_to_interrupt(body)
         case Action.STOP:
             state = State.STOPPED
-            complete = body.pending is None
+            complete = _nothing_to_interrupt(body)
         case Action.RESUME:
             body = replace(body, interruption=None, interrupted_at=None)
         case Action.RUN_NOW:
@@ -227,7 +227,20 @@ def apply(
             phase = Phase.DELETING
             body = replace(body, deleted_at=now)
             complete = body.pending is None
+    if body.interruption is not None and (action is Action.PLAY or state is not State.RUNNING):
+        # Interrupted means desired running without a live scheduler: a Pause, Stop or
+        # Delete ends the desire, and a later Play arms the scheduler afresh, so the
+        # reason never outlives it (nor reappears on the next Play).
+        body = replace(body, interruption=None, interrupted_at=None)
     return Applied(state=state, config=cfg, body=body, complete=complete, phase=phase)
+
+
+def _nothing_to_interrupt(body: Body) -> bool:
+    """Whether a Pause or Stop completes at once: no passage, or one reserved and not yet
+    dispatched (seed 002: a reserved passage without an admission has no actor to
+    interrupt, and its dispatch is refused once paused or stopped)."""
+    pending = body.pending
+    return pending is None or (not pending.admitted and pending.status is PassageStatus.STARTING)
 
 
 def _later(a: datetime | None, b: datetime) -> datetime:

@@ -51,6 +51,7 @@ from kalends.missions.document import (
     preview_slots,
 )
 from kalends.missions.limits import (
+    MAX_CONFIG_BYTES,
     MAX_CONTROL_RECORDS,
     MAX_DOCUMENT_BYTES,
     MAX_PAGE,
@@ -230,10 +231,19 @@ def _doc(row: Any) -> DocState:
     try:
         config = load_config(row.config)
         body = load_body(row.body)
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CorruptDocument(
             f"schedule {row.id}: the stored document does not parse: {exc}", schedule=str(row.id)
         ) from None
+    # Seed 002: each read validates the document bounds; one over them fails, never guessed.
+    config_size = len(row.config.encode())
+    size = config_size + len(row.body.encode())
+    if config_size > MAX_CONFIG_BYTES or size > MAX_DOCUMENT_BYTES:
+        raise CorruptDocument(
+            f"schedule {row.id}: the stored document is {size} bytes (configuration "
+            f"{config_size}), over its ceilings of {MAX_DOCUMENT_BYTES} ({MAX_CONFIG_BYTES})",
+            schedule=str(row.id),
+        )
     return DocState(str(row.id), Phase(row.phase), State(row.state), config, body)
 
 
@@ -520,7 +530,7 @@ class ScheduleService:
         def run(conn: Connection) -> ControlOutcome:
             actor_id = resolve_actor(conn, actor)
             row = self._row(conn, actor_id, schedule_id, Role.EDITOR)
-            repeated = self._repeat(conn, row, actor_id, request_id, act, digest)
+            repeated = self._repeat(conn, row, actor_id, request_id, act, digest, expected)
             if repeated is not None:
                 return repeated
             if row.phase == Phase.TOMBSTONE.value:
@@ -553,7 +563,7 @@ class ScheduleService:
                     conn, row, applied, now, act, request_id, expected, digest
                 )
             except _Raced:
-                again = self._repeat(conn, row, actor_id, request_id, act, digest)
+                again = self._repeat(conn, row, actor_id, request_id, act, digest, expected)
                 if again is not None:
                     return again
                 actual = conn.execute(select(_S.c.revision).where(_S.c.id == schedule_id)).scalar()
@@ -585,6 +595,11 @@ class ScheduleService:
         if unknown:
             raise InvalidInput(f"{unknown[0]}: is not a known field", field=unknown[0])
         merged.update(changes)
+        profile = changes.get("profile")
+        if isinstance(profile, Mapping) and "env" not in profile:
+            # The environment's values are never shown, so an edit that names no
+            # environment keeps the current one; ``"env": {}`` clears it.
+            merged["profile"] = {**profile, "env": doc.config.profile.to_json()["env"]}
         new = config_from_json(merged, new="title" in changes)
         why = edit_refusal(doc, new)
         if why is not None:
@@ -611,11 +626,18 @@ class ScheduleService:
         request_id: str,
         act: Action,
         digest: str,
+        expected: int,
     ) -> ControlOutcome | None:
         record = conn.execute(_CONTROL, {"schedule_id": row.id, "request_id": request_id}).first()
         if record is None:
             return None
-        if record.action != act.value or record.digest != digest:
+        # A request is its action, payload and expected revision: another of any of them
+        # under the same ID is a reuse, never the original's repeat.
+        if (
+            record.action != act.value
+            or record.digest != digest
+            or record.expected_revision != expected
+        ):
             raise RequestReused(
                 f"request_id: {request_id!r} was already used for {record.action} at revision "
                 f"{record.expected_revision} with other input; use a new request ID",
@@ -663,8 +685,14 @@ class ScheduleService:
         if phase is Phase.DELETING and complete:
             tombstone = self._tombstone_room(conn, row)
             if tombstone:
+                # Compaction drops the control records (the Delete's own is kept), so the
+                # eviction bound covers every revision before the Delete.
                 values.update(
-                    phase=Phase.TOMBSTONE.value, config=None, body=None, size=_tombstone_size(row)
+                    phase=Phase.TOMBSTONE.value,
+                    config=None,
+                    body=None,
+                    size=_tombstone_size(row),
+                    evicted_control_revision=expected,
                 )
             else:
                 complete = False

@@ -1,0 +1,226 @@
+"""``kalends workspace``: registered directories where schedules run, and who may use them.
+
+The actor who registers a directory owns it. Owners manage members and remove
+the workspace; editors create and control schedules; viewers read them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from kalends.cli.output import console, emit_json
+from kalends.cli.session import (
+    EXIT_CODES_HELP,
+    LOCAL_MODE_HELP,
+    ActorOption,
+    DatabaseOption,
+    JsonOption,
+    session,
+)
+from kalends.missions import Member, Workspace
+
+__all__ = ["WorkspaceArgument", "workspace_app"]
+
+workspace_app = typer.Typer(
+    help=(
+        "Workspaces: registered directories where schedules run, and their members "
+        f"(owner, editor, viewer). {LOCAL_MODE_HELP} {EXIT_CODES_HELP}"
+    ),
+    no_args_is_help=True,
+)
+member_app = typer.Typer(
+    help="Who may use a workspace: owners manage, editors control schedules, viewers read.",
+    no_args_is_help=True,
+)
+workspace_app.add_typer(member_app, name="member")
+
+WorkspaceArgument = Annotated[
+    str, typer.Argument(metavar="WORKSPACE", help="Workspace name or ID.")
+]
+MemberArgument = Annotated[str, typer.Argument(metavar="ACTOR", help="Actor handle or ID.")]
+
+
+@workspace_app.command("add")
+def add_command(
+    path: Annotated[str, typer.Argument(metavar="PATH", help="An existing directory.")],
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name", help="Display name (default: the directory's name).", show_default=False
+        ),
+    ] = None,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Register a directory as a workspace; the acting actor becomes its owner.
+
+    The path is stored resolved (absolute, symbolic links followed) and registered once.
+    """
+    with session(database, json_output, actor=actor) as s:
+        added = s.services.workspaces.add(s.actor, path, name)
+        if json_output:
+            emit_json(added.to_json())
+            return
+        console.print(
+            Text(f"added workspace {added.name} at {added.path}, you are owner"), soft_wrap=True
+        )
+        console.print(Text(f"id {added.id}", style="dim"), soft_wrap=True)
+        s.local_note()
+
+
+@workspace_app.command("ls")
+def ls_command(
+    actor: ActorOption = None, database: DatabaseOption = None, json_output: JsonOption = False
+) -> None:
+    """List the workspaces the acting actor is a member of, with their role."""
+    with session(database, json_output, actor=actor) as s:
+        found = s.services.workspaces.list(s.actor)
+    if json_output:
+        emit_json([w.to_json() for w in found])
+        return
+    if not found:
+        console.print(Text(f"{s.actor} is a member of no workspace yet", style="dim"))
+        return
+    table = Table(box=box.SIMPLE_HEAD)
+    for column in ("name", "role", "schedules", "path", "id"):
+        table.add_column(column, no_wrap=column not in {"name", "path"}, overflow="fold")
+    for w in found:
+        cells = (w.name, w.role.value, str(w.schedules), w.path, str(w.id))
+        table.add_row(*(Text(c) for c in cells))
+    console.print(table)
+
+
+@workspace_app.command("show")
+def show_command(
+    workspace: WorkspaceArgument,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Show a workspace: its path, your role, its live schedules and its members.
+
+    With --json: the workspace and "members".
+    """
+    with session(database, json_output, actor=actor) as s:
+
+        def read() -> tuple[Workspace, list[Member]]:
+            ws = s.services.workspaces
+            return ws.get(s.actor, workspace), ws.members(s.actor, workspace)
+
+        found, members = s.atomic(read, write=False)
+    if json_output:
+        emit_json({**found.to_json(), "members": [m.to_json() for m in members]})
+        return
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="dim", no_wrap=True)
+    grid.add_column()
+    rows = (
+        ("workspace", found.name),
+        ("id", str(found.id)),
+        ("path", found.path),
+        ("your role", found.role.value),
+        ("schedules", f"{found.schedules} (deleted ones not counted)"),
+        ("created", found.created_at.isoformat()),
+    )
+    for label, value in rows:
+        grid.add_row(label, Text(value))
+    console.print(grid)
+    console.print(_members_table(members))
+
+
+@workspace_app.command("rm")
+def rm_command(
+    workspace: WorkspaceArgument,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Unregister a workspace (owners only); refused while it holds schedules. The
+    directory itself is left alone."""
+    with session(database, json_output, actor=actor) as s:
+
+        def remove() -> Workspace:
+            found = s.services.workspaces.get(s.actor, workspace)
+            s.services.workspaces.remove(s.actor, found.id)
+            return found
+
+        removed = s.atomic(remove)
+        if json_output:
+            emit_json({"removed": removed.to_json()})
+            return
+        console.print(
+            Text(f"removed workspace {removed.name} ({removed.path} is left as it was)"),
+            soft_wrap=True,
+        )
+        s.local_note()
+
+
+@member_app.command("set")
+def member_set_command(
+    workspace: WorkspaceArgument,
+    member: MemberArgument,
+    role: Annotated[
+        str,
+        typer.Option("--role", metavar="ROLE", help="owner, editor or viewer.", show_default=False),
+    ],
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Give ACTOR a role on the workspace (owners only); a workspace keeps an owner."""
+    with session(database, json_output, actor=actor) as s:
+        made = s.services.workspaces.set_member(s.actor, workspace, member, role.strip().lower())
+        if json_output:
+            emit_json(made.to_json())
+            return
+        console.print(Text(f"{made.handle} is {made.role.value} on {workspace}"), soft_wrap=True)
+        s.local_note()
+
+
+@member_app.command("rm")
+def member_rm_command(
+    workspace: WorkspaceArgument,
+    member: MemberArgument,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Take ACTOR off the workspace (owners only); the last owner stays."""
+    with session(database, json_output, actor=actor) as s:
+        s.services.workspaces.remove_member(s.actor, workspace, member)
+        if json_output:
+            emit_json({"removed": {"workspace": workspace, "member": member}})
+            return
+        console.print(Text(f"removed {member} from {workspace}"), soft_wrap=True)
+        s.local_note()
+
+
+@member_app.command("ls")
+def member_ls_command(
+    workspace: WorkspaceArgument,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """List a workspace's members and their roles."""
+    with session(database, json_output, actor=actor) as s:
+        members = s.services.workspaces.members(s.actor, workspace)
+    if json_output:
+        emit_json([m.to_json() for m in members])
+        return
+    console.print(_members_table(members))
+
+
+def _members_table(members: list[Member]) -> Table:
+    table = Table(box=box.SIMPLE_HEAD)
+    for column in ("member", "role", "actor id"):
+        table.add_column(column, no_wrap=True)
+    for m in members:
+        table.add_row(Text(m.handle), Text(m.role.value), Text(str(m.actor_id)))
+    return table
