@@ -234,7 +234,7 @@ class TestJourney:
         assert pause_id is not None
         pause = json.loads(paused.stdout)
         assert (pause["requestId"], pause["revision"], pause["complete"]) == (
-            pause_id[1], 4, False,
+            pause_id[1], 4, True,  # nothing was dispatched: nothing to interrupt
         )  # fmt: skip
 
         status = world.json("schedule", "control-status", sid, "run-0001", actor="vera")
@@ -542,14 +542,14 @@ class TestEdit:
         assert (again["status"], again["repeated"], again["revision"]) == ("applied", True, 2)
         assert snapshot(world.services) == before
 
-    def test_a_profile_change_needs_the_environment_again(self, world: World) -> None:
+    def test_a_profile_change_keeps_the_environment(self, world: World) -> None:
         sid = world.schedule()
-        error = world.refused(2, "schedule", "edit", sid, "--command", "make all")
-        assert "give --env NAME=VALUE for CI again" in error["message"]
-        done = world.json("schedule", "edit", sid, "--command", "make all", "--env", "CI=2")
-        assert done["schedule"]["profile"] == {
+        kept = world.json("schedule", "edit", sid, "--command", "make all")
+        assert kept["schedule"]["profile"] == {
             "command": ["make", "all"], "envNames": ["CI"], "cwd": ".",
         }  # fmt: skip
+        done = world.json("schedule", "edit", sid, "--env", "TOKEN=2")
+        assert done["schedule"]["profile"]["envNames"] == ["TOKEN"]
         cleared = world.json("schedule", "edit", sid, "--clear-env")
         assert cleared["schedule"]["profile"]["envNames"] == []
 

@@ -1015,9 +1015,9 @@ def edit_command(
 ) -> None:
     """Change a schedule's configuration; only the top-level fields that change are sent.
 
-    With a passage pending only --objective and --notes may change. Environment values
-    are never shown, so changing --command, --arg or --cwd of a schedule that has an
-    environment needs --env again (or --clear-env). With --json: the control outcome.
+    With a passage pending only --objective and --notes may change. Changing --command,
+    --arg or --cwd keeps the environment (its values are never shown); --env replaces it
+    and --clear-env removes it. With --json: the control outcome.
     """
     with session(database, json_output, actor=actor) as s:
         flags = FieldFlags(
@@ -1069,17 +1069,6 @@ def edit_command(
                 "edit: say what to change: a field flag (--title, --notes, --daily, …) "
                 "or --set-json",
                 field="edit",
-            )
-        if (
-            "profile" in changes
-            and not flags.env_given
-            and (doc.get("profile") or {}).get("envNames")
-        ):
-            names = ", ".join(doc["profile"]["envNames"])
-            raise InvalidInput(
-                "env: environment values are never shown, so a profile change resends them: "
-                f"give --env NAME=VALUE for {names} again, or --clear-env",
-                field="env",
             )
         wanted = {**given, **changes}
         sent = {k: v for k, v in wanted.items() if not _unchanged(k, v, doc, current)}
