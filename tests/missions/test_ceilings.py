@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 
 from kalends.errors import CorruptDocument, LimitReached, RevisionConflict, TooLarge
 from kalends.missions import Body
@@ -20,6 +21,7 @@ from kalends.missions.limits import (
     MAX_RESULTS,
     MAX_SCHEDULES,
 )
+from kalends.storage.mission_tables import schedule_controls
 from kalends.storage.testing import nothing_written
 from missions.conftest import MissionWorld, daily_config
 from missions.surgery import control, create, edit_body, result, revision
@@ -184,14 +186,40 @@ def test_unresolved_records_are_never_evicted(mw: MissionWorld) -> None:
     assert mw.schedules.detail(mw.alice.id, sid)["evictedControlRevision"] == 3
 
 
+def test_checks_complete_at_once_and_pauses_supersede(mw: MissionWorld) -> None:
+    """Unresolved records stay few: a Check restarts a durable observer (complete at once)
+    and a newer Pause/Stop completes the older unresolved one."""
+    sid = create(mw)
+    control(mw, sid, "play", "play-0001")
+    control(mw, sid, "run-now", "run-now-0001")
+
+    def admit(body: Body) -> Body:  # the passage was admitted: a Pause has a family to stop
+        assert body.pending is not None
+        return replace(body, pending=replace(body.pending, admitted=True), admitted=1)
+
+    edit_body(mw, sid, admit)
+    control(mw, sid, "pause", "pause-0001")
+    control(mw, sid, "check", "check-0001")
+    assert mw.schedules.control_status(mw.alice.id, sid, "check-0001").complete is True
+    assert mw.schedules.control_status(mw.alice.id, sid, "pause-0001").complete is False
+    control(mw, sid, "stop", "stop-0001")
+    assert mw.schedules.control_status(mw.alice.id, sid, "pause-0001").complete is True
+    assert mw.schedules.control_status(mw.alice.id, sid, "stop-0001").complete is False
+
+
 def test_sixty_four_unresolved_records_refuse_the_next_control(mw: MissionWorld) -> None:
     sid = create(mw)
-    control(mw, sid, "run-now", "run-now-0001")
-    for i in range(MAX_CONTROL_RECORDS - 1):
-        control(mw, sid, "check", f"check-{i:04d}")  # a Check completes when the passage settles
+    for i in range(MAX_CONTROL_RECORDS):
+        control(mw, sid, "configure", f"edit-{i:04d}", {"notes": f"edit {i}"})
+    # Controls alone leave at most a Run now, a Pause/Stop and a Delete unresolved; mark
+    # every record unresolved directly to reach the bound.
+    with mw.store.transaction() as conn:
+        conn.execute(update(schedule_controls).values(complete=False))
     rev = revision(mw, sid)
     with nothing_written(mw.store), pytest.raises(LimitReached):
-        mw.schedules.check(mw.bob.id, sid, request_id="check-more", expected_revision=rev)
+        mw.schedules.configure(
+            mw.bob.id, sid, {"notes": "more"}, request_id="edit-more", expected_revision=rev
+        )
 
 
 # --- the 256 KiB document ------------------------------------------------------------------------

@@ -74,7 +74,7 @@ class Applied:
 
     A control is incomplete while it waits on the runtime: a Pause or Stop with a
     pending passage to interrupt, a Run now until its passage is admitted or
-    archived, a Check until the passage settles, a Delete until it is reconciled.
+    archived, a Delete until it is reconciled.
     """
 
     state: State
@@ -209,7 +209,9 @@ def apply(
                 body = replace(body, checks_count=body.checks_count + 1)
             complete = False
         case Action.CHECK:
-            complete = False
+            # The observer it restarts is a durable wake written in this same
+            # transaction, so nothing is left unknown: complete at once.
+            pass
         case Action.CONFIGURE:
             assert config is not None
             if config != cfg:

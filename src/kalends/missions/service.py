@@ -14,6 +14,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
+from types import SimpleNamespace
 from typing import Any
 from uuid import UUID
 
@@ -214,6 +216,34 @@ _SCHEDULE = (
     )
     .where(_S.c.id == bindparam("schedule_id"))
 )
+_sc = schedule_controls
+_CAS = (
+    update(_S)
+    .where(_S.c.id == bindparam("b_id"), _S.c.revision == bindparam("b_expected"))
+    .values(
+        phase=bindparam("phase"),
+        state=bindparam("state"),
+        revision=bindparam("revision"),
+        title=bindparam("title"),
+        config=bindparam("config"),
+        body=bindparam("body"),
+        size=bindparam("size"),
+        next_due_at=bindparam("next_due_at"),
+        updated_at=bindparam("updated_at"),
+        evicted_control_revision=bindparam("evicted"),
+    )
+)
+_COUNT_CONTROLS = select(func.count()).where(_sc.c.schedule_id == bindparam("schedule_id"))
+_INSERT_CONTROL = insert(_sc)
+_SUPERSEDE = (
+    update(_sc)
+    .where(
+        _sc.c.schedule_id == bindparam("b_schedule_id"),
+        _sc.c.action.in_(("pause", "stop")),
+        _sc.c.complete.is_(False),
+    )
+    .values(complete=True)
+)
 _CONTROL = select(schedule_controls).where(
     schedule_controls.c.schedule_id == bindparam("schedule_id"),
     schedule_controls.c.request_id == bindparam("request_id"),
@@ -227,17 +257,28 @@ def _schedule_id(value: object) -> UUID:
     return as_id
 
 
+@lru_cache(maxsize=4096)
+def _parse_config(text: str) -> tuple[Config, int]:
+    return load_config(text), len(text.encode())
+
+
+@lru_cache(maxsize=4096)
+def _parse_body(text: str) -> tuple[Body, int]:
+    return load_body(text), len(text.encode())
+
+
 def _doc(row: Any) -> DocState:
+    """The parsed document of a row. Parsing is cached by the stored text (both parts
+    are immutable values), so rereading an unchanged document costs a dict lookup."""
     try:
-        config = load_config(row.config)
-        body = load_body(row.body)
+        config, config_size = _parse_config(row.config)
+        body, body_size = _parse_body(row.body)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CorruptDocument(
             f"schedule {row.id}: the stored document does not parse: {exc}", schedule=str(row.id)
         ) from None
     # Seed 002: each read validates the document bounds; one over them fails, never guessed.
-    config_size = len(row.config.encode())
-    size = config_size + len(row.body.encode())
+    size = config_size + body_size
     if config_size > MAX_CONFIG_BYTES or size > MAX_DOCUMENT_BYTES:
         raise CorruptDocument(
             f"schedule {row.id}: the stored document is {size} bytes (configuration "
@@ -247,8 +288,11 @@ def _doc(row: Any) -> DocState:
     return DocState(str(row.id), Phase(row.phase), State(row.state), config, body)
 
 
-def _sizes(config: Config, body: Body) -> tuple[str, str, int]:
-    config_text = dump_config(config)
+def _sizes(config: Config, body: Body, config_text: str | None = None) -> tuple[str, str, int]:
+    """The stored texts and size of a document; refuses one over its ceilings.
+    ``config_text``: the stored text of an unchanged configuration, reused."""
+    if config_text is None:
+        config_text = dump_config(config)
     body_text = dump_body(body)
     size = len(config_text.encode()) + len(body_text.encode())
     if size > MAX_DOCUMENT_BYTES:
@@ -559,7 +603,7 @@ class ScheduleService:
                 check_not_past(doc.config, now)
             applied = apply(act, doc, now, request_id=request_id, config=new_config)
             try:
-                revision, complete = self._write(
+                revision, complete, view = self._write(
                     conn, row, applied, now, act, request_id, expected, digest
                 )
             except _Raced:
@@ -572,9 +616,6 @@ class ScheduleService:
                     expected=expected,
                     actual=actual,
                 ) from None
-            fresh = conn.execute(
-                _SCHEDULE, {"actor_id": actor_id, "schedule_id": schedule_id}
-            ).one()
             return ControlOutcome(
                 request_id=request_id,
                 action=act.value,
@@ -583,7 +624,7 @@ class ScheduleService:
                 revision=revision,
                 complete=complete,
                 repeated=False,
-                schedule=self._project(fresh),
+                schedule=self._project(view),
             )
 
         return self.store.run(run)
@@ -665,12 +706,20 @@ class ScheduleService:
         request_id: str,
         expected: int,
         digest: str,
-    ) -> tuple[int, bool]:
+    ) -> tuple[int, bool, Any]:
+        """The compare-and-swap write and the control record; returns the new revision,
+        whether the control is complete, and the written row (for the reply, so the
+        document is not read back)."""
         revision = expected + 1
         phase = applied.phase
         complete = applied.complete
-        config_text, body_text, size = _sizes(applied.config, applied.body)
+        unchanged = applied.config is _parse_config(row.config)[0]
+        config_text, body_text, size = _sizes(
+            applied.config, applied.body, row.config if unchanged else None
+        )
         values: dict[str, Any] = {
+            "b_id": row.id,
+            "b_expected": expected,
             "phase": phase.value,
             "state": applied.state.value,
             "revision": revision,
@@ -680,6 +729,7 @@ class ScheduleService:
             "size": size,
             "next_due_at": _next_due_column(applied.state, phase, applied.config, applied.body),
             "updated_at": now,
+            "evicted": row.evicted_control_revision,
         }
         tombstone = False
         if phase is Phase.DELETING and complete:
@@ -692,19 +742,33 @@ class ScheduleService:
                     config=None,
                     body=None,
                     size=_tombstone_size(row),
-                    evicted_control_revision=expected,
+                    evicted=expected,
                 )
             else:
                 complete = False
-        result = conn.execute(
-            update(_S).where(_S.c.id == row.id, _S.c.revision == expected).values(**values)
-        )
+        result = conn.execute(_CAS, values)
         if result.rowcount != 1:
             raise _Raced
         if tombstone:
-            conn.execute(delete(schedule_controls).where(schedule_controls.c.schedule_id == row.id))
-        self._record(conn, row, request_id, act, expected, revision, complete, digest, now)
-        return revision, complete
+            conn.execute(delete(_sc).where(_sc.c.schedule_id == row.id))
+        evicted = self._record(
+            conn, row, request_id, act, expected, revision, complete, digest, now
+        )
+        view = SimpleNamespace(
+            id=row.id,
+            workspace_id=row.workspace_id,
+            phase=values["phase"],
+            state=values["state"],
+            revision=revision,
+            title=values["title"],
+            config=values["config"],
+            body=values["body"],
+            size=values["size"],
+            evicted_control_revision=max(values["evicted"], evicted),
+            created_at=row.created_at,
+            updated_at=now,
+        )
+        return revision, complete, view
 
     def _record(
         self,
@@ -717,54 +781,57 @@ class ScheduleService:
         complete: bool,
         digest: str,
         now: datetime,
-    ) -> None:
-        count = conn.execute(
-            select(func.count()).where(schedule_controls.c.schedule_id == row.id)
-        ).scalar_one()
+    ) -> int:
+        """Insert the control record, evicting the oldest completed ones past the bound of
+        64; returns the highest evicted revision (0 when none was evicted)."""
+        count = conn.execute(_COUNT_CONTROLS, {"schedule_id": row.id}).scalar_one()
+        bound = 0
         if count >= MAX_CONTROL_RECORDS:
+            excess = count - MAX_CONTROL_RECORDS + 1
             oldest = conn.execute(
-                select(schedule_controls.c.request_id, schedule_controls.c.recorded_revision)
-                .where(schedule_controls.c.schedule_id == row.id, schedule_controls.c.complete)
-                .order_by(schedule_controls.c.recorded_revision)
-                .limit(count - MAX_CONTROL_RECORDS + 1)
+                select(_sc.c.request_id, _sc.c.recorded_revision)
+                .where(_sc.c.schedule_id == row.id, _sc.c.complete)
+                .order_by(_sc.c.recorded_revision)
+                .limit(excess)
             ).all()
-            if len(oldest) < count - MAX_CONTROL_RECORDS + 1:
+            if len(oldest) < excess:
                 raise LimitReached(
                     f"schedule {row.id}: {MAX_CONTROL_RECORDS} controls are unresolved; "
                     "wait for one to complete",
                     limit=MAX_CONTROL_RECORDS,
                 )
             conn.execute(
-                delete(schedule_controls).where(
-                    schedule_controls.c.schedule_id == row.id,
-                    schedule_controls.c.request_id.in_([o.request_id for o in oldest]),
+                delete(_sc).where(
+                    _sc.c.schedule_id == row.id,
+                    _sc.c.request_id.in_([o.request_id for o in oldest]),
                 )
             )
             bound = max(o.recorded_revision for o in oldest)
+            greatest = func.max if conn.dialect.name == "sqlite" else func.greatest
             conn.execute(
                 update(_S)
                 .where(_S.c.id == row.id)
-                .values(evicted_control_revision=func.max(_S.c.evicted_control_revision, bound))
-                if conn.dialect.name == "sqlite"
-                else update(_S)
-                .where(_S.c.id == row.id)
-                .values(
-                    evicted_control_revision=func.greatest(_S.c.evicted_control_revision, bound)
-                )
+                .values(evicted_control_revision=greatest(_S.c.evicted_control_revision, bound))
             )
+        if act in (Action.PAUSE, Action.STOP) and not complete:
+            # Seed 002: a schedule admits a single unresolved Pause/Stop; the newest one
+            # carries the interruption, so it supersedes (completes) the earlier ones.
+            conn.execute(_SUPERSEDE, {"b_schedule_id": row.id})
         conn.execute(
-            insert(schedule_controls).values(
-                schedule_id=row.id,
-                request_id=request_id,
-                action=act.value,
-                expected_revision=expected,
-                recorded_revision=revision,
-                complete=complete,
-                digest=digest,
-                outcome="{}",
-                at=now,
-            )
+            _INSERT_CONTROL,
+            {
+                "schedule_id": row.id,
+                "request_id": request_id,
+                "action": act.value,
+                "expected_revision": expected,
+                "recorded_revision": revision,
+                "complete": complete,
+                "digest": digest,
+                "outcome": "{}",
+                "at": now,
+            },
         )
+        return bound
 
     def _tombstone_room(self, conn: Connection, row: Any) -> bool:
         """Whether the workspace's tombstone registry can take one more entry."""

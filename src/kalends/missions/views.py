@@ -39,7 +39,10 @@ def available_actions(doc: DocState) -> list[str]:
     return [a.value for a in ACTIONS if refusal(a, doc) is None]
 
 
-def block_reason(doc: DocState) -> str | None:
+_UNSET: Any = object()
+
+
+def block_reason(doc: DocState, due: datetime | None = _UNSET) -> str | None:
     """Why no new passage can start now, or ``None`` when the next slot may start one."""
     body = doc.body
     if doc.phase is not Phase.LIVE:
@@ -54,7 +57,7 @@ def block_reason(doc: DocState) -> str | None:
         return "pending-passage"
     if quota_exhausted(doc.config, body):
         return "quota-exhausted"
-    if next_due(doc.config, body) is None:
+    if (next_due(doc.config, body) if due is _UNSET else due) is None:
         return "ended"
     return None
 
@@ -134,7 +137,7 @@ def project(doc: DocState, row: Any) -> dict[str, Any]:
         if pending is None
         else {"status": pending.status.value, "passageId": pending.passage_id},
         "availableActions": available_actions(doc),
-        "blockReason": block_reason(doc),
+        "blockReason": block_reason(doc, due if running and body.pending is None else _UNSET),
         "technical": {
             "scheduler": None,
             "slot": iso(pending.slot) if pending is not None else None,
