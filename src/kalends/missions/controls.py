@@ -179,9 +179,11 @@ def apply(
         case Action.PAUSE:
             state = State.PAUSED
             complete = _nothing_to_interrupt(body)
+            body = replace(body, last_pause_at=now)
         case Action.STOP:
             state = State.STOPPED
             complete = _nothing_to_interrupt(body)
+            body = replace(body, last_pause_at=now)
         case Action.RESUME:
             body = replace(body, interruption=None, interrupted_at=None)
         case Action.RUN_NOW:

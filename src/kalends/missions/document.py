@@ -206,6 +206,7 @@ class Body:
     temporal_generation: int = 1
     first_play_at: datetime | None = None
     last_play_at: datetime | None = None
+    last_pause_at: datetime | None = None
     high_water: datetime | None = None
     admitted: int = 0
     settled: int = 0
@@ -226,6 +227,7 @@ class Body:
             "temporalGeneration": self.temporal_generation,
             "firstPlayAt": _iso(self.first_play_at),
             "lastPlayAt": _iso(self.last_play_at),
+            "lastPauseAt": _iso(self.last_pause_at),
             "highWater": _iso(self.high_water),
             "counters": {
                 "admitted": self.admitted,
@@ -263,6 +265,7 @@ def load_body(text: str) -> Body:
         temporal_generation=int(d["temporalGeneration"]),
         first_play_at=_instant(d.get("firstPlayAt")),
         last_play_at=_instant(d.get("lastPlayAt")),
+        last_pause_at=_instant(d.get("lastPauseAt")),
         high_water=_instant(d.get("highWater")),
         admitted=int(counters["admitted"]),
         settled=int(counters["settled"]),

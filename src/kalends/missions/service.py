@@ -34,6 +34,7 @@ from kalends.errors import (
     RevisionConflict,
     TooLarge,
 )
+from kalends.missions import wakes
 from kalends.missions.config import (
     Config,
     config_from_json,
@@ -310,6 +311,87 @@ def _next_due_column(state: State, phase: Phase, config: Config, body: Body) -> 
     if state is not State.RUNNING or phase is not Phase.LIVE or body.pending is not None:
         return None
     return next_due(config, body)
+
+
+def doc_of(row: Any) -> DocState:
+    """The parsed document of a schedule row (for the scheduler)."""
+    return _doc(row)
+
+
+def cas_write(
+    conn: Connection,
+    row: Any,
+    *,
+    state: State,
+    phase: Phase,
+    config: Config,
+    body: Body,
+    now: datetime,
+) -> int | None:
+    """One compare-and-swap of a whole document against ``row.revision``; the new
+    revision, or ``None`` when another writer changed it first (nothing written)."""
+    unchanged = config is _parse_config(row.config)[0]
+    config_text, body_text, size = _sizes(config, body, row.config if unchanged else None)
+    revision = int(row.revision) + 1
+    result = conn.execute(
+        _CAS,
+        {
+            "b_id": row.id,
+            "b_expected": row.revision,
+            "phase": phase.value,
+            "state": state.value,
+            "revision": revision,
+            "title": config.title,
+            "config": config_text,
+            "body": body_text,
+            "size": size,
+            "next_due_at": _next_due_column(state, phase, config, body),
+            "updated_at": now,
+            "evicted": row.evicted_control_revision,
+        },
+    )
+    return revision if result.rowcount == 1 else None
+
+
+def compact(conn: Connection, row: Any, now: datetime) -> bool:
+    """Turn a deleted, reconciled document into a tombstone when the registry has room;
+    completes its Delete (seed 002 "Unified document foundation")."""
+    if not tombstone_room(conn, row):
+        return False
+    result = conn.execute(
+        update(_S)
+        .where(_S.c.id == row.id, _S.c.revision == row.revision)
+        .values(
+            phase=Phase.TOMBSTONE.value,
+            config=None,
+            body=None,
+            size=_tombstone_size(row),
+            revision=row.revision + 1,
+            evicted_control_revision=row.revision,
+            next_due_at=None,
+            updated_at=now,
+        )
+    )
+    if result.rowcount != 1:
+        return False
+    conn.execute(
+        delete(_sc).where(_sc.c.schedule_id == row.id, _sc.c.action != Action.DELETE.value)
+    )
+    conn.execute(update(_sc).where(_sc.c.schedule_id == row.id).values(complete=True))
+    return True
+
+
+def tombstone_room(conn: Connection, row: Any) -> bool:
+    """Whether the workspace's tombstone registry can take one more entry."""
+    conn.execute(
+        for_update(select(workspaces.c.id).where(workspaces.c.id == row.workspace_id))
+    ).first()
+    count, total = conn.execute(
+        select(func.count(), func.coalesce(func.sum(_S.c.size), 0)).where(
+            _S.c.workspace_id == row.workspace_id, _S.c.phase == Phase.TOMBSTONE.value
+        )
+    ).one()
+    return bool(count < MAX_TOMBSTONES and total + _tombstone_size(row) <= MAX_TOMBSTONE_BYTES)
 
 
 class _Raced(Exception):
@@ -751,6 +833,10 @@ class ScheduleService:
             raise _Raced
         if tombstone:
             conn.execute(delete(_sc).where(_sc.c.schedule_id == row.id))
+        elif act is not Action.CONFIGURE or applied.state is State.RUNNING:
+            # The scheduler looks again at once: to arm or cancel slots, start or observe
+            # the pending passage, or interrupt it (seed 002: Pause/Stop cancel the Job).
+            wakes.arm(conn, row.id, now)
         evicted = self._record(
             conn, row, request_id, act, expected, revision, complete, digest, now
         )
@@ -834,16 +920,7 @@ class ScheduleService:
         return bound
 
     def _tombstone_room(self, conn: Connection, row: Any) -> bool:
-        """Whether the workspace's tombstone registry can take one more entry."""
-        conn.execute(
-            for_update(select(workspaces.c.id).where(workspaces.c.id == row.workspace_id))
-        ).first()
-        count, total = conn.execute(
-            select(func.count(), func.coalesce(func.sum(_S.c.size), 0)).where(
-                _S.c.workspace_id == row.workspace_id, _S.c.phase == Phase.TOMBSTONE.value
-            )
-        ).one()
-        return bool(count < MAX_TOMBSTONES and total + _tombstone_size(row) <= MAX_TOMBSTONE_BYTES)
+        return tombstone_room(conn, row)
 
     # --- status reads -------------------------------------------------------------------
 

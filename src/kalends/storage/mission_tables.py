@@ -26,7 +26,13 @@ from sqlalchemy import (
 
 from kalends.storage.schema import UTCDateTime, metadata
 
-__all__ = ["schedule_controls", "schedules", "workspace_members", "workspaces"]
+__all__ = [
+    "schedule_controls",
+    "schedule_wakes",
+    "schedules",
+    "workspace_members",
+    "workspaces",
+]
 
 REQUEST_ID_LENGTH = 64
 
@@ -92,4 +98,27 @@ schedule_controls = Table(
     Column("at", UTCDateTime(), nullable=False),
     Index("ix_schedule_controls_schedule_id_recorded_revision", "schedule_id", "recorded_revision"),
     comment="The applied controls of a schedule (at most 64), read back by request ID.",
+)
+
+schedule_wakes = Table(
+    "schedule_wakes",
+    metadata,
+    Column("schedule_id", Uuid(), ForeignKey("schedules.id", ondelete="CASCADE"), primary_key=True),
+    Column("due_at", UTCDateTime(), nullable=False),
+    Column("owner", String(200), nullable=True),
+    Column("lease_token", String(64), nullable=True),
+    Column("lease_expires_at", UTCDateTime(), nullable=True),
+    Column("orphaned", Boolean(), nullable=False),
+    Column("armed", Integer(), nullable=False),
+    Column("failures", Integer(), nullable=False),
+    Column("polls", Integer(), nullable=False),
+    Column("last_error_code", String(64), nullable=True),
+    Column("last_error_message", Text(), nullable=True),
+    Column("last_error_at", UTCDateTime(), nullable=True),
+    Index("ix_schedule_wakes_due_at", "due_at"),
+    Index("ix_schedule_wakes_owner", "owner"),
+    comment=(
+        "One durable wake per schedule that needs a scheduler: the Job of seed 002, held "
+        "by one live scheduler under a lease; lastError lives here, outside the document."
+    ),
 )
