@@ -48,6 +48,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/recurrence.py
 	$(BIN)/python bench/tasks.py
 	$(BIN)/python bench/outbox.py
+	$(BIN)/python bench/missions.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
