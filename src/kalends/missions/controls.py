@@ -21,6 +21,8 @@ delete        any state, once
 ============  =====================================================================
 
 Every control is refused on a document being deleted, except a repeated request.
+While a reserved passage's start is unconfirmed (pending, not admitted, uncertain),
+only Resume, Pause, Stop and Check are allowed.
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ class Action(StrEnum):
 
 
 ACTIONS = tuple(Action)
+# Seed 002 "Daily document controls": while a reserved but unadmitted passage's start
+# stays unknown, the snapshot offers only these.
+_WHILE_START_UNKNOWN = frozenset({Action.RESUME, Action.PAUSE, Action.STOP, Action.CHECK})
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +95,16 @@ def refusal(action: Action, doc: DocState) -> str | None:
         return "the schedule is deleted"
     state, body = doc.state, doc.body
     pending = body.pending
+    if (
+        pending is not None
+        and not pending.admitted
+        and pending.status is PassageStatus.UNCERTAIN
+        and action not in _WHILE_START_UNKNOWN
+    ):
+        return (
+            f"the start of passage {pending.passage_id} is uncertain; until it is "
+            "reconciled only Resume, Pause, Stop and Check are offered"
+        )
     match action:
         case Action.PLAY:
             if state is State.STOPPED:

@@ -46,7 +46,7 @@ from uuid import UUID
 from sqlalchemy import and_, bindparam, delete, or_, select, update
 from sqlalchemy.engine import Connection
 
-from kalends.errors import KalendsError
+from kalends.errors import KalendsError, StorageError
 from kalends.missions import service as docs
 from kalends.missions.config import Restart
 from kalends.missions.controls import DocState
@@ -86,6 +86,8 @@ CLAIM_BATCH = 500
 """How many free wakes a scheduler takes per round (it takes more on later rounds)."""
 LOOK_BATCH = 500
 """How many due wakes a scheduler looks at per round."""
+OUTAGE_MAX_WAIT = 60
+"""The longest wait between retries while the database is unavailable (seconds)."""
 WATCH_SECONDS = 1.0
 """How often a scheduler checks its running passages for an exit (the terminal event)."""
 
@@ -249,14 +251,26 @@ class Scheduler:
         most an hour), a wake-up from ``wait`` (a :class:`~kalends.storage.wake.Waker`),
         the next lease renewal, or a running passage's exit; then release the wakes."""
         waiter = wait or (lambda seconds, ev: ev.wait(seconds))
+        outages = 0
         try:
             while not stop.is_set():
-                result = self.run_once()
+                try:
+                    result = self.run_once()
+                    pause = self._sleep_seconds()
+                except StorageError as exc:
+                    # The database is down or locked: wait 1 s, doubling to 60 s, and go on.
+                    outages += 1
+                    delay = min(OUTAGE_MAX_WAIT, 2 ** (outages - 1))
+                    log.warning(
+                        "scheduler %s: database error, retrying in %ss: %s", self.owner, delay, exc
+                    )
+                    stop.wait(delay)
+                    continue
+                outages = 0
                 if on_round is not None:
                     on_round(result)
                 if result.looked >= LOOK_BATCH or result.claimed >= CLAIM_BATCH:
                     continue
-                pause = self._sleep_seconds()
                 deadline = time.monotonic() + pause
                 while not stop.is_set():
                     left = deadline - time.monotonic()
@@ -268,7 +282,10 @@ class Scheduler:
                     if self._watch and self._exits_seen():
                         break
         finally:
-            self.release()
+            try:
+                self.release()
+            except StorageError as exc:  # the leases run out on their own
+                log.warning("scheduler %s: could not release its wakes: %s", self.owner, exc)
 
     def release(self) -> None:
         """Give up every wake this scheduler holds (graceful shutdown). They are marked
