@@ -177,3 +177,52 @@ def test_a_dead_schedulers_interrupt_schedules_wait_for_resume(mw: MissionWorld)
         mw.bob.id, sid, request_id="resume-001", expected_revision=detail["revision"]
     )
     assert mw.schedules.detail(mw.bob.id, sid)["state"] == "running"
+
+
+def test_running_without_a_live_scheduler_is_displayed_interrupted(mw: MissionWorld) -> None:
+    sid = _schedule(mw)
+    _play(mw, sid)
+    detail = mw.schedules.detail(mw.bob.id, sid)
+    assert (detail["state"], detail["displayState"], detail["displayReason"]) == (
+        "running",
+        "interrupted",
+        "no-scheduler",
+    )
+    Scheduler(mw.store, FakeRuntime(), owner="s1").run_once()
+    detail = mw.schedules.detail(mw.bob.id, sid)
+    assert detail["displayState"] == "running" and detail["technical"]["scheduler"]["live"]
+    mw.clock.advance(timedelta(minutes=2))  # s1 died: its lease ran out
+    assert mw.schedules.detail(mw.bob.id, sid)["displayState"] == "interrupted"
+
+
+class BrokenRuntime(FakeRuntime):
+    broken: bool = True
+
+    def start(self, start: PassageStart) -> Presence:
+        if self.broken:
+            raise OSError("the runtime directory is not writable")
+        return super().start(start)
+
+
+def test_a_failed_wake_records_last_error_and_backs_off(mw: MissionWorld) -> None:
+    sid = _schedule(mw)
+    _play(mw, sid)
+    runtime = BrokenRuntime()
+    scheduler = Scheduler(mw.store, runtime, owner="s1")
+    scheduler.run_once()
+    due = datetime.fromisoformat(mw.schedules.detail(mw.bob.id, sid)["nextDueAt"])
+    mw.clock.set(due)
+    assert scheduler.run_once().errors == 1
+    detail = mw.schedules.detail(mw.bob.id, sid)
+    assert detail["lastError"]["code"] == "internal-error"
+    assert detail["pending"]["status"] == "uncertain"
+    assert detail["state"] == "running"
+    mw.clock.advance(timedelta(seconds=10))
+    assert scheduler.run_once().looked == 0  # the first retry waits 30 s
+    runtime.broken = False
+    mw.clock.advance(timedelta(seconds=25))
+    scheduler.run_once()
+    detail = mw.schedules.detail(mw.bob.id, sid)
+    assert detail["lastError"] is None
+    assert detail["pending"]["admitted"] is True and runtime.starts == 1
+    assert detail["pending"]["passageId"].startswith("psg_")

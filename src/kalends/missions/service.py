@@ -70,6 +70,7 @@ from kalends.missions.workspaces import check_role, workspace_role
 from kalends.storage.ids import ids_at
 from kalends.storage.mission_tables import (
     schedule_controls,
+    schedule_wakes,
     schedules,
     workspace_members,
     workspaces,
@@ -207,13 +208,23 @@ class Page:
 
 _wm = workspace_members
 _S = schedules
+_W = schedule_wakes
+# What reads show of a schedule's wake: whether a live scheduler holds it, and lastError
+# (kept on the wake row, outside the document revision).
+_WAKE_COLUMNS = (
+    _W.c.owner.label("wake_owner"),
+    _W.c.lease_expires_at.label("wake_lease"),
+    _W.c.last_error_code.label("last_error_code"),
+    _W.c.last_error_at.label("last_error_at"),
+    _W.c.last_error_message.label("last_error_message"),
+)
 _SCHEDULE = (
-    select(_S, _wm.c.role)
+    select(_S, _wm.c.role, *_WAKE_COLUMNS)
     .select_from(
         _S.outerjoin(
             _wm,
             and_(_wm.c.workspace_id == _S.c.workspace_id, _wm.c.actor_id == bindparam("actor_id")),
-        )
+        ).outerjoin(_W, _W.c.schedule_id == _S.c.id)
     )
     .where(_S.c.id == bindparam("schedule_id"))
 )
@@ -739,7 +750,7 @@ class ScheduleService:
     def _project(self, row: Any) -> dict[str, Any]:
         if row.phase == Phase.TOMBSTONE.value:
             return project_tombstone(row)
-        return project(_doc(row), row)
+        return project(_doc(row), row, now=self.store.clock.now())
 
     def _repeat(
         self,
@@ -1031,7 +1042,11 @@ class ScheduleService:
         def run(conn: Connection) -> Page:
             actor_id = resolve_actor(conn, actor)
             workspace_id, _ = workspace_role(conn, actor_id, workspace, Role.VIEWER)
-            query = select(_S).where(_S.c.workspace_id == workspace_id)
+            query = (
+                select(_S, *_WAKE_COLUMNS)
+                .select_from(_S.outerjoin(_W, _W.c.schedule_id == _S.c.id))
+                .where(_S.c.workspace_id == workspace_id)
+            )
             if cursor is not None:
                 query = query.where(_S.c.id > cursor)
             rows = conn.execute(query.order_by(_S.c.id).limit(limit + 1)).all()

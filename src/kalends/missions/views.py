@@ -76,10 +76,32 @@ def _pending(body: Body) -> dict[str, Any] | None:
     return out
 
 
-def project(doc: DocState, row: Any) -> dict[str, Any]:
-    """The full detail of a live or deleting document."""
+def _scheduler(row: Any, now: datetime | None) -> dict[str, Any] | None:
+    """Whether a live scheduler holds the schedule's wake (``None``: not read)."""
+    if now is None or not hasattr(row, "wake_owner"):
+        return None
+    live = row.wake_owner is not None and row.wake_lease is not None and row.wake_lease > now
+    return {
+        "live": live,
+        "owner": row.wake_owner if live else None,
+        "leaseExpiresAt": iso(row.wake_lease) if live else None,
+    }
+
+
+def _last_error(row: Any) -> dict[str, Any] | None:
+    code = getattr(row, "last_error_code", None)
+    if code is None:
+        return None
+    return {"code": code, "at": iso(row.last_error_at), "message": row.last_error_message}
+
+
+def project(doc: DocState, row: Any, *, now: datetime | None = None) -> dict[str, Any]:
+    """The full detail of a live or deleting document. With ``now`` and the wake's
+    columns on ``row``, a running schedule that no live scheduler holds is displayed
+    as Interrupted (seed 002: desired running without a live Job)."""
     config, body = doc.config, doc.body
     running = doc.state is State.RUNNING and doc.phase is Phase.LIVE
+    scheduler = _scheduler(row, now)
     due = next_due(config, body) if running and body.pending is None else None
     one_shot_at = (
         one_shot_slot(config, body.first_play_at)
@@ -100,6 +122,16 @@ def project(doc: DocState, row: Any) -> dict[str, Any]:
         "state": "interrupted" if running and body.interruption is not None else doc.state.value,
         "desiredState": doc.state.value,
         "interruptionReason": body.interruption,
+        "displayState": "interrupted"
+        if running
+        and (body.interruption is not None or (scheduler is not None and not scheduler["live"]))
+        else doc.state.value,
+        "displayReason": body.interruption
+        if body.interruption is not None
+        else (
+            "no-scheduler" if running and scheduler is not None and not scheduler["live"] else None
+        ),
+        "lastError": _last_error(row),
         "phase": doc.phase.value,
         "revision": row.revision,
         "configGeneration": body.config_generation,
@@ -139,7 +171,7 @@ def project(doc: DocState, row: Any) -> dict[str, Any]:
         "availableActions": available_actions(doc),
         "blockReason": block_reason(doc, due if running and body.pending is None else _UNSET),
         "technical": {
-            "scheduler": None,
+            "scheduler": scheduler,
             "slot": iso(pending.slot) if pending is not None else None,
             "configGeneration": body.config_generation,
             "temporalGeneration": body.temporal_generation,
