@@ -10,6 +10,7 @@ from kalends.cli.db import db_app
 from kalends.cli.lists import list_app
 from kalends.cli.preview import preview_command
 from kalends.cli.reminders import reminders_app
+from kalends.cli.report import report_command
 from kalends.cli.schedules import schedule_app
 from kalends.cli.tasks import task_app
 from kalends.cli.worker import worker_command
@@ -31,6 +32,7 @@ app.add_typer(reminders_app, name="reminders")
 app.add_typer(workspace_app, name="workspace")
 app.add_typer(schedule_app, name="schedule")
 app.command("worker")(worker_command)
+app.command("report")(report_command)
 
 
 @app.callback(invoke_without_command=True)
