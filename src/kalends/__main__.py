@@ -1,3 +1,3 @@
-from kalends.cli.main import main
+from kalends.cli.entry import main
 
 main()

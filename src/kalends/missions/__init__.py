@@ -1,17 +1,51 @@
-"""Missions (seed 002): workspaces and durable schedule documents with idempotent controls."""
+"""Missions (seed 002): workspaces and durable schedule documents with idempotent
+controls, the scheduler that runs them, and the runtimes that start passages.
 
-from kalends.missions.config import Config, config_from_json, config_to_json
-from kalends.missions.controls import ACTIONS, Action
-from kalends.missions.document import Body, PassageStatus, Pending, Phase, Result, State
-from kalends.missions.service import (
-    ControlOutcome,
-    ControlStatus,
-    Page,
-    Receipt,
-    ScheduleService,
-    check_request_id,
-)
-from kalends.missions.workspaces import Member, Workspace, Workspaces
+The names below load on first use, so a passage's ``kalends report`` (which needs only
+:mod:`kalends.missions.runtime`) does not import the storage layer.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kalends.missions.config import Config, config_from_json, config_to_json
+    from kalends.missions.controls import ACTIONS, Action
+    from kalends.missions.document import Body, PassageStatus, Pending, Phase, Result, State
+    from kalends.missions.service import (
+        ControlOutcome,
+        ControlStatus,
+        Page,
+        Receipt,
+        ScheduleService,
+        check_request_id,
+    )
+    from kalends.missions.workspaces import Member, Workspace, Workspaces
+
+_WHERE = {
+    "Config": "config",
+    "config_from_json": "config",
+    "config_to_json": "config",
+    "ACTIONS": "controls",
+    "Action": "controls",
+    "Body": "document",
+    "PassageStatus": "document",
+    "Pending": "document",
+    "Phase": "document",
+    "Result": "document",
+    "State": "document",
+    "ControlOutcome": "service",
+    "ControlStatus": "service",
+    "Page": "service",
+    "Receipt": "service",
+    "ScheduleService": "service",
+    "check_request_id": "service",
+    "Member": "workspaces",
+    "Workspace": "workspaces",
+    "Workspaces": "workspaces",
+}
 
 __all__ = [
     "ACTIONS",
@@ -35,3 +69,12 @@ __all__ = [
     "config_from_json",
     "config_to_json",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kalends.missions' has no attribute {name!r}")
+    value = getattr(import_module(f"kalends.missions.{module}"), name)
+    globals()[name] = value
+    return value

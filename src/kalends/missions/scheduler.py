@@ -170,6 +170,8 @@ def settle_outcome(obs: Observation) -> tuple[str, str | None]:
         return "failed", "reported"
     if obs.interrupted:
         return "ended-without-report", "interrupted"
+    if obs.error is not None:
+        return "failed", obs.error
     if obs.signal is not None:
         return "failed", f"signal {obs.signal}"
     if obs.exit_status not in (0, None):
@@ -637,6 +639,11 @@ class Scheduler:
             self._mark(row, doc, pending, now, PassageStatus.UNCERTAIN, "not-observed")
             return None
         obs = self.runtime.observe(pending.session_id)
+        if not obs.launched and not obs.exited and self._dispatch_allowed(doc, pending):
+            # Admitted, never launched (a crash between the two): ``start`` is idempotent
+            # and launches it exactly once; the admission is never made again.
+            self.runtime.start(self._start_of(row, doc, pending))
+            obs = self.runtime.observe(pending.session_id)
         if self._interrupt_wanted(doc, pending) and not obs.settled and not obs.interrupted:
             self.runtime.interrupt(pending.session_id)
             result.interrupted += 1

@@ -65,7 +65,8 @@ class Observation:
     process still lives. ``exited``: its end was recorded, with ``exit_status`` (0..255)
     or ``signal``. ``descendants``: some process of its session still lives (settlement
     waits for none). ``interrupted``: kalends asked it to stop. ``report``: the final
-    report, if any. ``log_tail``: the end of its output, for display.
+    report, if any. ``log_tail``: the end of its output, for display. ``error``: why it
+    ended without a recorded status or signal (``lost``: the shim itself died), if so.
     """
 
     launched: bool
@@ -79,6 +80,7 @@ class Observation:
     started_at: datetime | None = None
     ended_at: datetime | None = None
     log_tail: str = ""
+    error: str | None = None
 
     @property
     def settled(self) -> bool:
@@ -87,7 +89,10 @@ class Observation:
 
 
 class Runtime(Protocol):
-    """Starts and observes passages. Every method may raise :class:`RuntimeUnavailable`."""
+    """Starts and observes passages. Every method may raise :class:`RuntimeUnavailable`;
+    ``observe`` and ``interrupt`` raise :class:`~kalends.errors.NotFound` for a session
+    never admitted, ``start`` :class:`~kalends.errors.InvalidInput` for a start that can
+    never be built (an empty command, a directory outside the workspace)."""
 
     def start(self, start: PassageStart) -> Presence:
         """Admit and launch the start; idempotent by session: a second call with the same

@@ -398,6 +398,7 @@ class ProcessRuntime:
             started_at=_parse_at(shim.get("startedAt")) if shim else None,
             ended_at=_parse_at(ended.get("endedAt")) if ended else None,
             log_tail=tail,
+            error="lost" if lost else None,
         )
 
     def _interrupt(self, directory: Path) -> None:
