@@ -24,11 +24,14 @@ __all__ = [
     "ENV_DATABASE_URL",
     "default_database_url",
     "mask_password",
+    "resolve_runtime_dir",
     "normalize_database_url",
     "resolve_database_url",
 ]
 
 ENV_DATABASE_URL = "KALENDS_DATABASE_URL"
+ENV_RUNTIME_DIR = "KALENDS_RUNTIME_DIR"
+DEFAULT_RUNTIME_DIRNAME = "runtime"
 DEFAULT_DATABASE_FILENAME = "kalends.sqlite3"
 
 _FIELD = "database"
@@ -56,6 +59,25 @@ def resolve_database_url(
     if from_env:
         return normalize_database_url(from_env)
     return default_database_url(data_dir)
+
+
+def resolve_runtime_dir(
+    explicit: str | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    data_dir: Path | None = None,
+) -> Path:
+    """Where the process runtime keeps passage directories: ``--runtime-dir``, else
+    ``KALENDS_RUNTIME_DIR``, else ``runtime`` in the user's data directory. It must be
+    on the machine that runs the passages (liveness is read from its process table)."""
+    env = os.environ if environ is None else environ
+    raw = explicit if explicit is not None else env.get(ENV_RUNTIME_DIR, "").strip()
+    if explicit is not None and not explicit.strip():
+        raise InvalidInput("runtime directory must not be empty", field="runtime_dir")
+    if raw:
+        return Path(raw).expanduser().resolve()
+    base = data_dir if data_dir is not None else Path(platformdirs.user_data_dir("kalends"))
+    return base / DEFAULT_RUNTIME_DIRNAME
 
 
 def default_database_url(data_dir: Path | None = None) -> str:

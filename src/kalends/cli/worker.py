@@ -1,4 +1,9 @@
-"""``kalends worker``: deliver due reminders until stopped.
+"""``kalends worker``: run the mission scheduler and deliver due reminders until stopped.
+
+The scheduler (in a thread of its own) holds the wakes of running schedules under
+leases, admits due slots, starts passages through the process runtime, observes and
+settles them; any number of workers may share a database, and a dead worker's
+schedules are taken over when its leases run out.
 
 The worker claims due reminder intents, sends each through the transport (Apprise by
 default) and records the outcome; between batches it sleeps until the next reminder
@@ -26,6 +31,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
 from types import FrameType
 from typing import Annotated
 
@@ -34,12 +40,14 @@ from rich.text import Text
 
 from kalends.cli.output import emit_json, error_console
 from kalends.cli.session import DatabaseOption, report_error
-from kalends.config import mask_password
+from kalends.config import mask_password, resolve_runtime_dir
 from kalends.errors import InvalidInput, KalendsError
 from kalends.reminders.outbox import MAX_CLAIM_BATCH, MAX_OWNER_LENGTH
 from kalends.reminders.transports import AppriseTransport, NullTransport, Transport
 from kalends.reminders.worker import WORKER_BATCH, BatchReport, DeliveryWorker
 from kalends.storage.migrate import open_store
+from kalends.storage.unit_of_work import Store
+from kalends.storage.wake import open_waker
 
 __all__ = ["EXIT_INTERRUPTED", "TRANSPORTS", "default_owner", "worker_command"]
 
@@ -49,6 +57,8 @@ TRANSPORTS: dict[str, Callable[[], Transport]] = {
 }
 # Stopped by a second signal, without waiting for the send in progress (128 + SIGINT).
 EXIT_INTERRUPTED = 130
+# How long a stopping worker waits for the scheduler to release its wakes.
+_SCHEDULER_JOIN_SECONDS = 15.0
 # How often the main thread looks whether the delivery thread ended.
 _JOIN_SECONDS = 0.2
 
@@ -187,6 +197,34 @@ def _in_thread(work: Callable[[], BatchReport]) -> BatchReport:
     return outcome[0]
 
 
+def _start_scheduler(
+    store: Store, runtime_dir: Path, owner: str, stop: threading.Event, once: bool
+) -> threading.Thread | None:
+    """Runs the mission scheduler: once now (``once``), or in a thread until ``stop``."""
+    from kalends.missions.runtime.process import ProcessRuntime  # noqa: PLC0415
+    from kalends.missions.scheduler import Scheduler  # noqa: PLC0415
+    from kalends.missions.wakes import MISSIONS_CHANNEL  # noqa: PLC0415
+
+    scheduler = Scheduler(store, ProcessRuntime(runtime_dir), owner=f"{owner}/scheduler")
+    if once:
+        scheduler.run_once()
+        scheduler.release()
+        return None
+
+    def target() -> None:
+        waker = open_waker(store.engine, MISSIONS_CHANNEL)
+        try:
+            scheduler.run(stop, wait=waker.wait)
+        except Exception:
+            _log.exception("the mission scheduler stopped on an error")
+        finally:
+            waker.close()
+
+    thread = threading.Thread(target=target, name="kalends-scheduler", daemon=True)
+    thread.start()
+    return thread
+
+
 def worker_command(
     database: DatabaseOption = None,
     owner: Annotated[
@@ -226,6 +264,24 @@ def worker_command(
             help="With --once: print the report as JSON. Otherwise one JSON line per batch.",
         ),
     ] = False,
+    schedules: Annotated[
+        bool,
+        typer.Option(
+            "--schedules/--no-schedules",
+            help="Run the mission scheduler (starts passages of running schedules).",
+        ),
+    ] = True,
+    runtime_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--runtime-dir",
+            metavar="DIR",
+            envvar="KALENDS_RUNTIME_DIR",
+            help="Where passages keep their records and logs (default: the user data "
+            "directory's runtime/); local to this machine.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Deliver due reminders until SIGTERM or Ctrl-C (graceful: nothing half-done is lost).
 
@@ -242,6 +298,14 @@ def worker_command(
     except KalendsError as exc:
         report_error(exc, json_output)
     stop = threading.Event()
+    scheduler_thread: threading.Thread | None = None
+    if schedules:
+        try:
+            root = resolve_runtime_dir(runtime_dir)
+            scheduler_thread = _start_scheduler(store, root, checked_owner, stop, once)
+        except KalendsError as exc:
+            store.close()
+            report_error(exc, json_output)
     worker = DeliveryWorker(store, sender, owner=checked_owner, batch=size)
     on_batch = _progress(store.clock.now, json_output)
     work: Callable[[], BatchReport]
@@ -284,6 +348,9 @@ def worker_command(
     except KalendsError as exc:
         report_error(exc, json_output)
     finally:
+        stop.set()
+        if scheduler_thread is not None:
+            scheduler_thread.join(_SCHEDULER_JOIN_SECONDS)
         store.close()
     if once:
         if json_output:
