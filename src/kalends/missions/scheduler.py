@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import partial
+from types import SimpleNamespace
 from typing import Any
 from uuid import UUID
 
@@ -99,6 +100,11 @@ _ROW = (
     select(_S, workspaces.c.path.label("workspace_path"))
     .join(workspaces, workspaces.c.id == _S.c.workspace_id)
     .where(_S.c.id == bindparam("sid"))
+)
+_ROWS = (
+    select(_S, workspaces.c.path.label("workspace_path"))
+    .join(workspaces, workspaces.c.id == _S.c.workspace_id)
+    .where(_S.c.id.in_(bindparam("sids", expanding=True)))
 )
 _RENEW = (
     update(_W)
@@ -228,11 +234,18 @@ class Scheduler:
             if takeover:
                 self._guard(sid, now, result, partial(self._restart, sid, now))
 
-        def mine(conn: Connection) -> list[Any]:
-            return list(conn.execute(_MY_DUE, {"me": self.owner, "now": now}).all())
+        def mine(conn: Connection) -> tuple[list[Any], dict[UUID, Any]]:
+            due = list(conn.execute(_MY_DUE, {"me": self.owner, "now": now}).all())
+            rows = {}
+            if due:
+                found = conn.execute(_ROWS, {"sids": [d.schedule_id for d in due]})
+                rows = {r.id: r for r in found}
+            return due, rows
 
-        for sid, armed, polls, failures in self.store.run(mine, write=False):
-            result.looked += 1
+        due, rows = self.store.run(mine, write=False)
+        result.looked = len(due)
+        slow = self._fast(due, rows, now, result)
+        for sid, armed, polls, failures in slow:
             self._guard(
                 sid,
                 now,
@@ -241,6 +254,136 @@ class Scheduler:
                 failures=failures,
             )
         return result
+
+    def _fast(
+        self, due: list[Any], rows: dict[UUID, Any], now: datetime, result: LookResult
+    ) -> list[Any]:
+        """The common case of many wakes at once, set-based: running schedules with nothing
+        pending either sleep until their next slot or have their latest missed slot
+        reserved (one transaction for all), started, and admitted (one more transaction).
+        Everything else goes back to the caller for a look of its own."""
+        slow: list[Any] = []
+        sleeps: list[dict[str, Any]] = []
+        drops: list[dict[str, Any]] = []
+        reserves: list[tuple[Any, Any, DocState, Body]] = []
+        exists: dict[str, bool] = {}
+        for wake in due:
+            row = rows.get(wake.schedule_id)
+            try:
+                doc = docs.doc_of(row) if row is not None and row.phase == "live" else None
+            except KalendsError:
+                doc = None
+            if (
+                row is None
+                or doc is None
+                or doc.body.pending is not None
+                or doc.state is not State.RUNNING
+                or doc.body.interruption is not None
+            ):
+                slow.append(wake)
+                continue
+            path = row.workspace_path
+            if path not in exists:
+                exists[path] = self._exists(path)
+            if not exists[path]:
+                slow.append(wake)
+                continue
+            fence = {"sid": wake.schedule_id, "me": self.owner, "seen": wake.armed}
+            slot = None
+            if not quota_exhausted(doc.config, doc.body):
+                slot = latest_missed(doc.config, doc.body, now)
+            if slot is not None:
+                reserves.append((wake, row, doc, self._reservation(doc, slot.at, now)))
+                continue
+            nxt = next_due(doc.config, doc.body)
+            if nxt is None:
+                drops.append(fence)
+            else:
+                sleeps.append({**fence, "due": min(nxt, now + MAX_SLEEP), "p": 0})
+        reserved: list[tuple[Any, Any, DocState, Body, int]] = []
+
+        def reserve(conn: Connection) -> None:
+            for wake, row, doc, body in reserves:
+                revision = docs.cas_write(
+                    conn, row, state=doc.state, phase=doc.phase, config=doc.config, body=body,
+                    now=now,
+                )  # fmt: skip
+                if revision is not None:
+                    reserved.append((wake, row, doc, body, revision))
+            if sleeps:
+                conn.execute(_SET_WAKE, sleeps)
+            if drops:
+                conn.execute(_DROP_WAKE, drops)
+
+        if reserves or sleeps or drops:
+            self.store.run(reserve)
+        result.reserved += len(reserved)
+        lost = {wake.schedule_id for wake, *_ in reserves} - {w.schedule_id for w, *_ in reserved}
+        slow.extend(w for w, *_ in reserves if w.schedule_id in lost)
+        admitted: list[tuple[Any, Any, DocState, Body, int]] = []
+        for wake, row, doc, body, revision in reserved:
+            pending = body.pending
+            assert pending is not None
+            try:
+                presence = self.runtime.start(self._start_of(row, doc, pending))
+            except Exception:
+                slow.append(wake)  # its own look marks it uncertain and records lastError
+                continue
+            if presence is Presence.PRESENT:
+                admitted.append((wake, row, doc, body, revision))
+            else:
+                slow.append(wake)
+        if not admitted:
+            return slow
+
+        def admit(conn: Connection) -> list[UUID]:
+            done = []
+            wakes_due = []
+            for wake, row, doc, body, revision in admitted:
+                pending = body.pending
+                assert pending is not None
+                new = replace(
+                    body,
+                    pending=replace(
+                        pending, admitted=True, admitted_at=now, status=PassageStatus.RUNNING
+                    ),
+                    admitted=body.admitted + 1,
+                )
+                written = SimpleNamespace(
+                    id=row.id,
+                    revision=revision,
+                    config=row.config,
+                    evicted_control_revision=row.evicted_control_revision,
+                )
+                if docs.cas_write(
+                    conn, written, state=doc.state, phase=doc.phase, config=doc.config, body=new,
+                    now=now,
+                ) is None:  # fmt: skip
+                    continue  # a control came first: its own look reconciles the start
+                done.append(row.id)
+                wakes_due.append(
+                    {
+                        "sid": row.id,
+                        "me": self.owner,
+                        "seen": wake.armed,
+                        "due": now + fallback_delay(0),
+                        "p": 1,
+                    }
+                )
+            if wakes_due:
+                conn.execute(_SET_WAKE, wakes_due)
+            return done
+
+        done = set(self.store.run(admit))
+        for _wake, row, _doc, body, _ in admitted:
+            if row.id not in done:
+                continue
+            pending = body.pending
+            assert pending is not None and pending.slot is not None
+            result.admitted += 1
+            result.admissions.append((row.id, pending.slot, now))
+            self._watch[row.id] = pending.session_id
+        return slow
 
     def run(
         self,
@@ -526,10 +669,10 @@ class Scheduler:
 
         return bool(self.store.run(run))
 
-    def _reserve(self, row: Any, doc: DocState, slot: datetime, now: datetime) -> bool:
-        """Write-ahead: the pending record with deterministic identities, before any effect.
-        The high-water mark advances with it (seed 002: technical high-water advances at
-        durable reservation)."""
+    def _reservation(self, doc: DocState, slot: datetime, now: datetime) -> Body:
+        """The body with the pending record of ``slot``: deterministic identities, before
+        any effect; the high-water mark advances with it (seed 002: technical high-water
+        advances at durable reservation)."""
         body = doc.body
         passage, session, message = scheduled_identity(doc.schedule_id, slot)
         pending = Pending(
@@ -547,8 +690,11 @@ class Scheduler:
             temporal_generation=body.temporal_generation,
         )
         checks = body.checks_count + (1 if doc.config.condition is not None else 0)
-        new = replace(body, pending=pending, high_water=slot, checks_count=checks)
-        return self._cas(row, doc, new, now)
+        return replace(body, pending=pending, high_water=slot, checks_count=checks)
+
+    def _reserve(self, row: Any, doc: DocState, slot: datetime, now: datetime) -> bool:
+        """Write-ahead: the pending record, in one compare-and-swap."""
+        return self._cas(row, doc, self._reservation(doc, slot, now), now)
 
     def _interrupt_schedule(self, row: Any, doc: DocState, now: datetime, reason: str) -> bool:
         body = replace(doc.body, interruption=reason, interrupted_at=now)
