@@ -13,21 +13,28 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import pytest
 from rich.console import Console
-from sqlalchemy import select
+from sqlalchemy import select, update
 from typer.main import get_command
 from typer.testing import CliRunner, Result
 
 from kalends.bootstrap import Services, open_services
 from kalends.cli.main import app
 from kalends.cli.schedules import detail_view
+from kalends.clock import FakeClock
+from kalends.missions.runtime.process import ProcessRuntime
+from kalends.missions.scheduler import Scheduler
+from kalends.storage.mission_tables import schedule_wakes
 from kalends.storage.schema import metadata
 from kalends.storage.testing import StorageTarget
 
@@ -35,6 +42,7 @@ runner = CliRunner()
 CLEAN_ENV: dict[str, str | None] = {
     "KALENDS_ACTOR": None,
     "KALENDS_DATABASE_URL": None,
+    "KALENDS_RUNTIME_DIR": None,
     "COLUMNS": "200",
 }
 ZONE = "Europe/Berlin"
@@ -655,6 +663,167 @@ class TestReads:
         assert error["code"] == "control-conflict"
         assert world.refused(1, "schedule", "play", sid)["code"] == "control-conflict"
         assert world.json("schedule", "preview", sid) == []
+
+
+# Prints, then waits (at most a minute) for a file named "go" in its directory.
+WAITS = (
+    "import os, time\n"
+    "print('hello from the passage', flush=True)\n"
+    "deadline = time.time() + 60\n"
+    "while not os.path.exists('go') and time.time() < deadline:\n"
+    "    time.sleep(0.02)\n"
+    "print('bye', flush=True)\n"
+)
+
+
+def _set_wake(world: World, sid: str, **values: Any) -> None:
+    with world.services.store.engine.begin() as conn:
+        conn.execute(
+            update(schedule_wakes).where(schedule_wakes.c.schedule_id == UUID(sid)).values(values)
+        )
+
+
+class TestRuntimeView:
+    def test_running_without_a_scheduler_shows_interrupted_and_the_last_error(
+        self, world: World
+    ) -> None:
+        sid = world.schedule()
+        world.json("schedule", "play", sid)
+        text = world.ok("schedule", "show", sid).stdout
+        assert re.search(
+            r"state\s+running \(desired\) — Interrupted: no scheduler holds it; start "
+            r"`kalends worker`",
+            text,
+        )
+        assert "last error" not in text
+        doc = world.json("schedule", "show", sid)
+        assert (doc["state"], doc["displayState"], doc["displayReason"]) == (
+            "running",
+            "interrupted",
+            "no-scheduler",
+        )
+
+        at = datetime(2030, 7, 1, 7, 0, tzinfo=UTC)
+        _set_wake(
+            world,
+            sid,
+            last_error_code="runtime-unavailable",
+            last_error_message="cannot launch session ses_x: disk full",
+            last_error_at=at,
+        )
+        text = world.ok("schedule", "show", sid).stdout
+        assert re.search(
+            r"last error\s+runtime-unavailable at 2030-07-01 09:00 Mon Europe/Berlin: "
+            r"cannot launch session ses_x: disk full",
+            text,
+        )
+        assert world.json("schedule", "show", sid)["lastError"] == {
+            "code": "runtime-unavailable",
+            "at": "2030-07-01T07:00:00Z",
+            "message": "cannot launch session ses_x: disk full",
+        }
+
+        # A live scheduler holds it: the desired state is what holds.
+        lease = datetime.now(UTC) + timedelta(minutes=5)
+        _set_wake(world, sid, owner="host:1/scheduler", lease_token="t", lease_expires_at=lease)
+        text = world.ok("schedule", "show", sid).stdout
+        assert re.search(r"state\s+running *\n", text) and "Interrupted" not in text
+        assert world.json("schedule", "show", sid)["technical"]["scheduler"]["live"] is True
+
+    def test_show_renders_reasons_and_an_output_tail(self, world: World) -> None:
+        sid = world.schedule()
+        doc = world.json("schedule", "show", sid)
+        doc.update(state="interrupted", desiredState="running", displayState="interrupted",
+                   displayReason="restart", interruptionReason="restart")  # fmt: skip
+        doc["pending"] = {"passageId": "psg_p", "sessionId": "ses_p", "trigger": "manual",
+                          "slot": None, "status": "uncertain", "reason": "not-observed",
+                          "reservedAt": "2030-07-01T07:00:00Z",
+                          "logTail": "".join(f"line {i}\n" for i in range(30))}  # fmt: skip
+        out = Console(width=200, record=True, file=io.StringIO())
+        out.print(detail_view(doc))
+        text = out.export_text()
+        assert re.search(
+            rf"state\s+running \(desired\) — Interrupted: its scheduler restarted; "
+            rf"`kalends schedule resume {sid}` goes on",
+            text,
+        )
+        assert re.search(
+            r"pending passage\s+psg_p: manual, uncertain \(not-observed: the runtime cannot "
+            r"tell whether it started; retrying\), slot none \(run now\)",
+            text,
+        )
+        assert re.search(r"session\s+ses_p \(`kalends passage log psg_p`\)", text)
+        assert "output of psg_p (last 10 lines; `kalends passage log psg_p` prints it all):" in (
+            text
+        )
+        assert "  line 20\n" in text and "  line 29\n" in text and "line 19" not in text
+
+    def test_a_pending_passage_shows_its_output_and_then_its_result(
+        self, sqlite_world: World
+    ) -> None:
+        world = sqlite_world
+        runtime_dir = world.root / "runtime"
+        sid = world.schedule(profile={"command": [sys.executable, "-c", WAITS]})
+        world.json("schedule", "play", sid)
+        world.json("schedule", "run-now", sid)
+        clock = FakeClock(datetime.now(UTC))
+        services = open_services(world.url, clock=clock)
+        runtime = ProcessRuntime(runtime_dir, grace=1.0)
+        go = world.root / "home" / "go"
+        session = None
+        try:
+            scheduler = Scheduler(services.store, runtime, owner="test/scheduler")
+            assert scheduler.run_once().admitted == 1
+            scheduler.release()  # no scheduler holds it now
+            pending = world.json("schedule", "show", sid)["pending"]
+            session, passage = pending["sessionId"], pending["passageId"]
+            assert (pending["status"], pending["admitted"]) == ("running", True)
+            deadline = time.monotonic() + 30
+            while "hello from the passage" not in runtime.observe(session).log_tail:
+                assert time.monotonic() < deadline, "the passage never printed"
+                time.sleep(0.02)
+
+            shown = world.ok("schedule", "show", sid, "--runtime-dir", str(runtime_dir)).stdout
+            assert re.search(r"state\s+running \(desired\) — Interrupted: no scheduler", shown)
+            assert re.search(
+                rf"pending passage\s+{passage}: manual, running, slot none \(run now\)", shown
+            )
+            assert re.search(rf"session\s+{session} \(`kalends passage log {passage}`\)", shown)
+            assert f"output of {passage} (last 10 lines" in shown
+            assert "  hello from the passage\n" in shown
+            doc = world.json("schedule", "show", sid, "--runtime-dir", str(runtime_dir))
+            assert doc["pending"]["logTail"] == "hello from the passage\n"
+            # Another machine's runtime (or none): the output is left out.
+            elsewhere = world.json("schedule", "show", sid, "--runtime-dir", str(world.root / "x"))
+            assert "logTail" not in elsewhere["pending"]
+            assert not (world.root / "x").exists()
+            assert "output of" not in world.ok("schedule", "show", sid).stdout
+
+            runtime.report(runtime.token(passage, session), "completed", "said hello")
+            go.touch()
+            deadline = time.monotonic() + 30
+            while not runtime.observe(session).settled:
+                assert time.monotonic() < deadline, "the passage never settled"
+                time.sleep(0.05)
+            clock.advance(timedelta(seconds=40))
+            assert Scheduler(services.store, runtime, owner="test/2").run_once().settled == 1
+
+            shown = world.ok("schedule", "show", sid, "--runtime-dir", str(runtime_dir)).stdout
+            assert re.search(r"pending passage\s+none", shown) and "output of" not in shown
+            assert re.search(rf"manual\s+—\s+completed\s+said hello\s+{passage}", shown)
+            result = world.json("schedule", "show", sid)["results"][0]
+            assert (result["outcome"], result["summary"], result["trigger"]) == (
+                "completed",
+                "said hello",
+                "manual",
+            )
+        finally:
+            go.touch()
+            if session is not None:
+                deadline = time.monotonic() + 30
+                while not runtime.observe(session).settled and time.monotonic() < deadline:
+                    time.sleep(0.05)
+            services.store.close()
 
 
 def _leaves(group: str) -> dict[str, Any]:

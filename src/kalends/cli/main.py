@@ -8,6 +8,7 @@ from kalends import __version__
 from kalends.cli.actors import actor_app
 from kalends.cli.db import db_app
 from kalends.cli.lists import list_app
+from kalends.cli.passages import passage_app
 from kalends.cli.preview import preview_command
 from kalends.cli.reminders import reminders_app
 from kalends.cli.report import report_command
@@ -31,6 +32,7 @@ app.add_typer(task_app, name="task")
 app.add_typer(reminders_app, name="reminders")
 app.add_typer(workspace_app, name="workspace")
 app.add_typer(schedule_app, name="schedule")
+app.add_typer(passage_app, name="passage")
 app.command("worker")(worker_command)
 app.command("report")(report_command)
 

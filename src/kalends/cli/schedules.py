@@ -32,6 +32,7 @@ from rich.text import Text
 from kalends.civil import get_zone
 from kalends.civil.zones import to_naive_datetime
 from kalends.cli.output import console, emit_json, error_console
+from kalends.cli.passages import RuntimeDirOption, passage_log_tail, runtime_root
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
@@ -679,6 +680,43 @@ def _grid() -> Table:
     return grid
 
 
+LOG_TAIL_LINES = 10
+_DISPLAY_REASONS = {
+    "no-scheduler": "no scheduler holds it; start `kalends worker`",
+    "restart": "its scheduler restarted; `kalends schedule resume {id}` goes on",
+    "error": "a look at it failed for good (is its workspace gone? see last error); "
+    "`kalends schedule resume {id}` after fixing it",
+}
+_PENDING_REASONS = {
+    "admission-failing": "the runtime failed to start it; retrying",
+    "not-observed": "the runtime cannot tell whether it started; retrying",
+}
+
+
+def _display_state_text(doc: Mapping[str, Any]) -> str:
+    """The state a person should see: the desired state, and what really holds when it
+    differs (``running (desired) — Interrupted: no scheduler holds it; …``)."""
+    if doc.get("phase") == "deleting":
+        return state_text(doc)
+    desired = str(doc.get("desiredState") or doc["state"])
+    shown = str(doc.get("displayState") or doc["state"])
+    reason = doc.get("displayReason") or doc.get("interruptionReason")
+    if shown == desired:
+        return desired + (f" ({reason})" if reason else "")
+    why = _DISPLAY_REASONS.get(str(reason), str(reason)) if reason else ""
+    text = f"{desired} (desired) — {shown.capitalize()}"
+    return text + (f": {why.format(id=doc['id'])}" if why else "")
+
+
+def _pending_status_text(pending: Mapping[str, Any]) -> str:
+    status = str(pending.get("status"))
+    reason = pending.get("reason")
+    if not reason:
+        return status
+    why = _PENDING_REASONS.get(str(reason))
+    return f"{status} ({reason}: {why})" if why else f"{status} ({reason})"
+
+
 def detail_view(doc: Mapping[str, Any]) -> Group:
     """A schedule as a person reads it: state, next slot, counters, pending, history."""
     grid = _grid()
@@ -695,10 +733,14 @@ def detail_view(doc: Mapping[str, Any]) -> Group:
         row("deleted", str(doc.get("deletedAt")))
         return Group(grid)
     zone = display_zone(doc)
-    state = state_text(doc)
-    if doc.get("interruptionReason"):
-        state += f" ({doc['interruptionReason']})"
-    row("state", state)
+    row("state", _display_state_text(doc))
+    last_error = doc.get("lastError")
+    if last_error:
+        row(
+            "last error",
+            f"{last_error.get('code')} at {local_text(last_error.get('at'), zone)}: "
+            f"{last_error.get('message') or '(no message)'}",
+        )
     row("kind", str(doc["kind"]))
     row("policy", policy_text(doc["policy"]))
     row("ends", _end_text(doc.get("end")))
@@ -714,9 +756,13 @@ def detail_view(doc: Mapping[str, Any]) -> Group:
         slot = local_text(pending["slot"], zone) if pending.get("slot") else "none (run now)"
         row(
             "pending passage",
-            f"{pending['passageId']}: {pending['trigger']}, {pending['status']}, slot {slot}, "
-            f"reserved {local_text(pending.get('reservedAt'), zone)}",
+            f"{pending['passageId']}: {pending['trigger']}, {_pending_status_text(pending)}, "
+            f"slot {slot}, reserved {local_text(pending.get('reservedAt'), zone)}",
         )
+        if pending.get("admittedAt"):
+            row("admitted", local_text(pending["admittedAt"], zone))
+        if pending.get("sessionId"):
+            row("session", f"{pending['sessionId']} (`kalends passage log {pending['passageId']}`)")
     else:
         row("pending passage", "none")
     row("actions", ", ".join(doc.get("availableActions") or []) or "none")
@@ -732,11 +778,22 @@ def detail_view(doc: Mapping[str, Any]) -> Group:
     if doc.get("notes"):
         row("notes", str(doc["notes"]))
     parts: list[Any] = [grid]
+    tail = (pending or {}).get("logTail")
+    if pending and tail:
+        parts.append(
+            Text(
+                f"output of {pending['passageId']} (last {LOG_TAIL_LINES} lines; "
+                f"`kalends passage log {pending['passageId']}` prints it all):",
+                style="dim",
+            )
+        )
+        lines = str(tail).rstrip("\n").splitlines()[-LOG_TAIL_LINES:]
+        parts.append(Text("\n".join(f"  {line}" for line in lines)))
     results = doc.get("results") or []
     if results:
         table = Table(title="history (newest first)", title_justify="left", box=box.SIMPLE_HEAD)
-        for column in ("settled", "trigger", "slot", "outcome", "summary"):
-            table.add_column(column, no_wrap=column != "summary", overflow="fold")
+        for column in ("settled", "trigger", "slot", "outcome", "summary", "passage"):
+            table.add_column(column, no_wrap=column not in ("summary", "passage"), overflow="fold")
         for r in results:
             outcome = r["outcome"] + (f" ({r['reason']})" if r.get("reason") else "")
             cells = (
@@ -744,7 +801,8 @@ def detail_view(doc: Mapping[str, Any]) -> Group:
                 r.get("trigger", ""),
                 local_text(r["slot"], zone) if r.get("slot") else "—",
                 outcome,
-                r.get("summary", ""),
+                r.get("summary") or "",
+                r.get("passageId") or "",
             )
             table.add_row(*(Text(str(c)) for c in cells))
         parts.append(table)
@@ -1203,14 +1261,28 @@ def _list_table(items: list[dict[str, Any]]) -> Table:
 
 def show_command(
     schedule: ScheduleArgument,
+    runtime_dir: RuntimeDirOption = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Show a schedule: state, next slot in its policy's zone, counters, quota, pending
-    passage, history, available actions and why it is blocked. Never shows env values."""
+    """Show a schedule: state (and what really holds: Interrupted when no scheduler holds
+    it), last error, next slot in its policy's zone, counters, quota, the pending passage
+    with the end of its output, history, available actions and why it is blocked. Never
+    shows env values.
+
+    The output is read from the runtime directory (--runtime-dir, KALENDS_RUNTIME_DIR or
+    the default of `kalends worker`) when the passage ran on this machine. With --json:
+    the detail projection, with "logTail" under "pending" when the output was read.
+    """
     with session(database, json_output, actor=actor) as s:
+        root = runtime_root(runtime_dir)
         doc = s.services.schedules.detail(s.actor, schedule)
+    pending = doc.get("pending")
+    if isinstance(pending, dict) and isinstance(pending.get("sessionId"), str):
+        tail = passage_log_tail(root, pending["sessionId"])
+        if tail is not None:
+            pending["logTail"] = tail
     if json_output:
         emit_json(doc)
         return

@@ -1,0 +1,555 @@
+"""``kalends passage``: what the process runtime on this machine recorded of passages.
+
+Each passage lives in ``RUNTIME/passages/<session ID>/`` (see
+:mod:`kalends.missions.runtime.process`): its start, the shim that ran its command, the
+exit, the report, kalends' interrupt, and the command's output. These commands only
+read them; they open no database. The runtime directory is ``--runtime-dir``, else
+``KALENDS_RUNTIME_DIR``, else ``runtime`` in the user data directory, like
+``kalends worker``; it must be the one on the machine that ran the passage.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from kalends.cli.output import console, emit_json
+from kalends.cli.session import report_error
+from kalends.config import ENV_RUNTIME_DIR, resolve_runtime_dir
+from kalends.errors import InvalidInput, KalendsError, NotFound
+from kalends.missions.runtime.base import Observation
+from kalends.missions.runtime.process import PASSAGES, ProcessRuntime, valid_session_id
+from kalends.missions.runtime.shim import (
+    EXIT,
+    INTERRUPT,
+    OUTPUT,
+    REPORT,
+    SHIM,
+    START,
+    CorruptRecord,
+    read_json,
+)
+
+__all__ = ["RuntimeDirOption", "passage_app", "passage_log_tail", "runtime_root"]
+
+FOLLOW_POLL_SECONDS = 0.5
+DEFAULT_LIST_LIMIT = 50
+EXIT_STOPPED = 130  # --follow stopped by Ctrl-C (128 + SIGINT)
+
+passage_app = typer.Typer(
+    help=(
+        "Passages as the process runtime on this machine recorded them: output logs, "
+        "exit status, reports. Reads the runtime directory only (--runtime-dir, else "
+        f"{ENV_RUNTIME_DIR}, else the user data directory's runtime/). Exit codes: 0 done; "
+        "1 no such passage here; 2 bad input."
+    ),
+    no_args_is_help=True,
+)
+
+RuntimeDirOption = Annotated[
+    str | None,
+    typer.Option(
+        "--runtime-dir",
+        metavar="DIR",
+        envvar=ENV_RUNTIME_DIR,
+        help="The runtime directory `kalends worker` uses (default: the user data "
+        "directory's runtime/); local to the machine that ran the passages.",
+        show_default=False,
+    ),
+]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+PassageArgument = Annotated[
+    str,
+    typer.Argument(
+        metavar="PASSAGE",
+        help="A passage ID (psg_…) or its session ID (ses_…), as `kalends schedule show` "
+        "names them.",
+    ),
+]
+
+
+def runtime_root(explicit: str | None) -> Path:
+    """The runtime directory (``--runtime-dir``, else the environment, else the default)."""
+    return resolve_runtime_dir(explicit)
+
+
+def passage_log_tail(root: Path, session_id: str) -> str | None:
+    """The end of a passage's output, when its directory is in ``root``; ``None`` when it
+    is not (another machine's runtime, not admitted yet) or cannot be read. Never creates
+    anything."""
+    if not valid_session_id(session_id):
+        return None
+    try:
+        if not (root / PASSAGES / session_id).is_dir():
+            return None
+        return ProcessRuntime(root).observe(session_id).log_tail
+    except (KalendsError, OSError):
+        return None
+
+
+# --- reading a passage directory ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Passage:
+    """One passage directory, read once."""
+
+    directory: Path
+    start: Mapping[str, Any]
+    shim: Mapping[str, Any]
+    exit: Mapping[str, Any] | None
+    report: Mapping[str, Any] | None
+    interrupt: Mapping[str, Any] | None
+    observation: Observation | None
+    problem: str | None
+
+    @property
+    def session_id(self) -> str:
+        return self.directory.name
+
+    @property
+    def status(self) -> str:
+        """admitted (not launched yet), running, exited, lost (the shim died without
+        recording the end) or unreadable."""
+        obs = self.observation
+        if obs is None:
+            return "unreadable"
+        if obs.error == "lost":
+            return "lost"
+        if obs.exited:
+            return "exited"
+        if obs.launched:
+            return "running"
+        return "admitted"
+
+    @property
+    def created(self) -> datetime | None:
+        return _instant(self.start.get("createdAt"))
+
+    def status_text(self) -> str:
+        """The status in words: ``running``, ``exited 0``, ``killed by signal 15``, …"""
+        status = self.status
+        if status == "unreadable":
+            return f"unreadable: {self.problem}"
+        if status == "lost":
+            return "lost: the shim ended without recording the command's end"
+        if status == "admitted":
+            return "admitted, not launched yet (a scheduler launches it)"
+        if status == "running":
+            return "running"
+        ended = self.exit or {}
+        code, sig, error = ended.get("status"), ended.get("signal"), ended.get("error")
+        if sig is not None:
+            text = f"killed by signal {sig}"
+        elif code is not None:
+            text = f"exited {code}"
+        else:
+            text = "ended"
+        if error:
+            text += f" ({error})"
+        obs = self.observation
+        if obs is not None and obs.descendants:
+            text += "; processes of its session still run"
+        return text
+
+    def to_json(self, *, log: str | None = None) -> dict[str, Any]:
+        """The records as JSON (environment values never shown)."""
+        start, shim, ended = self.start, self.shim, self.exit or {}
+        obs = self.observation
+        out: dict[str, Any] = {
+            "passageId": start.get("passageId"),
+            "sessionId": self.session_id,
+            "messageId": start.get("messageId"),
+            "scheduleId": start.get("scheduleId"),
+            "directory": str(self.directory),
+            "status": self.status,
+            "exitStatus": ended.get("status"),
+            "signal": ended.get("signal"),
+            "error": ended.get("error") or (obs.error if obs is not None else None),
+            "descendants": obs.descendants if obs is not None else None,
+            "problem": self.problem,
+            "command": list(start.get("command") or []),
+            "envNames": _env_names(start),
+            "workspace": start.get("workspace"),
+            "cwd": start.get("cwd"),
+            "createdAt": start.get("createdAt"),
+            "startedAt": shim.get("startedAt"),
+            "endedAt": ended.get("endedAt"),
+            "pid": shim.get("commandPid"),
+            "report": None
+            if self.report is None
+            else {k: self.report.get(k) for k in ("outcome", "summary", "at")},
+            "interrupted": None
+            if self.interrupt is None
+            else {k: self.interrupt.get(k) for k in ("at", "grace")},
+        }
+        if log is not None:
+            out["log"] = log
+        return out
+
+
+def _instant(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        found = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return found if found.tzinfo is not None else found.replace(tzinfo=UTC)
+
+
+def _env_names(start: Mapping[str, Any]) -> list[str]:
+    names = []
+    for pair in start.get("env") or []:
+        if isinstance(pair, list | tuple) and pair:
+            names.append(str(pair[0]))
+    return sorted(names)
+
+
+def _record(directory: Path, name: str, problems: list[str]) -> dict[str, Any] | None:
+    try:
+        return read_json(directory / name)
+    except (CorruptRecord, OSError) as exc:
+        problems.append(str(exc))
+        return None
+
+
+def read_passage(runtime: ProcessRuntime, directory: Path) -> Passage:
+    """Every record of one passage directory, and what ``observe`` sees of it now."""
+    problems: list[str] = []
+    start = _record(directory, START, problems) or {}
+    shim = _record(directory, SHIM, problems) or {}
+    ended = _record(directory, EXIT, problems)
+    report = _record(directory, REPORT, problems)
+    interrupt = _record(directory, INTERRUPT, problems)
+    observation: Observation | None = None
+    try:
+        observation = runtime.observe(directory.name)
+    except KalendsError as exc:
+        problems.append(exc.message)
+    return Passage(
+        directory=directory,
+        start=start,
+        shim=shim,
+        exit=ended,
+        report=report,
+        interrupt=interrupt,
+        observation=observation,
+        problem="; ".join(problems) or None,
+    )
+
+
+def _passage_dirs(root: Path) -> list[Path]:
+    """The passage directories of ``root`` (admissions in progress left out)."""
+    passages = root / PASSAGES
+    try:
+        entries = list(passages.iterdir())
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise KalendsError(f"cannot read {passages}: {exc.strerror}") from exc
+    return [p for p in entries if valid_session_id(p.name) and p.is_dir()]
+
+
+def _created(directory: Path) -> tuple[float, str]:
+    """The sort key of a passage directory: when it was admitted, else its change time."""
+    try:
+        found = _instant((read_json(directory / START) or {}).get("createdAt"))
+    except (CorruptRecord, OSError):
+        found = None
+    if found is not None:
+        return found.timestamp(), directory.name
+    try:
+        return directory.stat().st_mtime, directory.name
+    except OSError:
+        return 0.0, directory.name
+
+
+def _not_here(what: str, root: Path) -> NotFound:
+    return NotFound(
+        f"no passage {what} in the runtime directory {root}: give the passage or session ID "
+        "that `kalends schedule show` names, and --runtime-dir (or KALENDS_RUNTIME_DIR) of "
+        "the machine that ran it",
+        passage=what,
+        runtime_dir=str(root),
+    )
+
+
+def find_passage(root: Path, ident: str) -> Path:
+    """The directory of a passage by session ID, or by passage ID (its ``start.json``)."""
+    text = ident.strip()
+    if not text:
+        raise InvalidInput("passage: give a passage ID (psg_…) or a session ID (ses_…)")
+    passages = root / PASSAGES
+    if valid_session_id(text) and (passages / text).is_dir():
+        return passages / text
+    found: list[Path] = []
+    for directory in _passage_dirs(root):
+        try:
+            start = read_json(directory / START)
+        except (CorruptRecord, OSError):
+            continue
+        if start is not None and start.get("passageId") == text:
+            found.append(directory)
+    if not found:
+        raise _not_here(repr(text), root)
+    return max(found, key=_created)
+
+
+def _runtime(root: Path) -> ProcessRuntime:
+    """The runtime of ``root``, whose passages directory exists (so nothing is created)."""
+    return ProcessRuntime(root)
+
+
+def _read_log(path: Path, offset: int = 0) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read()
+    except FileNotFoundError:
+        return b""
+
+
+# --- readable text -------------------------------------------------------------------------
+
+
+def _local(value: object) -> str:
+    """An instant in this machine's local time, ``—`` when absent."""
+    found = _instant(value)
+    if found is None:
+        return "—"
+    return found.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z").strip()
+
+
+def _grid() -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="dim", no_wrap=True)
+    grid.add_column(overflow="fold")
+    return grid
+
+
+def _records_view(p: Passage) -> Table:
+    grid = _grid()
+
+    def row(label: str, value: str) -> None:
+        grid.add_row(label, Text(value))
+
+    start = p.start
+    row("passage", str(start.get("passageId") or "—"))
+    row("session", p.session_id)
+    if start.get("scheduleId"):
+        row("schedule", str(start["scheduleId"]))
+    row("status", p.status_text())
+    if start.get("command"):
+        row("command", shlex.join(str(a) for a in start["command"]))
+    names = _env_names(start)
+    if names:
+        row("environment", ", ".join(names) + " (values hidden)")
+    if start.get("workspace"):
+        cwd = start.get("cwd") or "."
+        row("workspace", str(start["workspace"]) + ("" if cwd == "." else f" (in {cwd})"))
+    row("admitted", _local(start.get("createdAt")))
+    if p.shim:
+        row("started", f"{_local(p.shim.get('startedAt'))} (pid {p.shim.get('commandPid')})")
+    if p.exit is not None:
+        row("ended", _local(p.exit.get("endedAt")))
+    _end_rows(p, row)
+    row("records", str(p.directory))
+    return grid
+
+
+def _end_rows(p: Passage, row: Callable[[str, str], None]) -> None:
+    if p.report is not None:
+        row(
+            "report",
+            f"{p.report.get('outcome')} at {_local(p.report.get('at'))}: "
+            f"{p.report.get('summary') or '(no summary)'}",
+        )
+    else:
+        row("report", "none")
+    if p.interrupt is not None:
+        row(
+            "interrupted",
+            f"by kalends at {_local(p.interrupt.get('at'))} "
+            f"(KILL after {p.interrupt.get('grace')} s)",
+        )
+    if p.problem and p.status != "unreadable":
+        row("problem", p.problem)
+
+
+def _write_raw(data: bytes) -> None:
+    """Output as the command wrote it (never read as markup)."""
+    if data:
+        sys.stdout.write(data.decode("utf-8", errors="replace"))
+        sys.stdout.flush()
+
+
+def _end_line(last: bytes) -> None:
+    """Ends output that did not end its last line, so what follows starts on its own."""
+    if last and not last.endswith(b"\n"):
+        _write_raw(b"\n")
+
+
+# --- the commands --------------------------------------------------------------------------
+
+
+def log_command(
+    passage: PassageArgument,
+    runtime_dir: RuntimeDirOption = None,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow",
+            "-f",
+            help="Keep printing the output as it grows until the passage exits.",
+        ),
+    ] = False,
+    json_output: JsonFlag = False,
+) -> None:
+    """Print a passage's records (start, exit status or signal, report, interrupt) and its
+    whole output log.
+
+    With --follow: print the output as it grows until the command exits, then its end.
+    With --json: {"passageId", "sessionId", "status", "exitStatus", "signal", "report",
+    "interrupted", …, "log"} (with --follow, once the command exited).
+    """
+    try:
+        root = runtime_root(runtime_dir)
+        directory = find_passage(root, passage)
+        runtime = _runtime(root)
+        if json_output:
+            if follow:
+                _wait_for_exit(runtime, directory)
+            p = read_passage(runtime, directory)
+            log = _read_log(directory / OUTPUT).decode("utf-8", errors="replace")
+            emit_json(p.to_json(log=log))
+            return
+        p = read_passage(runtime, directory)
+        console.print(_records_view(p), soft_wrap=True)
+        console.print(Text(f"── {OUTPUT} ──", style="dim"))
+        data = _read_log(directory / OUTPUT)
+        _write_raw(data)
+        if not follow or p.status in ("exited", "lost", "unreadable"):
+            _end_line(data)
+            if not data:
+                console.print(Text("(no output)", style="dim"))
+            return
+        offset, last = len(data), data[-1:]
+        try:
+            while True:
+                ended = _exited(runtime, directory)
+                data = _read_log(directory / OUTPUT, offset)
+                offset += len(data)
+                last = data[-1:] or last
+                _write_raw(data)
+                if ended:
+                    break
+                time.sleep(FOLLOW_POLL_SECONDS)
+        except KeyboardInterrupt:
+            raise typer.Exit(EXIT_STOPPED) from None
+        _end_line(last)
+        p = read_passage(runtime, directory)
+        grid = _grid()
+        grid.add_row("status", Text(p.status_text()))
+        _end_rows(p, lambda label, value: grid.add_row(label, Text(value)))
+        console.print(Text("── end ──", style="dim"))
+        console.print(grid, soft_wrap=True)
+    except KalendsError as exc:
+        report_error(exc, json_output)
+
+
+def _exited(runtime: ProcessRuntime, directory: Path) -> bool:
+    return runtime.observe(directory.name).exited
+
+
+def _wait_for_exit(runtime: ProcessRuntime, directory: Path) -> None:
+    try:
+        while not _exited(runtime, directory):
+            time.sleep(FOLLOW_POLL_SECONDS)
+    except KeyboardInterrupt:
+        raise typer.Exit(EXIT_STOPPED) from None
+
+
+def ls_command(
+    runtime_dir: RuntimeDirOption = None,
+    limit: Annotated[
+        str | None,
+        typer.Option(
+            "--limit",
+            metavar="N",
+            help=f"At most N, newest first (default {DEFAULT_LIST_LIMIT}; 0: all).",
+            show_default=False,
+        ),
+    ] = None,
+    json_output: JsonFlag = False,
+) -> None:
+    """List the passages of the runtime directory, newest first, with their status.
+
+    Status: admitted (not launched yet), running, exited (with its exit status or
+    signal), lost or unreadable. With --json: {"runtimeDir", "total", "items": [...]}.
+    """
+    try:
+        root = runtime_root(runtime_dir)
+        size = _limit(limit)
+        dirs = sorted(_passage_dirs(root), key=_created, reverse=True)
+        total = len(dirs)
+        if size:
+            dirs = dirs[:size]
+        runtime = _runtime(root) if dirs else None
+        items = [read_passage(runtime, d) for d in dirs] if runtime is not None else []
+    except KalendsError as exc:
+        report_error(exc, json_output)
+    if json_output:
+        emit_json({"runtimeDir": str(root), "total": total, "items": [p.to_json() for p in items]})
+        return
+    if not items:
+        console.print(Text(f"no passages in {root}", style="dim"), soft_wrap=True)
+        return
+    table = Table(box=box.SIMPLE_HEAD)
+    for column in ("admitted", "passage", "session", "status", "report"):
+        table.add_column(column, no_wrap=column != "report", overflow="fold")
+    for p in items:
+        report = p.report.get("outcome") if p.report is not None else "—"
+        table.add_row(
+            *(
+                Text(str(c))
+                for c in (
+                    _local(p.start.get("createdAt")),
+                    p.start.get("passageId") or "—",
+                    p.session_id,
+                    p.status_text(),
+                    report,
+                )
+            )
+        )
+    console.print(table)
+    if total > len(items):
+        console.print(
+            Text(f"{total - len(items)} older: --limit {total} (or 0) shows them", style="dim"),
+            soft_wrap=True,
+        )
+
+
+def _limit(text: str | None) -> int:
+    if text is None:
+        return DEFAULT_LIST_LIMIT
+    value = text.strip()
+    if re.fullmatch(r"[0-9]+", value) is None:
+        raise InvalidInput(f"limit: a whole number (0: all), got {text!r}", field="limit")
+    return int(value)
+
+
+passage_app.command("ls")(ls_command)
+passage_app.command("log")(log_command)
