@@ -680,7 +680,7 @@ class BareOutbox:
         self._claims: dict[tuple[datetime, int], tuple[str, list[Any], list[int]]] = {}
         self._acks: dict[tuple[datetime, int], tuple[str, list[Any], list[int]]] = {}
         self._token_at = -1
-        self._status_at = -1
+        self._outcome_at = -1
 
     def _render(self, state: Any, marks: Sequence[str]) -> tuple[str, list[Any], list[int]]:
         values = [
@@ -730,9 +730,9 @@ class BareOutbox:
         conn.execute("COMMIT")
         if self._token_at < 0:
             names = [d[0] for d in cursor.description]
-            self._token_at, self._status_at = names.index("lease_token"), names.index("status")
-        token_at, status_at = self._token_at, self._status_at
-        return len(rows), [r[token_at] for r in rows if r[status_at] == "leased"]
+            self._token_at, self._outcome_at = names.index("lease_token"), names.index("outcome")
+        token_at, outcome_at = self._token_at, self._outcome_at
+        return len(rows), [r[token_at] for r in rows if r[outcome_at] == "leased"]
 
     def ack(self, now: datetime, tokens: Sequence[str]) -> int:
         """One acknowledgement transaction; returns the rows acknowledged."""

@@ -37,6 +37,7 @@ from .outbox_support import (
 )
 
 ALICE_MAIL = "mailto://alice:secret@example.com"
+REFUSED = "destination 1 (ntfy): refused"
 BOB_PUSH = ("ntfy://ntfy.example.com/bob", "json://hooks.example.com/bob")
 
 
@@ -286,7 +287,7 @@ class TestFailures:
     @pytest.mark.parametrize(
         ("error", "recorded"),
         [
-            (DeliveryFailed("push: destination 1 (ntfy): refused"), "push: destination 1 (ntfy): refused"),
+            (DeliveryFailed(f"push: {REFUSED}"), f"push: {REFUSED}"),
             (DeliveryFailed(""), "delivery failed"),
             (RuntimeError("boom"), "RuntimeError: boom"),
         ],
@@ -337,21 +338,28 @@ class TestReasonsFoundAtDelivery:
     def test_a_change_behind_the_services_back_closes_the_claim_with_its_reason(
         self, world: World, fake_clock: FakeClock, change: str, reason: str
     ) -> None:
+        other = reminded_task(world, reminder(minutes(1)), title="Other")
         parent = world.tasks.create(world.alice.id, world.home.id, "Parent")
-        item = reminded_task(world, reminder(minutes(1)), title="Item", parent=parent)
-        other = reminded_task(world, reminder(minutes(2)), title="Other")
-        with world.store.transaction() as conn:
-            if change == "bump-revision":
-                bump = {"schedule_revision": tasks.c.schedule_revision + 1}
-                conn.execute(update(tasks).where(tasks.c.id == item.id).values(**bump))
-            elif change == "mark-done":
-                conn.execute(update(tasks).where(tasks.c.id == item.id).values(status="completed"))
-            else:
-                conn.execute(update(tasks).where(tasks.c.id == parent.id).values(trashed=True))
+        item = reminded_task(world, reminder(minutes(2)), title="Item", parent=parent)
         fake_clock.advance(timedelta(minutes=3))
-        transport = Recorder()
 
-        report = worker(world, transport).drain()
+        def meddle(delivery: Delivery) -> None:
+            """After the claim and its first check: the item changes, the verdict ages."""
+            if len(transport.deliveries) > 1:
+                return
+            with world.store.transaction() as conn:
+                if change == "bump-revision":
+                    bump = {"schedule_revision": tasks.c.schedule_revision + 1}
+                    conn.execute(update(tasks).where(tasks.c.id == item.id).values(**bump))
+                elif change == "mark-done":
+                    done = update(tasks).where(tasks.c.id == item.id).values(status="completed")
+                    conn.execute(done)
+                else:
+                    conn.execute(update(tasks).where(tasks.c.id == parent.id).values(trashed=True))
+            fake_clock.advance(RECHECK_AFTER)
+
+        transport = Recorder(meddle)
+        report = worker(world, transport, monotonic=fake_clock.monotonic).drain()
 
         [closed] = intent_ids(world.store, item.id)
         [sent] = intent_ids(world.store, other.id)
@@ -360,6 +368,27 @@ class TestReasonsFoundAtDelivery:
         assert (report.claimed, report.delivered, report.closed) == (2, 1, 1)
         found = intent(world, closed)
         assert (found.status, found.closed_reason) == ("closed", reason)
+
+    def test_a_reason_found_at_the_claim_closes_the_intent_before_any_send(
+        self, world: World, fake_clock: FakeClock
+    ) -> None:
+        parent = world.tasks.create(world.alice.id, world.home.id, "Parent")
+        item = reminded_task(world, reminder(minutes(1)), title="Item", parent=parent)
+        with world.store.transaction() as conn:
+            conn.execute(update(tasks).where(tasks.c.id == parent.id).values(trashed=True))
+        fake_clock.advance(timedelta(minutes=2))
+        transport = Recorder()
+
+        report = worker(world, transport).drain()
+
+        assert transport.deliveries == []
+        assert (report.claimed, report.closed, report.closed_reasons) == (
+            1,
+            1,
+            {"task-trashed": 1},
+        )
+        [closed] = intent_ids(world.store, item.id)
+        assert intent(world, closed).closed_reason == "task-trashed"
 
     def test_the_claim_closes_a_stale_intent_before_any_check(
         self, world: World, fake_clock: FakeClock

@@ -23,11 +23,12 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import bindparam, delete, func, insert, select
+from sqlalchemy import bindparam, delete, func, insert, select, type_coerce
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from kalends.errors import Conflict, Forbidden, InvalidInput, NotFound
+from kalends.reminders.outbox import RAW
 from kalends.reminders.transports import (
     EMAIL_SCHEMES,
     apprise_service,
@@ -47,6 +48,7 @@ __all__ = [
     "Destinations",
     "parse_channel",
     "destinations_of",
+    "recipients_of",
     "urls_for",
 ]
 
@@ -300,6 +302,49 @@ def destinations_of(
     for actor_id, channel, url in conn.execute(_DESTINATIONS_OF, {"recipients": recipients}):
         found.setdefault((actor_id, channel), []).append(url)
     return {key: tuple(urls) for key, urls in found.items()}
+
+
+# Who a recipient is, for a message: handle, display name, e-mail address.
+Person = tuple[str, str, str | None]
+
+_RECIPIENTS_OF = (
+    select(
+        # The actor's ID in the database's own form (kalends.reminders.outbox.RAW).
+        type_coerce(actors.c.id, RAW),
+        actors.c.handle,
+        actors.c.display_name,
+        actors.c.email,
+        actor_destinations.c.channel,
+        actor_destinations.c.url,
+    )
+    .select_from(actors.outerjoin(actor_destinations, actor_destinations.c.actor_id == actors.c.id))
+    .where(type_coerce(actors.c.id, RAW).in_(bindparam("recipients", expanding=True)))
+    .order_by(actors.c.id, actor_destinations.c.channel, actor_destinations.c.position)
+)
+
+
+def recipients_of(
+    conn: Connection, recipients: Sequence[Any]
+) -> tuple[dict[Any, Person], dict[tuple[Any, str], tuple[str, ...]]]:
+    """Who these recipients are and every channel's destination URLs of theirs, read
+    together in one prebuilt statement, inside the caller's transaction: the delivery
+    worker's view of its recipients, once per batch rather than once per reminder.
+
+    Recipients are given and keyed by their IDs in the database's own form (see
+    :data:`kalends.reminders.outbox.RAW`); the URLs by (recipient, channel), in order,
+    an absent key having none. A recipient that does not exist is left out.
+    """
+    if not recipients:
+        return {}, {}
+    people: dict[Any, Person] = {}
+    found: dict[tuple[Any, str], builtins.list[str]] = {}
+    for actor_id, handle, name, email, channel, url in conn.execute(
+        _RECIPIENTS_OF, {"recipients": recipients}
+    ):
+        people[actor_id] = (handle, name, email)
+        if channel is not None:
+            found.setdefault((actor_id, channel), []).append(url)
+    return people, {key: tuple(urls) for key, urls in found.items()}
 
 
 def parse_channel(value: object, field: str = "channel") -> Channel:

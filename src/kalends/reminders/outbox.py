@@ -30,9 +30,10 @@ message as the idempotency key.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from operator import itemgetter
 from typing import Any
 from uuid import UUID
 
@@ -53,8 +54,13 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Connection
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
+from sqlalchemy.types import NullType
 
+from kalends.clock import require_aware
 from kalends.errors import Conflict, Forbidden, InvalidInput, LeaseLost, NotFound
+from kalends.storage.schema import SQLITE_INSTANT_LENGTH
 from kalends.storage.task_tables import (
     CLAIMABLE_INTENTS,
     actors,
@@ -74,18 +80,28 @@ __all__ = [
     "LEASE",
     "MAX_ATTEMPTS",
     "MAX_CLAIM_BATCH",
+    "RAW",
     "STATUSES",
     "RETRY_CAP",
     "Claim",
+    "ClaimRow",
     "Intent",
     "Outbox",
     "Verdict",
+    "VerdictRow",
     "ack_in",
     "backoff",
     "claim_in",
+    "claim_rows_in",
     "close_in",
+    "db_form",
     "eligibility",
+    "instant",
+    "instant_text",
     "reminder_eligible",
+    "uuid_of",
+    "uuid_text",
+    "verdict_rows_in",
 ]
 
 # Seed 000, "Reminder outbox": claims take "a 60-second lease".
@@ -208,7 +224,68 @@ class Verdict:
         return self.reason is None
 
 
+# --------------------------------------------------------------------------- raw forms
+
+# "As the driver gives it": a column read (or a value bound) in the database's own form,
+# with no conversion by SQLAlchemy or kalends. On SQLite that is text: 32 hex digits for a
+# UUID (as SQLAlchemy's ``Uuid`` stores it there), :class:`UTCDateTime`'s fixed-width text
+# for an instant, ``YYYY-MM-DD`` for a date. On PostgreSQL it is the driver's object
+# (``uuid.UUID``, an aware ``datetime``, a ``date``). The worker's hot path keys, sorts
+# and binds IDs in this form and converts only what it hands out (:func:`uuid_of`,
+# :func:`instant`).
+RAW = NullType()
+
+
+def uuid_of(value: Any) -> UUID:
+    """A UUID from the database's own form of it (see :data:`RAW`)."""
+    if isinstance(value, UUID):
+        return value
+    # SQLite's 32 hex digits are the UUID's integer: the shortest way to a UUID.
+    return UUID(int=int(value, 16)) if len(value) == 32 else UUID(hex=value)
+
+
+def uuid_text(value: Any) -> str:
+    """The canonical text of a UUID (``8-4-4-4-12`` lower-case hex digits) from the
+    database's own form of it, without building a UUID from SQLite's 32 hex digits."""
+    if isinstance(value, str) and len(value) == 32:
+        return f"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"
+    return str(uuid_of(value))
+
+
+def instant(value: Any) -> datetime:
+    """An instant from the database's own form of it, as :class:`UTCDateTime` reads it:
+    aware, in UTC."""
+    if isinstance(value, str):
+        parsed = datetime.fromisoformat(value)
+        # Stored text ends in Z, which already parses as UTC.
+        return parsed if parsed.tzinfo is UTC else parsed.astimezone(UTC)
+    return require_aware(value, "instant")
+
+
+def instant_text(value: Any) -> str:
+    """An instant as a message shows it, ISO 8601 in UTC ending in ``Z`` (with microseconds
+    only if it has any), from the database's own form of it. SQLite keeps that text
+    already (with six digits of microseconds always): no datetime is built for it."""
+    if isinstance(value, str) and len(value) == SQLITE_INSTANT_LENGTH and value[-1] == "Z":
+        return f"{value[:19]}Z" if value.endswith(".000000Z") else value
+    return instant(value).isoformat().replace("+00:00", "Z")
+
+
+def db_form(conn: Connection, ids: Sequence[UUID]) -> list[Any]:
+    """UUIDs in the database's own form (see :data:`RAW`), to bind where that is expected."""
+    return list(ids) if conn.dialect.supports_native_uuid else [i.hex for i in ids]
+
+
 # --------------------------------------------------------------------------- claim
+
+# The columns of a claim row (see :func:`claim_rows_in`), in order; IDs and the instant in
+# the database's own form.
+C_TOKEN, C_ID, C_TASK, C_REVISION, C_CHANNEL, C_AT, C_RECIPIENT, C_ATTEMPTS = range(8)
+# Then what became of the row: "leased", or why it was closed instead (see claim_rows_in).
+_C_OUTCOME = 8
+
+ClaimRow = Sequence[Any]
+"""A claimed intent as the claim statement returns it (columns ``C_*``)."""
 
 
 def _claim_statement() -> Any:
@@ -250,23 +327,27 @@ def _claim_statement() -> Any:
             ),
             updated_at=now,
         )
+        # The columns C_*, then "leased" or the reason the row was closed instead. IDs
+        # and the instant unconverted: the lease's expiry is the bound one, not read back.
         .returning(
-            ri.c.id,
-            ri.c.task_id,
+            ri.c.lease_token,
+            type_coerce(ri.c.id, RAW).label("id"),
+            type_coerce(ri.c.task_id, RAW).label("task_id"),
             ri.c.schedule_revision,
             ri.c.channel,
-            ri.c.at,
-            ri.c.recipient_id,
+            type_coerce(ri.c.at, RAW).label("at"),
+            type_coerce(ri.c.recipient_id, RAW).label("recipient_id"),
             ri.c.attempts,
-            ri.c.lease_token,
-            ri.c.lease_expires_at,
-            ri.c.status,
-            ri.c.closed_reason,
+            # One column for two (each value fetched costs): "leased", or why not.
+            func.coalesce(ri.c.closed_reason, ri.c.status).label("outcome"),
         )
     )
 
 
 _CLAIM = _claim_statement()
+# Earliest first, then by ID: both sort in their raw form as they do converted (SQLite's
+# instants are fixed-width text, its UUIDs fixed-width lower-case hex).
+_CLAIM_ORDER = itemgetter(C_AT, C_ID)
 
 _ACK = (
     update(ri)
@@ -304,8 +385,41 @@ _NEXT_DUE = select(func.min(ri.c.next_attempt_at)).where(
 
 # --------------------------------------------------------------------------- eligibility
 
+# The columns of an eligibility row (see :func:`verdict_rows_in`), in order; the intent's
+# and the parent's IDs in the database's own form. The worker reads these only (who the
+# recipient is comes with their destinations); :func:`eligibility` reads the task's and
+# the recipient's IDs and the recipient's names after them. Few columns: every value
+# fetched costs (Python's sqlite3 module lets go of the GIL for each).
+E_ID, E_REASON, E_PARENT, E_REF, E_TITLE, E_DUE, E_LIST_NAME = range(7)
+_E_TASK, _E_RECIPIENT, _E_HANDLE, _E_NAME, _E_EMAIL = range(7, 12)
 
-def _eligibility_statement() -> Any:
+VerdictRow = tuple[str | None, Sequence[Any]]
+"""Why an intent may not be delivered (``None``: it may) and its eligibility row (``E_*``)."""
+
+# The reasons that come before a trashed ancestor's "task-trashed" (see verdict_rows_in).
+_BEFORE_TRASH = frozenset({"stale-schedule", "task-completed", "task-trashed"})
+
+
+class _date_text(FunctionElement[str]):
+    """A date as ISO 8601 text (``YYYY-MM-DD``), as ``date.isoformat()`` writes it."""
+
+    type = String()
+    inherit_cache = True
+    name = "date_text"
+
+
+@compiles(_date_text, "sqlite")
+def _date_text_sqlite(element: _date_text, compiler: Any, **kw: Any) -> str:
+    # SQLite keeps a date as that text already.
+    return str(compiler.process(element.clauses, **kw))
+
+
+@compiles(_date_text, "postgresql")
+def _date_text_postgresql(element: _date_text, compiler: Any, **kw: Any) -> str:
+    return f"to_char({compiler.process(element.clauses, **kw)}, 'YYYY-MM-DD')"
+
+
+def _eligibility_statement(with_ids: bool) -> Any:
     member = (
         select(list_members.c.role)
         .where(
@@ -314,40 +428,53 @@ def _eligibility_statement() -> Any:
         )
         .scalar_subquery()
     )
-    return (
-        select(
-            # IDs unconverted (see _uuid): the worker matches them to its claims.
-            type_coerce(ri.c.id, String()).label("id"),
-            ri.c.schedule_revision,
-            tasks.c.schedule_revision.label("current_revision"),
-            # The task's and the recipient's IDs unconverted (see _uuid): the worker has them.
-            type_coerce(ri.c.task_id, String()).label("task_id"),
-            tasks.c.ref,
-            tasks.c.title,
-            tasks.c.status.label("task_status"),
-            tasks.c.trashed,
-            tasks.c.parent_id,
-            tasks.c.due_date,
-            tasks.c.due_local,
-            tasks.c.due_zone,
-            lists.c.name.label("list_name"),
-            lists.c.status.label("list_status"),
-            member.label("role"),
-            type_coerce(ri.c.recipient_id, String()).label("recipient_id"),
+    # reminder_eligible, in order, but for the walk up to a trashed ancestor (a second
+    # statement, for checklist items only): the first reason that holds.
+    reason = case(
+        (ri.c.schedule_revision != tasks.c.schedule_revision, "stale-schedule"),
+        (tasks.c.status != _OPEN, "task-completed"),
+        (tasks.c.trashed.is_(True), "task-trashed"),
+        (lists.c.status != "active", "list-archived"),
+        (member.is_(None), "recipient-not-a-member"),
+        else_=None,
+    )
+    # The due date or time as a message shows it: "2025-03-02 09:30 Europe/Paris", or
+    # "2025-03-04" (the wall time is "YYYY-MM-DDTHH:MM:SS").
+    due = case(
+        (
+            tasks.c.due_local.is_not(None),
+            func.substr(func.replace(tasks.c.due_local, "T", " "), 1, 16) + " " + tasks.c.due_zone,
+        ),
+        else_=_date_text(tasks.c.due_date),
+    )
+    columns = [
+        type_coerce(ri.c.id, RAW).label("id"),
+        reason.label("reason"),
+        type_coerce(tasks.c.parent_id, RAW).label("parent_id"),
+        tasks.c.ref,
+        tasks.c.title,
+        due.label("due"),
+        lists.c.name.label("list_name"),
+    ]
+    joined = ri.join(tasks, tasks.c.id == ri.c.task_id).join(lists, lists.c.id == tasks.c.list_id)
+    if with_ids:
+        columns += [
+            type_coerce(ri.c.task_id, RAW).label("task_id"),
+            type_coerce(ri.c.recipient_id, RAW).label("recipient_id"),
             actors.c.handle,
             actors.c.display_name,
             actors.c.email,
-        )
-        .select_from(
-            ri.join(tasks, tasks.c.id == ri.c.task_id)
-            .join(lists, lists.c.id == tasks.c.list_id)
-            .join(actors, actors.c.id == ri.c.recipient_id)
-        )
-        .where(ri.c.id.in_(bindparam("ids", expanding=True)))
+        ]
+        joined = joined.join(actors, actors.c.id == ri.c.recipient_id)
+    return (
+        select(*columns)
+        .select_from(joined)
+        .where(type_coerce(ri.c.id, RAW).in_(bindparam("ids", expanding=True)))
     )
 
 
-_ELIGIBILITY = _eligibility_statement()
+_ELIGIBILITY = _eligibility_statement(with_ids=False)
+_ELIGIBILITY_WITH_IDS = _eligibility_statement(with_ids=True)
 
 
 def _hidden_by_trash_statement() -> Any:
@@ -355,14 +482,14 @@ def _hidden_by_trash_statement() -> Any:
     start = (
         select(ri.c.id.label("intent_id"), tasks.c.parent_id.label("ancestor"))
         .join(tasks, tasks.c.id == ri.c.task_id)
-        .where(ri.c.id.in_(bindparam("ids", expanding=True)))
+        .where(type_coerce(ri.c.id, RAW).in_(bindparam("ids", expanding=True)))
         .cte("chain", recursive=True)
     )
     up = start.union_all(
         select(start.c.intent_id, tasks.c.parent_id).join(tasks, tasks.c.id == start.c.ancestor)
     )
     return (
-        select(up.c.intent_id)
+        select(type_coerce(up.c.intent_id, RAW))
         .join(tasks, tasks.c.id == up.c.ancestor)
         .where(tasks.c.trashed.is_(True))
         .distinct()
@@ -372,14 +499,30 @@ def _hidden_by_trash_statement() -> Any:
 _HIDDEN_BY_TRASH = _hidden_by_trash_statement()
 
 
-def _uuid(value: Any) -> UUID:
-    """A UUID from the database's own form (hex text on SQLite, a UUID on PostgreSQL)."""
-    return value if isinstance(value, UUID) else UUID(hex=value)
+def verdict_rows_in(
+    conn: Connection, intent_ids: Sequence[Any], *, statement: Any = _ELIGIBILITY
+) -> dict[Any, VerdictRow]:
+    """:func:`eligibility` of intents given by their IDs in the database's own form (see
+    :data:`RAW`), keyed by that form: each intent's reason and its eligibility row, no
+    object built per intent. Runs inside the caller's transaction."""
+    if not intent_ids:
+        return {}
+    rows = conn.execute(statement, {"ids": list(intent_ids)}).all()
+    # Only intents of checklist items need the walk up to the ancestors.
+    items = [row[E_ID] for row in rows if row[E_PARENT] is not None]
+    if not items:
+        return {row[E_ID]: (row[E_REASON], row) for row in rows}
+    hidden = set(conn.execute(_HIDDEN_BY_TRASH, {"ids": items}).scalars())
+    found: dict[Any, VerdictRow] = {}
+    for row in rows:
+        reason = row[E_REASON]
+        if reason not in _BEFORE_TRASH and row[E_ID] in hidden:
+            reason = "task-trashed"
+        found[row[E_ID]] = (reason, row)
+    return found
 
 
-def eligibility(
-    conn: Connection, intent_ids: Sequence[UUID], claims: Mapping[UUID, Claim] | None = None
-) -> dict[UUID, Verdict]:
+def eligibility(conn: Connection, intent_ids: Sequence[UUID]) -> dict[UUID, Verdict]:
     """``reminder_eligible`` for many intents in one or two statements (seed 000, "Reminder
     outbox"): the walk up to the ancestors runs only for intents of checklist items.
 
@@ -388,72 +531,23 @@ def eligibility(
     the recipient is still a member of that list (every role may read). Otherwise the
     verdict's ``reason`` says why not. Intents that do not exist are left out.
     """
-    if not intent_ids:
-        return {}
-    rows = conn.execute(_ELIGIBILITY, {"ids": list(intent_ids)}).all()
-    items = [_uuid(row[0]) for row in rows if row[8] is not None]  # checklist items' intents
-    hidden = set(conn.execute(_HIDDEN_BY_TRASH, {"ids": items}).scalars()) if items else set()
-    # A claim by the database's own form of its ID (hex text on SQLite, a UUID on PostgreSQL).
-    by_raw: dict[Any, Claim] = {}
-    for known in (claims or {}).values():
-        by_raw[known.id.hex] = by_raw[known.id] = known
     verdicts: dict[UUID, Verdict] = {}
-    # Rows unpacked by position (the columns of _ELIGIBILITY, in order): a hot path.
-    for (
-        raw_id,
-        revision,
-        current_revision,
-        raw_task_id,
-        ref,
-        title,
-        task_status,
-        trashed,
-        _parent_id,
-        due_date,
-        due_local,
-        due_zone,
-        list_name,
-        list_status,
-        role,
-        raw_recipient_id,
-        handle,
-        display_name,
-        email,
-    ) in rows:
-        claim = by_raw.get(raw_id)
-        if claim is not None:
-            intent_id, task_id, recipient_id = claim.id, claim.task_id, claim.recipient_id
-        else:
-            intent_id = _uuid(raw_id)
-            task_id, recipient_id = _uuid(raw_task_id), _uuid(raw_recipient_id)
-        reason: str | None = None
-        if revision != current_revision:
-            reason = "stale-schedule"
-        elif task_status != _OPEN:
-            reason = "task-completed"
-        elif trashed or intent_id in hidden:
-            reason = "task-trashed"
-        elif list_status != "active":
-            reason = "list-archived"
-        elif role is None:
-            reason = "recipient-not-a-member"
-        due_text = None
-        if due_local is not None:
-            due_text = f"{due_local.replace('T', ' ')[:16]} {due_zone}"
-        elif due_date is not None:
-            due_text = due_date.isoformat()
+    raw_ids = db_form(conn, intent_ids)
+    found = verdict_rows_in(conn, raw_ids, statement=_ELIGIBILITY_WITH_IDS)
+    for reason, row in found.values():
+        intent_id = uuid_of(row[E_ID])
         verdicts[intent_id] = Verdict(
             intent_id,
             reason,
-            task_id,
-            ref,
-            title,
-            due_text,
-            list_name,
-            recipient_id,
-            handle,
-            display_name,
-            email,
+            uuid_of(row[_E_TASK]),
+            row[E_REF],
+            row[E_TITLE],
+            row[E_DUE],
+            row[E_LIST_NAME],
+            uuid_of(row[_E_RECIPIENT]),
+            row[_E_HANDLE],
+            row[_E_NAME],
+            row[_E_EMAIL],
         )
     return verdicts
 
@@ -469,6 +563,35 @@ def reminder_eligible(conn: Connection, intent_id: UUID) -> str | None:
 # --------------------------------------------------------------------------- in a transaction
 
 
+def claim_rows_in(
+    conn: Connection, owner: str, limit: int, now: datetime, lease: timedelta = LEASE
+) -> tuple[list[ClaimRow], dict[str, int], datetime]:
+    """:func:`claim_in` without a :class:`Claim` built per intent: the leased intents as the
+    claim statement returns them (columns ``C_*``, IDs and the instant in the database's own
+    form), earliest first; the due intents closed instead, by reason; and the leases' expiry.
+    """
+    expires = now + lease
+    params = {
+        "now": now,
+        "expires": expires,
+        "expired_before": now - EXPIRY,
+        "limit": limit,
+        "owner": owner,
+        "nonce": secrets.token_hex(12),
+    }
+    rows = conn.execute(_CLAIM, params).all()
+    claims: list[ClaimRow] = [row for row in rows if row[_C_OUTCOME] == "leased"]
+    closed: dict[str, int] = {}
+    if len(claims) != len(rows):
+        for row in rows:
+            reason = row[_C_OUTCOME]
+            if reason != "leased":  # "dead", "stale-schedule" or "expired"
+                closed[reason] = closed.get(reason, 0) + 1
+    claims.sort(key=_CLAIM_ORDER)
+    # As the database keeps it, and as UTCDateTime reads it back: in UTC.
+    return claims, closed, require_aware(expires, "expires")
+
+
 def claim_in(
     conn: Connection, owner: str, limit: int, now: datetime, lease: timedelta = LEASE
 ) -> tuple[list[Claim], dict[str, int]]:
@@ -477,37 +600,21 @@ def claim_in(
     Also returns how many due intents the claim closed instead, by reason (``dead``:
     a lease that expired after the last attempt).
     """
-    params = {
-        "now": now,
-        "expires": now + lease,
-        "expired_before": now - EXPIRY,
-        "limit": limit,
-        "owner": owner,
-        "nonce": secrets.token_hex(12),
-    }
-    claims: list[Claim] = []
-    closed: dict[str, int] = {}
-    # Rows unpacked by position: a claim is a hot path, and attribute access costs more.
-    for (
-        intent_id,
-        task_id,
-        revision,
-        channel,
-        at,
-        recipient,
-        attempts,
-        token,
-        expires,
-        status,
-        reason,
-    ) in conn.execute(_CLAIM, params):
-        if status != "leased":
-            closed[reason or status] = closed.get(reason or status, 0) + 1
-            continue
-        claims.append(
-            Claim(intent_id, task_id, revision, channel, at, recipient, attempts, token, expires)
+    rows, closed, expires = claim_rows_in(conn, owner, limit, now, lease)
+    claims = [
+        Claim(
+            uuid_of(row[C_ID]),
+            uuid_of(row[C_TASK]),
+            row[C_REVISION],
+            row[C_CHANNEL],
+            instant(row[C_AT]),
+            uuid_of(row[C_RECIPIENT]),
+            row[C_ATTEMPTS],
+            row[C_TOKEN],
+            expires,
         )
-    claims.sort(key=lambda c: (c.at, c.id.int))
+        for row in rows
+    ]
     return claims, closed
 
 
@@ -515,8 +622,11 @@ def ack_in(conn: Connection, tokens: Sequence[str], now: datetime) -> list[str]:
     """:meth:`Outbox.ack_many` inside the caller's (write) transaction; tokens unchecked."""
     if not tokens:
         return []
-    done = set(conn.execute(_ACK, {"tokens": list(tokens), "now": now}).scalars())
-    return [t for t in tokens if t not in done]
+    done = conn.execute(_ACK, {"tokens": list(tokens), "now": now}).scalars().all()
+    if len(done) == len(tokens):  # the usual case: every lease still held
+        return []
+    acked = set(done)
+    return [t for t in tokens if t not in acked]
 
 
 _CLOSE = (

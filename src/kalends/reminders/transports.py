@@ -18,6 +18,10 @@ Apprise reads no configuration file here: only the URLs given, with persistent
 storage kept in memory. This module also holds what kalends knows about Apprise
 URLs (:func:`apprise_service`, :func:`redacted_url`), which the notification
 settings use to validate and display them.
+
+Apprise is imported when it is first needed (a send, a URL to read), not with this
+module: importing it and its plugins costs about 100 ms, which every command of the
+command line would pay otherwise.
 """
 
 from __future__ import annotations
@@ -29,12 +33,12 @@ import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlencode
 from uuid import UUID
 
-import apprise
-from apprise.plugins import url_to_dict
+if TYPE_CHECKING:
+    import apprise
 
 __all__ = [
     "CONNECT_TIMEOUT_SECONDS",
@@ -158,6 +162,8 @@ class AppriseTransport:
         self._asset = _new_asset(service_timeout)
 
     def send(self, delivery: Delivery) -> None:
+        import apprise  # noqa: PLC0415 (imported on first use)
+
         if not delivery.destinations:
             raise DeliveryFailed(f"no {delivery.channel} destination")
         defaults = {
@@ -202,6 +208,8 @@ class AppriseTransport:
     @staticmethod
     def _notify(notifier: apprise.Apprise, delivery: Delivery) -> tuple[list[str | None], str]:
         """Why each service (in the order added) failed, ``None`` if it accepted; the status."""
+        import apprise  # noqa: PLC0415 (imported on first use)
+
         try:
             result = notifier.notify(
                 body=body_with_key(delivery.body, delivery.job_id),
@@ -219,10 +227,9 @@ class AppriseTransport:
 
 # --- what kalends knows about Apprise URLs -------------------------------------------------
 
-# Apprise's registry of services (one per process).
-_MANAGER = apprise.NotificationManager()  # type: ignore[no-untyped-call]
+# Apprise's registry of services (one per process), its plugins loaded: see _plugins().
+_manager: apprise.NotificationManager | None = None
 _load_lock = threading.Lock()
-_loaded = False
 _default_asset: apprise.AppriseAsset | None = None
 
 
@@ -269,29 +276,35 @@ def body_with_key(body: str, job_id: str) -> str:
     return f"{text}\n\n{line}" if text else line
 
 
-def _ensure_plugins() -> None:
-    """Loads Apprise's plugins once, before any URL is read.
+def _plugins() -> apprise.NotificationManager:
+    """Apprise's registry of services, its plugins loaded once, before any URL is read.
 
-    On Python < 3.13 one of Apprise's e-mail helpers imports the deprecated
-    ``imghdr`` module; that known warning is silenced here, once, and no other.
+    Imports Apprise on first use. On Python < 3.13 one of Apprise's e-mail helpers
+    imports the deprecated ``imghdr`` module; that known warning is silenced here,
+    once, and no other.
     """
-    global _loaded
-    if _loaded:
-        return
+    global _manager
+    if _manager is not None:
+        return _manager
     with _load_lock:
-        if _loaded:
-            return
-        with warnings.catch_warnings():
-            warnings.filterwarnings(
-                "ignore", message="'imghdr' is deprecated", category=DeprecationWarning
-            )
-            _MANAGER.load_modules()  # type: ignore[no-untyped-call]
-        _loaded = True
+        if _manager is None:
+            with warnings.catch_warnings():
+                warnings.filterwarnings(
+                    "ignore", message="'imghdr' is deprecated", category=DeprecationWarning
+                )
+                import apprise  # noqa: PLC0415 (imported on first use)
+
+                manager = apprise.NotificationManager()  # type: ignore[no-untyped-call]
+                manager.load_modules()  # type: ignore[no-untyped-call]
+            _manager = manager
+        return _manager
 
 
 def _new_asset(service_timeout: float) -> apprise.AppriseAsset:
     """Apprise's settings for kalends: memory-only storage, UTC, no templates, no config files."""
-    _ensure_plugins()
+    _plugins()
+    import apprise  # noqa: PLC0415 (imported on first use)
+
     return apprise.AppriseAsset(
         storage_mode="memory",
         timezone="UTC",
@@ -318,18 +331,21 @@ def _service(
     """
     if not isinstance(url, str) or not url.strip():
         return None
-    _ensure_plugins()
+    manager = _plugins()
+    import apprise  # noqa: PLC0415 (imported on first use)
+    from apprise.plugins import url_to_dict  # noqa: PLC0415 (imported on first use)
+
     parsed = url_to_dict(url.strip(), secure_logging=True)  # type: ignore[no-untyped-call]
     if not isinstance(parsed, dict) or not isinstance(parsed.get("schema"), str):
         return None
     scheme = parsed["schema"].lower()
-    if scheme not in _MANAGER:
+    if scheme not in manager:
         return None
     given = parsed.get("qsd") or {}
     for key, value in defaults.items():
         if key not in parsed and key not in given:
             parsed[key] = value
-    if headers and _takes_headers(_MANAGER[scheme]):
+    if headers and _takes_headers(manager[scheme]):
         parsed["headers"] = {**(parsed.get("headers") or {}), **headers}
     service = apprise.Apprise.instantiate(parsed, asset=asset)
     if not isinstance(service, apprise.NotifyBase):
@@ -382,6 +398,8 @@ def _redact(text: str, secrets: Iterable[str]) -> str:
 
 
 def _reason(outcome: apprise.NotifyResult) -> str:
+    import apprise  # noqa: PLC0415 (imported on first use)
+
     messages = [
         entry.message.strip()
         for entry in outcome.logs()

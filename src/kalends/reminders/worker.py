@@ -27,20 +27,37 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 from uuid import UUID
 
 from sqlalchemy.engine import Connection
 
 from kalends.errors import StorageError
-from kalends.reminders.destinations import destinations_of
+from kalends.reminders.destinations import Person, recipients_of
 from kalends.reminders.outbox import (
+    C_AT,
+    C_CHANNEL,
+    C_ID,
+    C_RECIPIENT,
+    C_TASK,
+    C_TOKEN,
+    E_DUE,
+    E_LIST_NAME,
+    E_REF,
+    E_TITLE,
     Claim,
+    ClaimRow,
     Outbox,
     Verdict,
+    VerdictRow,
     ack_in,
-    claim_in,
+    claim_rows_in,
     close_in,
-    eligibility,
+    instant,
+    instant_text,
+    uuid_of,
+    uuid_text,
+    verdict_rows_in,
 )
 from kalends.reminders.transports import Delivery, DeliveryFailed, Transport
 from kalends.storage.unit_of_work import Store
@@ -79,10 +96,14 @@ OUTAGE_MAX_WAIT = 60.0
 IDLE_RECHECK = 60.0
 
 
-# (recipient, channel) -> the recipient's destination URLs for that channel.
-_Urls = dict[tuple[UUID, str], tuple[str, ...]]
-# The claims still to send, every claim's verdict, and the destinations.
-_Checked = tuple[deque["Claim"], dict[UUID, "Verdict"], _Urls]
+# The batch is kept as the database returned it: claim rows (kalends.reminders.outbox.C_*)
+# and eligibility rows (E_*), IDs in the database's own form; a Delivery is built per send.
+# Intent ID -> its reason not to send (None: send) and its eligibility row.
+_Verdicts = dict[Any, VerdictRow]
+# Recipient ID -> who they are; (recipient, channel) -> their destination URLs there.
+_Recipients = tuple[dict[Any, Person], dict[tuple[Any, str], tuple[str, ...]]]
+# The claims still to send, every claim's verdict, and their recipients.
+_Checked = tuple[deque[ClaimRow], _Verdicts, _Recipients]
 
 
 @dataclass
@@ -121,24 +142,58 @@ class BatchReport:
 
 def compose(claim: Claim, verdict: Verdict, destinations: Sequence[str]) -> Delivery:
     """The message of one reminder: what is due, where, for whom, and its idempotency key."""
-    job_id = str(claim.id)
-    lines = [f"{verdict.task_title}", "", f"Task {verdict.task_ref} in {verdict.list_name}"]
-    if verdict.due_text:
-        lines.append(f"Due: {verdict.due_text}")
-    at_text = claim.at.isoformat().replace("+00:00", "Z")
-    lines += [f"Reminder at {at_text} for {verdict.recipient_name}", "", f"Reminder ID: {job_id}"]
+    return _message(
+        str(claim.id),
+        claim.channel,
+        tuple(destinations),
+        claim.at,
+        claim.at.isoformat().replace("+00:00", "Z"),
+        claim.task_id,
+        verdict.task_ref,
+        verdict.task_title,
+        verdict.due_text,
+        verdict.list_name,
+        verdict.recipient,
+        verdict.recipient_name,
+        verdict.recipient_email,
+    )
+
+
+def _message(
+    job_id: str,
+    channel: str,
+    destinations: tuple[str, ...],
+    at: datetime,
+    at_text: str,
+    task_id: UUID,
+    task_ref: str,
+    title: str,
+    due: str | None,
+    list_name: str,
+    recipient: str,
+    recipient_name: str,
+    recipient_email: str | None,
+) -> Delivery:
+    """The delivery :func:`compose` describes, from its parts (``at_text``: ``at`` in ISO
+    8601, UTC, ending in ``Z``)."""
+    due_line = f"Due: {due}\n" if due else ""
+    body = (
+        f"{title}\n\nTask {task_ref} in {list_name}\n{due_line}"
+        f"Reminder at {at_text} for {recipient_name}\n\nReminder ID: {job_id}"
+    )
+    # Positional: the fields of Delivery, in order (a hot path).
     return Delivery(
-        job_id=job_id,
-        channel=claim.channel,
-        destinations=tuple(destinations),
-        recipient=verdict.recipient,
-        recipient_name=verdict.recipient_name,
-        recipient_email=verdict.recipient_email,
-        title=f"Reminder: {verdict.task_title}",
-        body="\n".join(lines),
-        task_id=verdict.task_id,
-        task_ref=verdict.task_ref,
-        at=claim.at,
+        job_id,
+        channel,
+        destinations,
+        recipient,
+        recipient_name,
+        recipient_email,
+        f"Reminder: {title}",
+        body,
+        task_id,
+        task_ref,
+        at,
     )
 
 
@@ -182,7 +237,7 @@ class DeliveryWorker:
         """
         report = BatchReport()
         acked = self._unacked
-        claimed, closed, pending, verdicts, urls, lost = self.store.run(
+        claimed, closed, pending, verdicts, recipients, lost, expires = self.store.run(
             lambda conn: self._claim_and_check(conn, acked)
         )
         self._unacked = []
@@ -194,33 +249,36 @@ class DeliveryWorker:
             report.closed += count
             report.closed_reasons[reason] = report.closed_reasons.get(reason, 0) + count
         self._count_closed(report, claimed - len(pending), verdicts)
+        # Every claim of the batch holds the same lease: one with less than the margin left
+        # is released, not sent.
+        release_after = expires - self.lease_margin if expires is not None else None
+        now, monotonic = self.store.clock.now, self.monotonic
         sent: list[str] = []
         sends, sending = 0, 0.0
         try:
             while pending:
-                if self.monotonic() - checked_at >= RECHECK_AFTER:
+                started = monotonic()
+                if started - checked_at >= RECHECK_AFTER:
                     # The verdicts are too old to send on: read them again.
                     left = list(pending)
 
-                    def recheck(conn: Connection, left: list[Claim] = left) -> _Checked:
-                        return self._check(conn, left, self.store.clock.now())
+                    def recheck(conn: Connection, left: list[ClaimRow] = left) -> _Checked:
+                        return self._check(conn, left, now())
 
-                    pending, verdicts, urls = self.store.run(recheck)
-                    checked_at = self.monotonic()
+                    pending, verdicts, recipients = self.store.run(recheck)
+                    checked_at = monotonic()
                     self._count_closed(report, len(left) - len(pending), verdicts)
                     continue
                 if stop is not None and stop.is_set():
                     break
                 claim = pending.popleft()
-                if claim.lease_expires_at - self.store.clock.now() < self.lease_margin:
-                    report.released += self.outbox.release([claim.token])
+                if release_after is not None and now() > release_after:
+                    report.released += self.outbox.release([claim[C_TOKEN]])
                     continue
-                destinations = urls.get((claim.recipient_id, claim.channel), ())
-                started = self.monotonic()
-                outcome = self._send(claim, verdicts[claim.id], destinations)
-                sends, sending = sends + 1, sending + self.monotonic() - started
+                outcome = self._send(claim, verdicts[claim[C_ID]][1], recipients)
+                sends, sending = sends + 1, sending + monotonic() - started
                 if outcome is None:
-                    sent.append(claim.token)
+                    sent.append(claim[C_TOKEN])
                 else:
                     self._retry(claim, outcome)
                     report.retried += 1
@@ -230,7 +288,7 @@ class DeliveryWorker:
             if not defer_ack or (stop is not None and stop.is_set()):
                 self.flush(report)
             if pending:
-                report.released += self.outbox.release([c.token for c in pending])
+                report.released += self.outbox.release([c[C_TOKEN] for c in pending])
         return report
 
     def flush(self, report: BatchReport) -> None:
@@ -333,53 +391,87 @@ class DeliveryWorker:
 
     def _claim_and_check(
         self, conn: Connection, acked: Sequence[str]
-    ) -> tuple[int, dict[str, int], deque[Claim], dict[UUID, Verdict], _Urls, list[str]]:
+    ) -> tuple[
+        int, dict[str, int], deque[ClaimRow], _Verdicts, _Recipients, list[str], datetime | None
+    ]:
         now = self.store.clock.now()
         lost = ack_in(conn, acked, now)
-        claims, closed = claim_in(conn, self.owner, self.batch_size(), now, self.outbox.lease)
+        claims, closed, expires = claim_rows_in(
+            conn, self.owner, self.batch_size(), now, self.outbox.lease
+        )
         if not claims:
-            return 0, closed, deque(), {}, {}, lost
-        pending, verdicts, urls = self._check(conn, claims, now)
-        return len(claims), closed, pending, verdicts, urls, lost
+            return 0, closed, deque(), {}, ({}, {}), lost, None
+        pending, verdicts, recipients = self._check(conn, claims, now)
+        return len(claims), closed, pending, verdicts, recipients, lost, expires
 
-    def _check(self, conn: Connection, claims: Sequence[Claim], now: datetime) -> _Checked:
+    def _check(self, conn: Connection, claims: Sequence[ClaimRow], now: datetime) -> _Checked:
         """``reminder_eligible`` for the claims, read now: closes the ineligible ones in
-        this transaction and returns the others with their recipients' destinations."""
-        verdicts = eligibility(conn, [c.id for c in claims], {c.id: c for c in claims})
-        closing = [
-            (c.token, verdicts[c.id].reason or "")
-            for c in claims
-            if c.id in verdicts and verdicts[c.id].reason is not None
-        ]
+        this transaction and returns the others with their recipients and destinations."""
+        verdicts = verdict_rows_in(conn, [c[C_ID] for c in claims])
+        closing: list[tuple[str, str]] = []
+        eligible: deque[ClaimRow] = deque()
+        for claim in claims:
+            verdict = verdicts.get(claim[C_ID])
+            if verdict is None:  # the intent is gone
+                continue
+            reason = verdict[0]
+            if reason is None:
+                eligible.append(claim)
+            else:
+                closing.append((claim[C_TOKEN], reason))
         close_in(conn, closing, now)
-        eligible = deque(c for c in claims if c.id in verdicts and verdicts[c.id].reason is None)
-        urls = destinations_of(conn, sorted({c.recipient_id for c in eligible}))
-        return eligible, verdicts, urls
+        wanted = sorted({c[C_RECIPIENT] for c in eligible})
+        people, urls = recipients_of(conn, wanted)
+        if len(people) < len(wanted):  # a recipient is gone: nothing to send to
+            eligible = deque(c for c in eligible if c[C_RECIPIENT] in people)
+        return eligible, verdicts, (people, urls)
 
     @staticmethod
-    def _count_closed(report: BatchReport, closed: int, verdicts: dict[UUID, Verdict]) -> None:
+    def _count_closed(report: BatchReport, closed: int, verdicts: _Verdicts) -> None:
         report.closed += closed
         if closed:
             reasons = report.closed_reasons
-            for verdict in verdicts.values():
-                if verdict.reason is not None:
-                    reasons[verdict.reason] = reasons.get(verdict.reason, 0) + 1
+            for reason, _ in verdicts.values():
+                if reason is not None:
+                    reasons[reason] = reasons.get(reason, 0) + 1
 
-    def _send(self, claim: Claim, verdict: Verdict, destinations: Sequence[str]) -> str | None:
-        """Sends one reminder; returns why it failed, or ``None``."""
+    def _send(self, claim: ClaimRow, verdict: Sequence[Any], recipients: _Recipients) -> str | None:
+        """Sends one reminder (a claim row and its eligibility row); returns why it failed,
+        or ``None``."""
+        people, urls = recipients
+        recipient, channel = claim[C_RECIPIENT], claim[C_CHANNEL]
+        handle, name, email = people[recipient]
+        destinations = urls.get((recipient, channel))
         if not destinations:
-            return f"{verdict.recipient} has no {claim.channel} destination in their settings"
+            return f"{handle} has no {channel} destination in their settings"
+        job_id = uuid_text(claim[C_ID])
         try:
-            self.transport.send(compose(claim, verdict, destinations))
+            self.transport.send(
+                _message(
+                    job_id,
+                    channel,
+                    destinations,
+                    instant(claim[C_AT]),
+                    instant_text(claim[C_AT]),
+                    uuid_of(claim[C_TASK]),
+                    verdict[E_REF],
+                    verdict[E_TITLE],
+                    verdict[E_DUE],
+                    verdict[E_LIST_NAME],
+                    handle,
+                    name,
+                    email,
+                )
+            )
         except DeliveryFailed as failure:
             return str(failure) or "delivery failed"
         except Exception as error:  # a transport bug must not stop the worker
-            log.exception("transport failed on reminder %s", claim.id)
+            log.exception("transport failed on reminder %s", job_id)
             return f"{type(error).__name__}: {error}"
         return None
 
-    def _retry(self, claim: Claim, error: str) -> None:
+    def _retry(self, claim: ClaimRow, error: str) -> None:
         try:
-            self.outbox.retry(claim.token, error)
+            self.outbox.retry(claim[C_TOKEN], error)
         except Exception:  # the lease was lost meanwhile: it is claimable again anyway
-            log.warning("could not record the failure of reminder %s", claim.id)
+            log.warning("could not record the failure of reminder %s", uuid_text(claim[C_ID]))
