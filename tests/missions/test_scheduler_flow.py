@@ -226,3 +226,21 @@ def test_a_failed_wake_records_last_error_and_backs_off(mw: MissionWorld) -> Non
     assert detail["lastError"] is None
     assert detail["pending"]["admitted"] is True and runtime.starts == 1
     assert detail["pending"]["passageId"].startswith("psg_")
+
+
+def test_a_restarted_scheduler_with_the_same_name_is_a_new_holder(mw: MissionWorld) -> None:
+    """Wakes belong to one incarnation (its lease token), not to a name: a process
+    restarted under the same --owner waits for the old leases like any other."""
+    sid = _schedule(mw, restart="interrupt")
+    _play(mw, sid)
+    runtime = FakeRuntime()
+    Scheduler(mw.store, runtime, owner="same").run_once()
+    due = datetime.fromisoformat(mw.schedules.detail(mw.bob.id, sid)["nextDueAt"])
+    mw.clock.set(due)
+    again = Scheduler(mw.store, runtime, owner="same")
+    assert again.run_once().admitted == 0 and runtime.starts == 0
+    mw.clock.advance(timedelta(seconds=61))
+    again.run_once()
+    detail = mw.schedules.detail(mw.bob.id, sid)
+    assert detail["state"] == "interrupted" and detail["interruptionReason"] == "restart"
+    assert runtime.starts == 0

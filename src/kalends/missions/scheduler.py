@@ -113,7 +113,7 @@ _RENEW = (
 )
 _MY_DUE = (
     select(_W.c.schedule_id, _W.c.armed, _W.c.polls, _W.c.failures)
-    .where(_W.c.owner == bindparam("me"), _W.c.due_at <= bindparam("now"))
+    .where(_W.c.lease_token == bindparam("me"), _W.c.due_at <= bindparam("now"))
     .order_by(_W.c.due_at)
     .limit(LOOK_BATCH)
 )
@@ -121,7 +121,7 @@ _SET_WAKE = (
     update(_W)
     .where(
         _W.c.schedule_id == bindparam("sid"),
-        _W.c.owner == bindparam("me"),
+        _W.c.lease_token == bindparam("me"),
         _W.c.armed == bindparam("seen"),
     )
     .values(
@@ -135,12 +135,12 @@ _SET_WAKE = (
 )
 _DROP_WAKE = delete(_W).where(
     _W.c.schedule_id == bindparam("sid"),
-    _W.c.owner == bindparam("me"),
+    _W.c.lease_token == bindparam("me"),
     _W.c.armed == bindparam("seen"),
 )
 _FAIL_WAKE = (
     update(_W)
-    .where(_W.c.schedule_id == bindparam("sid"), _W.c.owner == bindparam("me"))
+    .where(_W.c.schedule_id == bindparam("sid"), _W.c.lease_token == bindparam("me"))
     .values(
         due_at=bindparam("due"),
         failures=bindparam("f"),
@@ -151,7 +151,7 @@ _FAIL_WAKE = (
 )
 _NUDGE = (
     update(_W)
-    .where(_W.c.schedule_id == bindparam("sid"), _W.c.owner == bindparam("me"))
+    .where(_W.c.schedule_id == bindparam("sid"), _W.c.lease_token == bindparam("me"))
     .values(due_at=bindparam("due"))
 )
 
@@ -235,7 +235,7 @@ class Scheduler:
                 self._guard(sid, now, result, partial(self._restart, sid, now))
 
         def mine(conn: Connection) -> tuple[list[Any], dict[UUID, Any]]:
-            due = list(conn.execute(_MY_DUE, {"me": self.owner, "now": now}).all())
+            due = list(conn.execute(_MY_DUE, {"me": self.token, "now": now}).all())
             rows = {}
             if due:
                 found = conn.execute(_ROWS, {"sids": [d.schedule_id for d in due]})
@@ -288,7 +288,7 @@ class Scheduler:
             if not exists[path]:
                 slow.append(wake)
                 continue
-            fence = {"sid": wake.schedule_id, "me": self.owner, "seen": wake.armed}
+            fence = {"sid": wake.schedule_id, "me": self.token, "seen": wake.armed}
             slot = None
             if not quota_exhausted(doc.config, doc.body):
                 slot = latest_missed(doc.config, doc.body, now)
@@ -364,7 +364,7 @@ class Scheduler:
                 wakes_due.append(
                     {
                         "sid": row.id,
-                        "me": self.owner,
+                        "me": self.token,
                         "seen": wake.armed,
                         "due": now + fallback_delay(0),
                         "p": 1,
@@ -439,7 +439,7 @@ class Scheduler:
         def run(conn: Connection) -> None:
             conn.execute(
                 update(_W)
-                .where(_W.c.owner == self.owner)
+                .where(_W.c.lease_token == self.token)
                 .values(owner=None, lease_token=None, lease_expires_at=None, orphaned=True)
             )
 
@@ -485,7 +485,18 @@ class Scheduler:
                     orphaned=False,
                 )
             )
-            return [(r.schedule_id, r.owner is not None or bool(r.orphaned)) for r in rows]
+            taken = [(r.schedule_id, r.owner is not None or bool(r.orphaned)) for r in rows]
+            over = [sid for sid, takeover in taken if takeover]
+            if over:
+                # A taken-over wake is looked at now, its pending fallback starting afresh:
+                # the dead scheduler's next look (up to 5 min, or 1 h after failures) was
+                # its own, and nothing watched the passage's exit since it died.
+                conn.execute(
+                    update(_W)
+                    .where(_W.c.schedule_id.in_(over), _W.c.due_at > now)
+                    .values(due_at=now, polls=0)
+                )
+            return taken
 
         taken = self.store.run(run)
         if taken:
@@ -499,14 +510,17 @@ class Scheduler:
 
         def run(conn: Connection) -> tuple[Any, Any, Any]:
             mine = conn.execute(
-                select(_W.c.due_at).where(_W.c.owner == self.owner).order_by(_W.c.due_at).limit(1)
+                select(_W.c.due_at)
+                .where(_W.c.lease_token == self.token)
+                .order_by(_W.c.due_at)
+                .limit(1)
             ).scalar()
             unowned = conn.execute(
                 select(_W.c.schedule_id).where(_W.c.owner.is_(None)).limit(1)
             ).scalar()
             others = conn.execute(
                 select(_W.c.lease_expires_at)
-                .where(_W.c.owner.is_not(None), _W.c.owner != self.owner)
+                .where(_W.c.owner.is_not(None), _W.c.lease_token != self.token)
                 .order_by(_W.c.lease_expires_at)
                 .limit(1)
             ).scalar()
@@ -536,7 +550,7 @@ class Scheduler:
                 continue
         if not ended:
             return False
-        nudges = [{"sid": sid, "me": self.owner, "due": now + EVENT_DEBOUNCE} for sid in ended]
+        nudges = [{"sid": sid, "me": self.token, "due": now + EVENT_DEBOUNCE} for sid in ended]
         for sid in ended:
             self._watch.pop(sid, None)
 
@@ -566,7 +580,7 @@ class Scheduler:
             attempt = failures + 1
             params = {
                 "sid": sid,
-                "me": self.owner,
+                "me": self.token,
                 "due": now + error_delay(attempt),
                 "f": attempt,
                 "code": code,
@@ -583,7 +597,7 @@ class Scheduler:
         self, sid: UUID, armed: int, polls: int, now: datetime, result: LookResult
     ) -> None:
         nxt, new_polls = self._look(sid, polls, now, result)
-        params = {"sid": sid, "me": self.owner, "seen": armed}
+        params = {"sid": sid, "me": self.token, "seen": armed}
         if nxt is None:
             self.store.run(lambda conn: conn.execute(_DROP_WAKE, params))
         else:
