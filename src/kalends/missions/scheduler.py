@@ -47,7 +47,7 @@ from uuid import UUID
 from sqlalchemy import and_, bindparam, delete, or_, select, update
 from sqlalchemy.engine import Connection
 
-from kalends.errors import KalendsError, StorageError
+from kalends.errors import KalendsError, StorageError, TooLarge
 from kalends.missions import service as docs
 from kalends.missions.config import Restart
 from kalends.missions.controls import DocState
@@ -303,11 +303,15 @@ class Scheduler:
         reserved: list[tuple[Any, Any, DocState, Body, int]] = []
 
         def reserve(conn: Connection) -> None:
+            reserved.clear()  # retried whole when busy: only the last attempt's writes count
             for wake, row, doc, body in reserves:
-                revision = docs.cas_write(
-                    conn, row, state=doc.state, phase=doc.phase, config=doc.config, body=body,
-                    now=now,
-                )  # fmt: skip
+                try:
+                    revision = docs.cas_write(
+                        conn, row, state=doc.state, phase=doc.phase, config=doc.config,
+                        body=body, now=now,
+                    )  # fmt: skip
+                except TooLarge:
+                    continue  # refused before any write: its own look records lastError
                 if revision is not None:
                     reserved.append((wake, row, doc, body, revision))
             if sleeps:
@@ -402,12 +406,15 @@ class Scheduler:
                 try:
                     result = self.run_once()
                     pause = self._sleep_seconds()
-                except StorageError as exc:
-                    # The database is down or locked: wait 1 s, doubling to 60 s, and go on.
+                except Exception as exc:
+                    # The database is down or locked, or a round failed as a whole: wait
+                    # 1 s, doubling to 60 s, and go on (one look's failure is the look's own:
+                    # it records lastError on its wake and never reaches here).
                     outages += 1
                     delay = min(OUTAGE_MAX_WAIT, 2 ** (outages - 1))
+                    kind = "database error" if isinstance(exc, StorageError) else "round failed"
                     log.warning(
-                        "scheduler %s: database error, retrying in %ss: %s", self.owner, delay, exc
+                        "scheduler %s: %s, retrying in %ss: %s", self.owner, kind, delay, exc
                     )
                     stop.wait(delay)
                     continue
