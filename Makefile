@@ -49,6 +49,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/tasks.py
 	$(BIN)/python bench/outbox.py
 	$(BIN)/python bench/missions.py
+	$(BIN)/python bench/scheduler.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
