@@ -28,17 +28,8 @@ from enum import StrEnum
 from typing import Any
 
 from kalends.civil import (
-    After,
-    At,
-    Calendars,
-    Cron,
-    Daily,
-    Every,
     Immediate,
-    Monthly,
     Rule,
-    Times,
-    Weekdays,
     format_local,
     parse_local_datetime,
     parse_rule,
@@ -509,18 +500,3 @@ def load_config(text: str) -> Config:
     if not isinstance(data, dict) or data.get("v") != CONFIG_VERSION:
         raise InvalidInput(f"configuration: unknown version {data.get('v')!r}", field="config")
     return config_from_json(data, new=False)
-
-
-# Policy kinds by their time-shape, for reads and the editor.
-POLICY_CLASSES: dict[str, type] = {
-    "immediate": Immediate,
-    "at": At,
-    "after": After,
-    "every": Every,
-    "daily": Daily,
-    "weekdays": Weekdays,
-    "times": Times,
-    "monthly": Monthly,
-    "cron": Cron,
-    "calendars": Calendars,
-}

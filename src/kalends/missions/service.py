@@ -329,6 +329,35 @@ def doc_of(row: Any) -> DocState:
     return _doc(row)
 
 
+def _cas_params(
+    row: Any,
+    *,
+    state: State,
+    phase: Phase,
+    config: Config,
+    body: Body,
+    now: datetime,
+) -> dict[str, Any]:
+    """The parameters of :data:`_CAS` writing a whole document over ``row`` at
+    ``row.revision``; an unchanged configuration keeps its stored text."""
+    unchanged = config is _parse_config(row.config)[0]
+    config_text, body_text, size = _sizes(config, body, row.config if unchanged else None)
+    return {
+        "b_id": row.id,
+        "b_expected": row.revision,
+        "phase": phase.value,
+        "state": state.value,
+        "revision": int(row.revision) + 1,
+        "title": config.title,
+        "config": config_text,
+        "body": body_text,
+        "size": size,
+        "next_due_at": _next_due_column(state, phase, config, body),
+        "updated_at": now,
+        "evicted": row.evicted_control_revision,
+    }
+
+
 def cas_write(
     conn: Connection,
     row: Any,
@@ -341,27 +370,9 @@ def cas_write(
 ) -> int | None:
     """One compare-and-swap of a whole document against ``row.revision``; the new
     revision, or ``None`` when another writer changed it first (nothing written)."""
-    unchanged = config is _parse_config(row.config)[0]
-    config_text, body_text, size = _sizes(config, body, row.config if unchanged else None)
-    revision = int(row.revision) + 1
-    result = conn.execute(
-        _CAS,
-        {
-            "b_id": row.id,
-            "b_expected": row.revision,
-            "phase": phase.value,
-            "state": state.value,
-            "revision": revision,
-            "title": config.title,
-            "config": config_text,
-            "body": body_text,
-            "size": size,
-            "next_due_at": _next_due_column(state, phase, config, body),
-            "updated_at": now,
-            "evicted": row.evicted_control_revision,
-        },
-    )
-    return revision if result.rowcount == 1 else None
+    params = _cas_params(row, state=state, phase=phase, config=config, body=body, now=now)
+    result = conn.execute(_CAS, params)
+    return int(params["revision"]) if result.rowcount == 1 else None
 
 
 def compact(conn: Connection, row: Any, now: datetime) -> bool:
@@ -806,27 +817,17 @@ class ScheduleService:
         revision = expected + 1
         phase = applied.phase
         complete = applied.complete
-        unchanged = applied.config is _parse_config(row.config)[0]
-        config_text, body_text, size = _sizes(
-            applied.config, applied.body, row.config if unchanged else None
+        values = _cas_params(
+            row,
+            state=applied.state,
+            phase=phase,
+            config=applied.config,
+            body=applied.body,
+            now=now,
         )
-        values: dict[str, Any] = {
-            "b_id": row.id,
-            "b_expected": expected,
-            "phase": phase.value,
-            "state": applied.state.value,
-            "revision": revision,
-            "title": applied.config.title,
-            "config": config_text,
-            "body": body_text,
-            "size": size,
-            "next_due_at": _next_due_column(applied.state, phase, applied.config, applied.body),
-            "updated_at": now,
-            "evicted": row.evicted_control_revision,
-        }
         tombstone = False
         if phase is Phase.DELETING and complete:
-            tombstone = self._tombstone_room(conn, row)
+            tombstone = tombstone_room(conn, row)
             if tombstone:
                 # Compaction drops the control records (the Delete's own is kept), so the
                 # eviction bound covers every revision before the Delete.
@@ -929,9 +930,6 @@ class ScheduleService:
             },
         )
         return bound
-
-    def _tombstone_room(self, conn: Connection, row: Any) -> bool:
-        return tombstone_room(conn, row)
 
     # --- status reads -------------------------------------------------------------------
 
