@@ -304,16 +304,22 @@ class Scheduler:
 
         def reserve(conn: Connection) -> None:
             reserved.clear()  # retried whole when busy: only the last attempt's writes count
+            writes: list[tuple[Any, Any, DocState, Body, int]] = []
+            params: list[dict[str, Any]] = []
             for wake, row, doc, body in reserves:
                 try:
-                    revision = docs.cas_write(
-                        conn, row, state=doc.state, phase=doc.phase, config=doc.config,
-                        body=body, now=now,
+                    params.append(
+                        docs.cas_params(
+                            row, state=doc.state, phase=doc.phase, config=doc.config,
+                            body=body, now=now,
+                        )
                     )  # fmt: skip
                 except TooLarge:
                     continue  # refused before any write: its own look records lastError
-                if revision is not None:
-                    reserved.append((wake, row, doc, body, revision))
+                writes.append((wake, row, doc, body, int(row.revision) + 1))
+            for write, applied in zip(writes, docs.cas_write_many(conn, params), strict=True):
+                if applied:
+                    reserved.append(write)
             if sleeps:
                 conn.execute(_SET_WAKE, sleeps)
             if drops:
@@ -343,7 +349,8 @@ class Scheduler:
         def admit(conn: Connection) -> list[UUID]:
             done = []
             wakes_due = []
-            for wake, row, doc, body, revision in admitted:
+            params: list[dict[str, Any]] = []
+            for _wake, row, doc, body, revision in admitted:
                 pending = body.pending
                 assert pending is not None
                 new = replace(
@@ -359,10 +366,16 @@ class Scheduler:
                     config=row.config,
                     evicted_control_revision=row.evicted_control_revision,
                 )
-                if docs.cas_write(
-                    conn, written, state=doc.state, phase=doc.phase, config=doc.config, body=new,
-                    now=now,
-                ) is None:  # fmt: skip
+                params.append(
+                    docs.cas_params(
+                        written, state=doc.state, phase=doc.phase, config=doc.config, body=new,
+                        now=now,
+                    )
+                )  # fmt: skip
+            for (wake, row, *_), applied in zip(
+                admitted, docs.cas_write_many(conn, params), strict=True
+            ):
+                if not applied:
                     continue  # a control came first: its own look reconciles the start
                 done.append(row.id)
                 wakes_due.append(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -373,6 +373,32 @@ def cas_write(
     params = _cas_params(row, state=state, phase=phase, config=config, body=body, now=now)
     result = conn.execute(_CAS, params)
     return int(params["revision"]) if result.rowcount == 1 else None
+
+
+def cas_params(
+    row: Any,
+    *,
+    state: State,
+    phase: Phase,
+    config: Config,
+    body: Body,
+    now: datetime,
+) -> dict[str, Any]:
+    """The compare-and-swap parameters of a whole document over ``row`` (for
+    :func:`cas_write_many`); :class:`TooLarge` when the document is over its ceilings."""
+    return _cas_params(row, state=state, phase=phase, config=config, body=body, now=now)
+
+
+def cas_write_many(conn: Connection, params: Sequence[dict[str, Any]]) -> list[bool]:
+    """Many compare-and-swaps (from :func:`cas_params`) in one statement when every one
+    applies; which of them wrote. When a writer came first for any of them, the batch is
+    rolled back to its savepoint and each is tried alone, so the others still apply."""
+    if len(params) > 1 and conn.dialect.supports_sane_multi_rowcount:
+        with conn.begin_nested() as savepoint:
+            if conn.execute(_CAS, list(params)).rowcount == len(params):
+                return [True] * len(params)
+            savepoint.rollback()
+    return [conn.execute(_CAS, p).rowcount == 1 for p in params]
 
 
 def compact(conn: Connection, row: Any, now: datetime) -> bool:
