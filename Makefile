@@ -27,10 +27,11 @@ $(BENCH_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	touch $@ $(RUN_STAMP)
 
+# The whole service on the SQLite default: the API on http://127.0.0.1:8000, the mission
+# scheduler and the reminder delivery. The first start prints a one-time login link.
 run: $(RUN_STAMP)
-	$(BIN)/kalends preview --rule '{"kind":"daily","time":"02:30","zone":"America/New_York"}' \
-		--after 2026-03-06T00:00:00Z --count 5
 	$(BIN)/kalends preview --rule '$(SAMPLE_RULE)' --after 2026-11-01T03:30:00Z --count 6
+	exec $(BIN)/kalends serve
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests bench

@@ -175,3 +175,29 @@ class CorruptDocument(StorageError):
     """A stored document does not parse or breaks its bounds; the read fails rather than guess."""
 
     code = "corrupt-document"
+
+
+class Unauthenticated(KalendsError, PermissionError):
+    """No valid credentials: the session or token is missing, unknown, expired or revoked."""
+
+    code = "unauthenticated"
+
+
+class RateLimited(KalendsError):
+    """Too many attempts: wait before trying again; nothing was written."""
+
+    code = "rate-limited"
+
+    def __init__(self, message: str | None = None, *, retry_after: float = 0.0) -> None:
+        self.retry_after = retry_after
+        super().__init__(message, retry_after=round(retry_after, 3))
+
+
+class NotDispatched(StorageError):
+    """The store could not take the request (busy or unavailable); nothing was written.
+
+    The client keeps its request ID and reads the request's status rather than
+    inventing a new one.
+    """
+
+    code = "recurrence-not-dispatched"

@@ -13,7 +13,9 @@ from kalends.cli.preview import preview_command
 from kalends.cli.reminders import reminders_app
 from kalends.cli.report import report_command
 from kalends.cli.schedules import schedule_app
+from kalends.cli.serve import serve_command
 from kalends.cli.tasks import task_app
+from kalends.cli.tokens import login_link_command, token_app
 from kalends.cli.worker import worker_command
 from kalends.cli.workspaces import workspace_app
 
@@ -35,6 +37,9 @@ app.add_typer(schedule_app, name="schedule")
 app.add_typer(passage_app, name="passage")
 app.command("worker")(worker_command)
 app.command("report")(report_command)
+app.command("serve")(serve_command)
+app.add_typer(token_app, name="token")
+app.command("login-link")(login_link_command)
 
 
 @app.callback(invoke_without_command=True)

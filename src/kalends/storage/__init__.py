@@ -9,7 +9,7 @@ Typical use::
 
 from __future__ import annotations
 
-from kalends.storage import leases, mission_tables, task_tables
+from kalends.storage import auth_tables, leases, mission_tables, task_tables
 from kalends.storage.engine import DEFAULT_BUSY_TIMEOUT_MS, create_engine_for
 from kalends.storage.leases import Lease
 from kalends.storage.migrate import current_revision, head_revision, open_store, upgrade
@@ -21,6 +21,7 @@ __all__ = [
     "MAX_ATTEMPTS",
     "Lease",
     "Store",
+    "auth_tables",
     "create_engine_for",
     "current_revision",
     "for_update",

@@ -1,0 +1,129 @@
+"""The FastAPI application: middleware, error handlers and every router."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from fastapi import FastAPI
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from kalends import __version__
+from kalends.api.context import ApiContext
+from kalends.api.errors import error_response, install_error_handlers
+from kalends.api.routes import auth, health, missions, passages, tasks
+from kalends.tasks.values import MAX_ATTACHMENT_BYTES
+
+__all__ = ["create_app"]
+
+access_log = logging.getLogger("kalends.api.access")
+
+# Multipart framing around an attachment's bytes: boundaries, headers, the file name.
+MULTIPART_OVERHEAD = 64 * 1024
+ATTACHMENT_PATH_END = "/attachments"
+
+
+class BodyLimit:
+    """Refuses a body over its limit with 413 before a route reads it (or as it streams)."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        limit = self.limit
+        if path.endswith(ATTACHMENT_PATH_END) and scope["method"] == "POST":
+            limit = MAX_ATTACHMENT_BYTES + MULTIPART_OVERHEAD
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = -1
+                if declared > limit or declared < 0:
+                    await self._refuse(scope, receive, send, limit)
+                    return
+        seen = 0
+
+        async def limited_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    # Raised inside the route's body read, so the error handlers answer it.
+                    raise HTTPException(413, f"the request body is over its limit of {limit} bytes")
+            return message
+
+        await self.app(scope, limited_receive, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+        response = error_response(
+            413,
+            "too-large",
+            f"the request body is over its limit of {limit} bytes",
+            {"limit": limit},
+        )
+        await response(scope, receive, send)
+
+
+class AccessLog:
+    """One structured line per request: method, path, status, milliseconds."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def capture(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, capture)
+        finally:
+            if access_log.isEnabledFor(logging.INFO):
+                access_log.info(
+                    "request",
+                    extra={
+                        "method": scope["method"],
+                        "path": scope["path"],
+                        "status": status,
+                        "ms": round((time.perf_counter() - started) * 1000, 2),
+                    },
+                )
+
+
+def create_app(ctx: ApiContext, *, access_log_enabled: bool = True) -> FastAPI:
+    """The kalends HTTP API on one context (services, accounts, settings)."""
+    app = FastAPI(
+        title="kalends",
+        version=__version__,
+        description=(
+            "Recurring tasks and durable mission schedules. Errors are JSON "
+            "`{code, message, details}` with a stable code."
+        ),
+        openapi_url="/openapi.json",
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.kalends = ctx
+    install_error_handlers(app)
+    for module in (health, auth, tasks, missions, passages):
+        app.include_router(module.router)
+    app.add_middleware(BodyLimit, limit=ctx.settings.max_body_bytes)
+    if access_log_enabled:
+        app.add_middleware(AccessLog)
+    return app

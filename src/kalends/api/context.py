@@ -1,0 +1,55 @@
+"""What the HTTP layer is built on: the wired services, the accounts and the settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kalends.auth import Accounts
+from kalends.bootstrap import Services
+
+if TYPE_CHECKING:
+    from kalends.missions.runtime.process import ProcessRuntime
+
+__all__ = [
+    "MAX_BODY_BYTES",
+    "SESSION_COOKIE",
+    "CSRF_COOKIE",
+    "CSRF_HEADER",
+    "ApiContext",
+    "ApiSettings",
+]
+
+SESSION_COOKIE = "kalends_session"
+# Readable by the page's script, which echoes it in CSRF_HEADER (double submit).
+CSRF_COOKIE = "kalends_csrf"
+CSRF_HEADER = "X-CSRF-Token"
+# Largest JSON body any route accepts; a schedule document is at most 256 KiB (seed 002).
+MAX_BODY_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ApiSettings:
+    """How the server presents itself: cookies, limits, the public base URL."""
+
+    base_url: str = "http://127.0.0.1:8000"
+    # Secure cookies only over https; a loopback http server must still get its cookie.
+    secure_cookies: bool = False
+    max_body_bytes: int = MAX_BODY_BYTES
+    # Where this server's passages live (report callbacks verify their token there).
+    runtime_dir: Path | None = None
+    # Readiness also needs the workers when the process runs them.
+    workers: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(slots=True)
+class ApiContext:
+    """The application's state: one per server process."""
+
+    services: Services
+    accounts: Accounts
+    settings: ApiSettings = field(default_factory=ApiSettings)
+    runtime: ProcessRuntime | None = None
+    # Set by the server once its background loops run; /readyz reports them.
+    ready: dict[str, bool] = field(default_factory=dict)

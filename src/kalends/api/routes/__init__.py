@@ -1,0 +1,1 @@
+"""The routers of the HTTP API, one module per area."""

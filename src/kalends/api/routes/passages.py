@@ -1,0 +1,5 @@
+"""Placeholder: this area's routes are being written."""
+
+from fastapi import APIRouter
+
+router = APIRouter()

@@ -1,0 +1,32 @@
+"""Authentication: accounts, cookie sessions, API tokens, one-time login links, throttling.
+
+Typical use, from the HTTP layer::
+
+    accounts = Accounts(store)
+    grant = accounts.login("alice", password, remote=client_address)
+    # set the cookie to grant.secret; the page echoes grant.csrf_token in X-CSRF-Token
+    principal = accounts.authenticate_session(cookie_secret)
+"""
+
+from __future__ import annotations
+
+from kalends.auth.accounts import Accounts
+from kalends.auth.links import LOGIN_LINK_TTL
+from kalends.auth.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
+from kalends.auth.sessions import SESSION_TTL
+from kalends.auth.throttle import LoginThrottle
+from kalends.auth.tokens import TOKEN_PREFIX
+from kalends.auth.values import Principal, SessionGrant, TokenInfo
+
+__all__ = [
+    "LOGIN_LINK_TTL",
+    "MAX_PASSWORD_LENGTH",
+    "MIN_PASSWORD_LENGTH",
+    "SESSION_TTL",
+    "TOKEN_PREFIX",
+    "Accounts",
+    "LoginThrottle",
+    "Principal",
+    "SessionGrant",
+    "TokenInfo",
+]

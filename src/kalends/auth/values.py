@@ -1,0 +1,78 @@
+"""What authentication hands out: the principal of a request, a new session, a token's facts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+__all__ = ["Principal", "SessionGrant", "TokenInfo"]
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who a request acts as, and by which credential.
+
+    ``csrf_token`` is set for a session only: the value the client echoes in the
+    ``X-CSRF-Token`` header of every unsafe request.
+    """
+
+    actor_id: UUID
+    handle: str
+    kind: Literal["session", "token"]
+    credential_id: UUID
+    csrf_token: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionGrant:
+    """A session just opened: ``secret`` goes into the HttpOnly cookie and is never stored."""
+
+    secret: str
+    csrf_token: str
+    principal: Principal
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TokenInfo:
+    """An API token as its owner sees it (never its secret); ``active`` as of when it was read."""
+
+    id: UUID
+    actor_id: UUID
+    name: str
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    last_used_at: datetime | None
+    active: bool
+
+    @classmethod
+    def from_row(cls, row: Any, now: datetime) -> TokenInfo:
+        return cls(
+            id=row.id,
+            actor_id=row.actor_id,
+            name=row.name,
+            created_at=row.created_at,
+            expires_at=row.expires_at,
+            revoked_at=row.revoked_at,
+            last_used_at=row.last_used_at,
+            active=row.revoked_at is None and (row.expires_at is None or row.expires_at > now),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id),
+            "name": self.name,
+            "createdAt": instant_json(self.created_at),
+            "expiresAt": instant_json(self.expires_at),
+            "revokedAt": instant_json(self.revoked_at),
+            "lastUsedAt": instant_json(self.last_used_at),
+            "active": self.active,
+        }
+
+
+def instant_json(value: datetime | None) -> str | None:
+    """An instant as ISO-8601 text ending in ``Z``, as the rest of the JSON interface writes it."""
+    return None if value is None else value.isoformat().replace("+00:00", "Z")

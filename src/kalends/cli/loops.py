@@ -1,0 +1,92 @@
+"""The background loops of ``kalends serve``: the mission scheduler and the reminder
+delivery, each in a thread of its own, both stopped by one event.
+
+They are the loops ``kalends worker`` runs (see :mod:`kalends.cli.worker`), started
+here beside a server: the scheduler shares the server's process runtime, and each
+loop reports through ``on_state`` when it runs and when it ended, so that
+``/readyz`` can tell. On stop the scheduler releases its wakes and the delivery
+finishes the send in progress, acknowledges it and releases the rest of its claims.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from kalends.missions.runtime.process import ProcessRuntime
+from kalends.reminders.transports import Transport
+from kalends.reminders.worker import WORKER_BATCH, BatchReport, DeliveryWorker
+from kalends.storage.unit_of_work import Store
+from kalends.storage.wake import open_waker
+
+__all__ = ["REMINDERS", "SCHEDULER", "LoopState", "start_reminders", "start_scheduler"]
+
+# The names the loops go by, in logs and in /readyz.
+SCHEDULER = "scheduler"
+REMINDERS = "reminders"
+
+# Called with a loop's name and whether it runs: True once started, False once ended.
+LoopState = Callable[[str, bool], None]
+
+_log = logging.getLogger("kalends.serve")
+
+
+def start_scheduler(
+    store: Store, runtime: ProcessRuntime, owner: str, stop: threading.Event, on_state: LoopState
+) -> threading.Thread:
+    """Runs the mission scheduler in a thread until ``stop``; it releases its wakes then."""
+    from kalends.missions.scheduler import Scheduler  # noqa: PLC0415
+    from kalends.missions.wakes import MISSIONS_CHANNEL  # noqa: PLC0415
+
+    scheduler = Scheduler(store, runtime, owner=f"{owner}/{SCHEDULER}")
+
+    def target() -> None:
+        try:
+            waker = open_waker(store.engine, MISSIONS_CHANNEL)
+            try:
+                on_state(SCHEDULER, True)
+                scheduler.run(stop, wait=waker.wait)
+            finally:
+                waker.close()
+        except Exception:
+            _log.exception("the mission scheduler stopped on an error")
+        finally:
+            on_state(SCHEDULER, False)
+
+    thread = threading.Thread(target=target, name=f"kalends-{SCHEDULER}", daemon=True)
+    thread.start()
+    return thread
+
+
+def start_reminders(
+    store: Store,
+    transport: Transport,
+    owner: str,
+    stop: threading.Event,
+    on_state: LoopState,
+    *,
+    batch: int = WORKER_BATCH,
+) -> threading.Thread:
+    """Delivers due reminders in a thread until ``stop``; each busy batch is logged."""
+    worker = DeliveryWorker(store, transport, owner=owner, batch=batch)
+
+    def on_batch(report: BatchReport) -> None:
+        _log.info("reminders delivered", extra={"loop": REMINDERS, **report.to_json()})
+
+    def target() -> None:
+        try:
+            waker = open_waker(store.engine)
+            try:
+                on_state(REMINDERS, True)
+                worker.run(stop, on_batch=on_batch, waker=waker)
+            finally:
+                waker.close()
+        except Exception:
+            _log.exception("the reminder delivery stopped on an error")
+        finally:
+            on_state(REMINDERS, False)
+
+    thread = threading.Thread(target=target, name=f"kalends-{REMINDERS}", daemon=True)
+    thread.start()
+    return thread

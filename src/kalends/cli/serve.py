@@ -1,0 +1,492 @@
+"""``kalends serve``: one process runs the whole service.
+
+The HTTP API (FastAPI on uvicorn) answers in the main thread; the mission
+scheduler and the reminder delivery run in background threads, on the same
+database and the same process runtime. The database is opened (and migrated)
+once, before the port is taken.
+
+The first start on a database creates the owner's account and prints a one-time
+login link on stdout; later starts print how to get a fresh one
+(``kalends login-link --as HANDLE``). Once the server listens it prints
+``kalends serving on http://HOST:PORT`` (the real port with ``--port 0``).
+Everything else goes to stderr as JSON lines (:mod:`kalends.api.logs`).
+
+SIGTERM or SIGINT stops it gracefully: the listening socket closes, requests in
+flight are answered, the background loops stop (the scheduler releases its wakes,
+the delivery finishes the send in progress), then it exits 0. A second signal
+exits at once with 130.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import logging
+import os
+import re
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Annotated, NoReturn
+from urllib.parse import urlsplit
+
+import typer
+
+from kalends.cli.session import DatabaseOption, report_error
+from kalends.cli.worker import EXIT_INTERRUPTED, default_owner
+from kalends.config import resolve_runtime_dir
+from kalends.errors import Conflict, InvalidInput, KalendsError
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from kalends.auth import Accounts
+
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "ENV_BASE_URL",
+    "LATER_START_HINT",
+    "LOG_LEVELS",
+    "check_base_url",
+    "check_handle",
+    "default_owner_handle",
+    "serve_command",
+]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+ENV_BASE_URL = "KALENDS_BASE_URL"
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+# The owner's handle when the login name gives none.
+FALLBACK_OWNER = "owner"
+# What a later start says instead of a login link.
+LATER_START_HINT = (
+    "the owner account exists: `kalends login-link --as HANDLE` prints a fresh login link"
+)
+# How long requests in flight may take to finish once a stop signal came.
+GRACEFUL_SECONDS = 10
+# How long a stopping server waits for each background loop.
+LOOP_JOIN_SECONDS = 15.0
+# As kalends.tasks.directory checks it: lowercase letters, digits, '.', '_', '-'.
+_HANDLE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+_NOT_HANDLE = re.compile(r"[^a-z0-9._-]+")
+# Links name the loopback address when the server listens on every address.
+_WILDCARD_HOSTS = {"0.0.0.0": "127.0.0.1", "::": "::1"}
+
+_log = logging.getLogger("kalends.serve")
+
+
+# --------------------------------------------------------------------------- options
+
+
+def check_handle(text: str) -> str:
+    """``text`` as an owner handle, else :class:`InvalidInput`."""
+    handle = text.strip()
+    if _HANDLE.fullmatch(handle) is None:
+        raise InvalidInput(
+            f"owner: a handle of 1-64 lowercase letters, digits, '.', '_' or '-', got {text!r}",
+            field="owner",
+        )
+    return handle
+
+
+def default_owner_handle(environ: Mapping[str, str] | None = None) -> str:
+    """The login name from the environment as a valid handle, else ``owner``.
+
+    Uppercase becomes lowercase and every run of other characters one ``-``.
+    """
+    if environ is None:
+        try:
+            name = getpass.getuser()
+        except (OSError, KeyError):
+            name = ""
+    else:
+        name = next(
+            (environ[k] for k in ("LOGNAME", "USER", "LNAME", "USERNAME") if environ.get(k)), ""
+        )
+    handle = _NOT_HANDLE.sub("-", name.strip().lower()).strip("._-")[:64].rstrip("._-")
+    return handle if _HANDLE.fullmatch(handle) else FALLBACK_OWNER
+
+
+def _port(text: str) -> int:
+    value = text.strip()
+    if re.fullmatch(r"[0-9]{1,5}", value) is None or int(value) > 65535:
+        raise InvalidInput(
+            f"port: a whole number from 0 to 65535 (0 picks a free port), got {text!r}",
+            field="port",
+        )
+    return int(value)
+
+
+def _host(text: str) -> str:
+    host = text.strip()
+    if not host or any(c.isspace() for c in host):
+        raise InvalidInput(f"host: an address or host name, got {text!r}", field="host")
+    return host.removeprefix("[").removesuffix("]")
+
+
+def _log_level(text: str) -> str:
+    level = text.strip().lower()
+    if level not in LOG_LEVELS:
+        raise InvalidInput(f"log-level: {', '.join(LOG_LEVELS)}, got {text!r}", field="log_level")
+    return level
+
+
+def check_base_url(text: str) -> str:
+    """``text`` as the public base URL (``http(s)://HOST[:PORT][/PATH]``, no trailing ``/``)."""
+    try:
+        parts = urlsplit(text.strip())
+        parts.port  # noqa: B018 -- raises on a bad port
+    except ValueError:
+        parts = None
+    if (
+        parts is None
+        or parts.scheme not in {"http", "https"}
+        or not parts.hostname
+        or parts.query
+        or parts.fragment
+        or parts.username is not None
+    ):
+        raise InvalidInput(
+            f"base-url: an http:// or https:// URL with no query, got {text!r}", field="base_url"
+        )
+    return text.strip().rstrip("/")
+
+
+def _url_host(host: str) -> str:
+    """``host`` as links name it: the loopback address for a wildcard one."""
+    return _bracketed(_WILDCARD_HOSTS.get(host, host))
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+# --------------------------------------------------------------------------- signals
+
+
+@dataclass(slots=True)
+class _Stopping:
+    """What the first stop signal stops: the loops (``stop``) and the server once it runs."""
+
+    stop: threading.Event = field(default_factory=threading.Event)
+    server: uvicorn.Server | None = None
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.stop.is_set():
+            _exit_at_once(signum)
+        self.stop.set()
+        if self.server is not None:
+            self.server.should_exit = True
+
+
+def _exit_at_once(signum: int) -> NoReturn:
+    """The second signal: leave now, without waiting for requests or loops."""
+    line = json.dumps(
+        {
+            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "level": "warning",
+            "logger": "kalends.serve",
+            "message": "stopped at once by a second signal",
+            "signal": signal.Signals(signum).name,
+        }
+    )
+    try:
+        os.write(2, (line + "\n").encode())
+    finally:
+        os._exit(EXIT_INTERRUPTED)
+
+
+@contextmanager
+def _signals(stopping: _Stopping) -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, stopping.handle) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+# --------------------------------------------------------------------------- listening
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port``; else :class:`_CannotListen` (address taken, unknown)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise _CannotListen(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(socket.SOMAXCONN)
+    except OSError as exc:
+        sock.close()
+        raise _CannotListen(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    return sock
+
+
+class _CannotListen(KalendsError):
+    """The address is taken, unknown, or not this machine's."""
+
+    code = "cannot-listen"
+
+
+def _make_server(config: uvicorn.Config, on_started: Callable[[], None]) -> uvicorn.Server:
+    import uvicorn  # noqa: PLC0415
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, leaving the signals to ``kalends serve``."""
+
+        @contextmanager
+        def capture_signals(self) -> Generator[None, None, None]:
+            yield
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                on_started()
+
+    return Server(config)
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def _say(line: str) -> None:
+    """A line for the person who started the server, on stdout, at once."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def serve_command(
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host", metavar="ADDRESS", envvar="KALENDS_HOST", help="The address to listen on."
+        ),
+    ] = DEFAULT_HOST,
+    port: Annotated[
+        str,
+        typer.Option(
+            "--port",
+            metavar="PORT",
+            envvar="KALENDS_PORT",
+            help="The port to listen on; 0 picks a free one.",
+        ),
+    ] = str(DEFAULT_PORT),
+    database: DatabaseOption = None,
+    runtime_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--runtime-dir",
+            metavar="DIR",
+            envvar="KALENDS_RUNTIME_DIR",
+            help="Where passages keep their records and logs (default: the user data "
+            "directory's runtime/); local to this machine.",
+            show_default=False,
+        ),
+    ] = None,
+    owner: Annotated[
+        str | None,
+        typer.Option(
+            "--owner",
+            metavar="HANDLE",
+            help="The owner account created on the first start (default: your login name "
+            f"as a handle, else {FALLBACK_OWNER!r}); ignored once an owner exists.",
+            show_default=False,
+        ),
+    ] = None,
+    log_level: Annotated[
+        str,
+        typer.Option("--log-level", metavar="|".join(LOG_LEVELS), help="The least level logged."),
+    ] = "info",
+    schedules: Annotated[
+        bool,
+        typer.Option(
+            "--schedules/--no-schedules",
+            help="Run the mission scheduler (starts passages of running schedules).",
+        ),
+    ] = True,
+    reminders: Annotated[
+        bool,
+        typer.Option("--reminders/--no-reminders", help="Deliver due reminders."),
+    ] = True,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            metavar="URL",
+            envvar=ENV_BASE_URL,
+            help="The public URL printed in links (default: http://HOST:PORT); an https:// "
+            "one makes the cookies Secure.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Run the HTTP API, the mission scheduler and the reminder delivery in one process.
+
+    The first start creates the owner account and prints a one-time login link (valid
+    15 minutes); later, `kalends login-link --as HANDLE` prints a fresh one. Logs are
+    JSON lines on stderr. SIGTERM or Ctrl-C stops it gracefully (requests in flight are
+    answered); a second signal stops it at once. Exit codes: 0 stopped; 1 the database
+    or the address refused; 2 bad input; 130 a second signal.
+    """
+    try:
+        address = _host(host)
+        number = _port(port)
+        level = _log_level(log_level)
+        handle = default_owner_handle() if owner is None else check_handle(owner)
+        public = None if base_url is None else check_base_url(base_url)
+        root = resolve_runtime_dir(runtime_dir)
+    except KalendsError as exc:
+        report_error(exc, False)
+    stopping = _Stopping()
+    with _signals(stopping):
+        _serve(
+            stopping, address, number, database, root, handle, level, schedules, reminders, public
+        )
+
+
+def _serve(
+    stopping: _Stopping,
+    host: str,
+    port: int,
+    database: str | None,
+    root: Path,
+    handle: str,
+    level: str,
+    schedules: bool,
+    reminders: bool,
+    public: str | None,
+) -> None:
+    from kalends.api import ApiContext, ApiSettings, create_app  # noqa: PLC0415
+    from kalends.api.logs import configure_logging  # noqa: PLC0415
+    from kalends.auth import Accounts, LoginThrottle  # noqa: PLC0415
+    from kalends.bootstrap import open_services  # noqa: PLC0415
+    from kalends.cli.loops import (  # noqa: PLC0415
+        REMINDERS,
+        SCHEDULER,
+        start_reminders,
+        start_scheduler,
+    )
+    from kalends.missions.runtime.process import ProcessRuntime  # noqa: PLC0415
+    from kalends.reminders.transports import AppriseTransport  # noqa: PLC0415
+
+    configure_logging(level)
+    try:
+        services = open_services(database)
+    except KalendsError as exc:
+        _log.error("cannot open the database", extra={"error": exc.message})
+        report_error(exc, False)
+    store = services.store
+    threads: list[threading.Thread] = []
+    sock: socket.socket | None = None
+    try:
+        try:
+            runtime = ProcessRuntime(root)
+            sock = _listen(host, port)
+        except KalendsError as exc:
+            _log.error("cannot start", extra={"error": exc.message})
+            report_error(exc, False)
+        bound_port = sock.getsockname()[1]
+        base = public or f"http://{_url_host(host)}:{bound_port}"
+        accounts = Accounts(store, throttle=LoginThrottle(store.clock))
+        workers = tuple(name for name, on in ((SCHEDULER, schedules), (REMINDERS, reminders)) if on)
+        settings = ApiSettings(
+            base_url=base,
+            secure_cookies=base.startswith("https://"),
+            runtime_dir=runtime.root,
+            workers=workers,
+        )
+        ctx = ApiContext(services, accounts, settings, runtime)
+        if stopping.stop.is_set():
+            return  # stopped while starting: no owner, no loops
+        try:
+            _welcome_owner(accounts, handle, base)
+        except KalendsError as exc:
+            _log.error("cannot create the owner account", extra={"error": exc.message})
+            report_error(exc, False)
+        app = create_app(ctx)
+
+        def on_state(name: str, running: bool) -> None:
+            ctx.ready[name] = running
+            _log.info(f"{name} {'running' if running else 'stopped'}", extra={"loop": name})
+
+        lease_owner = default_owner()
+        if schedules:
+            threads.append(start_scheduler(store, runtime, lease_owner, stopping.stop, on_state))
+        if reminders:
+            threads.append(
+                start_reminders(store, AppriseTransport(), lease_owner, stopping.stop, on_state)
+            )
+
+        def on_started() -> None:
+            where = f"http://{_bracketed(host)}:{bound_port}"
+            _log.info(
+                "serving",
+                extra={
+                    "url": where,
+                    "base_url": base,
+                    "database": store.engine.url.render_as_string(hide_password=True),
+                    "runtime_dir": str(runtime.root),
+                    "workers": ",".join(workers) or "none",
+                },
+            )
+            _say(f"kalends serving on {where}")
+
+        import uvicorn  # noqa: PLC0415
+
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=bound_port,
+            log_config=None,
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=GRACEFUL_SECONDS,
+        )
+        server = _make_server(config, on_started)
+        stopping.server = server
+        if not stopping.stop.is_set():
+            server.run(sockets=[sock])
+    finally:
+        stopping.stop.set()
+        if sock is not None:
+            sock.close()
+        for thread in threads:
+            thread.join(LOOP_JOIN_SECONDS)
+        store.close()
+        _log.info("stopped")
+
+
+def _welcome_owner(accounts: Accounts, handle: str, base: str) -> None:
+    """Create the owner account and print its login link; or say how to get a link."""
+    from kalends.auth.links import LOGIN_LINK_TTL  # noqa: PLC0415
+
+    if not accounts.has_owner():
+        try:
+            _, secret = accounts.bootstrap_owner(handle, handle)
+        except Conflict:
+            pass  # another server on this database created it just now
+        else:
+            minutes = int(LOGIN_LINK_TTL.total_seconds() // 60)
+            _log.info("owner account created", extra={"handle": handle})
+            _say(f"open this link once to log in as {handle}: {base}/api/auth/link?token={secret}")
+            _log.info(f"the login link is valid for {minutes} minutes", extra={"handle": handle})
+            return
+    _say(LATER_START_HINT)

@@ -1,0 +1,250 @@
+"""``kalends token`` and ``kalends login-link``: credentials for the HTTP API, made locally.
+
+Both work directly on the database, in local mode: ``--as HANDLE`` names the actor
+whose token or login link it is. A token's secret is printed once and only its hash
+is stored; ``kalends serve`` takes it as ``Authorization: Bearer <secret>``.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich import box
+from rich.table import Table
+from rich.text import Text
+from sqlalchemy import select
+
+from kalends.auth.credentials import digest
+from kalends.auth.links import LOGIN_LINK_TTL
+from kalends.auth.tokens import (
+    MAX_TOKEN_LIFETIME,
+    check_token_id,
+    check_token_name,
+)
+from kalends.cli.output import console, emit_json
+from kalends.cli.session import (
+    EXIT_CODES_HELP,
+    LOCAL_MODE_HELP,
+    ActorOption,
+    DatabaseOption,
+    JsonOption,
+    Session,
+    session,
+)
+from kalends.errors import InvalidInput
+from kalends.storage.auth_tables import login_links
+
+if TYPE_CHECKING:
+    from kalends.auth import Accounts, TokenInfo
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_TOKEN_DAYS",
+    "login_link_command",
+    "parse_days",
+    "token_app",
+]
+
+# A token's lifetime unless told otherwise, as the API's token routes default it.
+DEFAULT_TOKEN_DAYS = 90
+# Where a login link points unless told otherwise: `kalends serve` on its defaults.
+DEFAULT_BASE_URL = "http://127.0.0.1:8000"
+NEVER = "never"
+
+token_app = typer.Typer(
+    help=(
+        "API tokens for the CLI and paired devices: sent as `Authorization: Bearer <secret>`; "
+        f"only their hash is stored. {LOCAL_MODE_HELP} {EXIT_CODES_HELP}"
+    ),
+    no_args_is_help=True,
+)
+
+TokenIdArgument = Annotated[
+    str, typer.Argument(metavar="ID", help="The token's ID (`kalends token ls`).")
+]
+
+
+def parse_days(text: str | None) -> timedelta | None:
+    """``--expires-in-days``: N whole days (1 to the longest lifetime), or ``never``."""
+    if text is None:
+        return timedelta(days=DEFAULT_TOKEN_DAYS)
+    value = text.strip().lower()
+    if value == NEVER:
+        return None
+    most = MAX_TOKEN_LIFETIME.days
+    if re.fullmatch(r"[0-9]{1,4}", value) is None or not 1 <= int(value) <= most:
+        raise InvalidInput(
+            f"expires-in-days: a whole number of days from 1 to {most}, or {NEVER!r}; got {text!r}",
+            field="expires_in_days",
+        )
+    return timedelta(days=int(value))
+
+
+def _accounts(s: Session) -> Accounts:
+    from kalends.auth import Accounts  # noqa: PLC0415
+
+    return Accounts(s.services.store)
+
+
+def _when(value: datetime | None, empty: str = "-") -> str:
+    return empty if value is None else value.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _day(value: datetime | None, empty: str = "-") -> str:
+    return empty if value is None else value.strftime("%Y-%m-%d")
+
+
+def _status(info: TokenInfo) -> str:
+    if info.revoked_at is not None:
+        return "revoked"
+    return "active" if info.active else "expired"
+
+
+@token_app.command("create")
+def create_command(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="What the token is for.")],
+    expires_in_days: Annotated[
+        str | None,
+        typer.Option(
+            "--expires-in-days",
+            metavar="N|never",
+            help=f"Its lifetime in days, 1-{MAX_TOKEN_LIFETIME.days} (default "
+            f"{DEFAULT_TOKEN_DAYS}), or never.",
+            show_default=False,
+        ),
+    ] = None,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Create an API token of the acting actor and print its secret, this once.
+
+    With --json: {"token": {...}, "secret"}.
+    """
+    with session(database, json_output, actor=actor) as s:
+        label = check_token_name(name)
+        lifetime = parse_days(expires_in_days)
+        info, secret = _accounts(s).create_token(s.actor, label, expires_in=lifetime)
+    if json_output:
+        emit_json({"token": info.to_json(), "secret": secret})
+        return
+    console.print(
+        Text(f"created token {info.name} for {s.actor}, expires {_when(info.expires_at, NEVER)}"),
+        soft_wrap=True,
+    )
+    console.print(Text(f"id {info.id}", style="dim"), soft_wrap=True)
+    # Plain, never wrapped: people copy it.
+    typer.echo(secret)
+    console.print(
+        Text("the secret is shown this once; only its hash is stored", style="dim"),
+        soft_wrap=True,
+    )
+    s.local_note()
+
+
+@token_app.command("ls")
+def ls_command(
+    actor: ActorOption = None, database: DatabaseOption = None, json_output: JsonOption = False
+) -> None:
+    """List the acting actor's tokens, newest first, revoked and expired ones included."""
+    with session(database, json_output, actor=actor) as s:
+        found = _accounts(s).tokens(s.actor)
+    if json_output:
+        emit_json([t.to_json() for t in found])
+        return
+    if not found:
+        console.print(Text(f"{s.actor} has no API token", style="dim"), soft_wrap=True)
+        return
+    # Narrow enough for 80 columns; the times of day and the creation are in --json.
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
+    table.add_column("name", overflow="fold", min_width=min(24, max(len(t.name) for t in found)))
+    for column in ("status", "expires", "last used"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("id", no_wrap=True, min_width=36)
+    for t in found:
+        cells = (t.name, _status(t), _day(t.expires_at, NEVER), _day(t.last_used_at), str(t.id))
+        table.add_row(*(Text(c) for c in cells))
+    console.print(table)
+
+
+@token_app.command("revoke")
+def revoke_command(
+    token_id: TokenIdArgument,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Revoke one of the acting actor's tokens; it is refused from its next request on.
+
+    Revoking a revoked token changes nothing.
+    """
+    with session(database, json_output, actor=actor) as s:
+        parsed = check_token_id(token_id)
+        info = _accounts(s).revoke_token(s.actor, parsed)
+    if json_output:
+        emit_json(info.to_json())
+        return
+    console.print(
+        Text(f"revoked token {info.name} (revoked {_when(info.revoked_at)})"), soft_wrap=True
+    )
+    console.print(Text(f"id {info.id}", style="dim"), soft_wrap=True)
+    s.local_note()
+
+
+def login_link_command(
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            metavar="URL",
+            envvar="KALENDS_BASE_URL",
+            help=f"The server's public URL (default: {DEFAULT_BASE_URL}).",
+            show_default=False,
+        ),
+    ] = None,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Print a one-time login link for the acting actor (valid 15 minutes).
+
+    The actor gets an account (without a password) unless it has one. Open the link in
+    a browser to sign in to `kalends serve`. With --json: {"handle", "url", "expiresAt"}.
+    """
+    from kalends.cli.serve import check_base_url  # noqa: PLC0415
+
+    with session(database, json_output, actor=actor) as s:
+        base = check_base_url(base_url or DEFAULT_BASE_URL)
+        accounts = _accounts(s)
+
+        def issue() -> tuple[str, str, datetime]:
+            accounts.ensure_account(s.actor)
+            secret = accounts.issue_login_link(s.actor)
+            handle = s.directory.actor(s.actor).handle
+            expires_at = s.services.store.run(
+                lambda conn: conn.execute(
+                    select(login_links.c.expires_at).where(
+                        login_links.c.secret_hash == digest(secret)
+                    )
+                ).scalar_one(),
+                write=False,
+            )
+            return handle, secret, expires_at
+
+        handle, secret, expires_at = s.atomic(issue)
+    url = f"{base}/api/auth/link?token={secret}"
+    if json_output:
+        emit_json(
+            {
+                "handle": handle,
+                "url": url,
+                "expiresAt": expires_at.isoformat().replace("+00:00", "Z"),
+            }
+        )
+        return
+    typer.echo(f"open this link once to log in as {handle}: {url}")
+    minutes = int(LOGIN_LINK_TTL.total_seconds() // 60)
+    console.print(Text(f"valid for {minutes} minutes", style="dim"), soft_wrap=True)

@@ -1,0 +1,79 @@
+"""The tables of authentication: accounts, cookie sessions, API tokens and login links.
+
+Only digests of secrets are stored: a session's cookie secret, a token and a
+login link are high-entropy random strings, kept as their SHA-256 in hex and
+found by that digest alone; a password is kept as its argon2id hash. Every row
+belongs to an actor and goes with it.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Boolean, Column, ForeignKey, Index, String, Table, Text, Uuid
+
+from kalends.storage.schema import UTCDateTime, metadata
+
+__all__ = [
+    "DIGEST_LENGTH",
+    "TOKEN_NAME_LENGTH",
+    "accounts",
+    "api_tokens",
+    "auth_sessions",
+    "login_links",
+]
+
+# A SHA-256 digest in hex.
+DIGEST_LENGTH = 64
+# The longest name of an API token, in characters.
+TOKEN_NAME_LENGTH = 120
+
+accounts = Table(
+    "accounts",
+    metadata,
+    Column("actor_id", Uuid(), ForeignKey("actors.id", ondelete="CASCADE"), primary_key=True),
+    Column("password_hash", Text(), nullable=True),
+    Column("is_owner", Boolean(), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("password_changed_at", UTCDateTime(), nullable=True),
+    comment="Actors who may sign in; the password (argon2id) is absent until one is set.",
+)
+
+auth_sessions = Table(
+    "auth_sessions",
+    metadata,
+    Column("id", Uuid(), primary_key=True),
+    Column("secret_hash", String(DIGEST_LENGTH), nullable=False, unique=True),
+    Column("actor_id", Uuid(), ForeignKey("actors.id", ondelete="CASCADE"), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("expires_at", UTCDateTime(), nullable=False),
+    Column("last_seen_at", UTCDateTime(), nullable=False),
+    Column("revoked_at", UTCDateTime(), nullable=True),
+    Index("ix_auth_sessions_actor_id", "actor_id"),
+    comment="Browser sessions, found by the SHA-256 of their cookie secret; expiry slides.",
+)
+
+api_tokens = Table(
+    "api_tokens",
+    metadata,
+    Column("id", Uuid(), primary_key=True),
+    Column("actor_id", Uuid(), ForeignKey("actors.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(TOKEN_NAME_LENGTH), nullable=False),
+    Column("secret_hash", String(DIGEST_LENGTH), nullable=False, unique=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("expires_at", UTCDateTime(), nullable=True),
+    Column("revoked_at", UTCDateTime(), nullable=True),
+    Column("last_used_at", UTCDateTime(), nullable=True),
+    Index("ix_api_tokens_actor_id", "actor_id"),
+    comment="Bearer tokens for programs, found by the SHA-256 of the token; no expiry is never.",
+)
+
+login_links = Table(
+    "login_links",
+    metadata,
+    Column("secret_hash", String(DIGEST_LENGTH), primary_key=True),
+    Column("actor_id", Uuid(), ForeignKey("actors.id", ondelete="CASCADE"), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("expires_at", UTCDateTime(), nullable=False),
+    Column("used_at", UTCDateTime(), nullable=True),
+    Index("ix_login_links_actor_id", "actor_id"),
+    comment="One-time sign-in links, found by the SHA-256 of their secret; redeemed once.",
+)
