@@ -1,9 +1,9 @@
 """Fixtures of the HTTP API suite: the application on a fresh migrated database
 (SQLite and, when reachable, PostgreSQL), driven in-process over HTTP.
 
-People: alice, bob, carol, dave, each with an account and an API token
-(``api.headers("bob")``); erin has an account whose token expired and frank one
-whose token was revoked.
+People: alice (the server's owner account), bob, carol, dave, each with an account
+and an API token (``api.headers("bob")``); erin has an account whose token expired and
+frank one whose token was revoked.
 Lists: ``home`` — alice owns it, bob edits, carol views; dave is no member.
 Workspaces: ``home`` (a temporary directory) — alice owns it, bob edits, carol
 views; ``away`` — dave owns it alone.
@@ -71,7 +71,10 @@ def make_api_world(services: Services, clock: FakeClock, root: Path) -> ApiWorld
     for handle in PEOPLE:
         actor = services.directory.add_actor(handle, handle.title(), f"{handle}@example.com")
         actors[handle] = actor
-        accounts.ensure_account(actor.id)
+        if handle == "alice":
+            accounts.bootstrap_owner("alice", "Alice")  # the server's owner account
+        else:
+            accounts.ensure_account(actor.id)
         accounts.set_password(actor.id, PASSWORD, current_password=None)
         expires = timedelta(days=1) if handle == "erin" else None
         info, secret = accounts.create_token(actor.id, "tests", expires_in=expires)

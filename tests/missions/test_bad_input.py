@@ -233,3 +233,41 @@ def test_non_member_can_neither_read_nor_write(mw: MissionWorld) -> None:
         # A repeat of someone else's request reads nothing back to a stranger either.
         with pytest.raises(Forbidden):
             mw.schedules.create(mw.dave.id, mw.home.id, daily_config(), request_id="create-0001")
+
+
+def test_configure_through_control_needs_changes_too(mw: MissionWorld) -> None:
+    schedule_id = create(mw)
+    revision = mw.schedules.detail(mw.bob.id, schedule_id)["revision"]
+    nothing: tuple[dict[str, Any] | None, ...] = (None, {})
+    for changes in nothing:
+        with nothing_written(mw.store), pytest.raises(InvalidInput) as caught:
+            mw.schedules.control(
+                mw.bob.id,
+                schedule_id,
+                "configure",
+                request_id="configure-none-0001",
+                expected_revision=revision,
+                changes=changes,
+            )
+        assert caught.value.field == "changes"
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{"title": "bad \ud800 title"}, {"objective": "\udfff"}, {"profile": {"command": ["\ud83d"]}}],
+)
+def test_lone_surrogates_are_refused_not_stored(
+    mw: MissionWorld, overrides: dict[str, Any]
+) -> None:
+    with nothing_written(mw.store), pytest.raises(InvalidInput) as caught:
+        mw.schedules.create(
+            mw.bob.id, mw.home.id, daily_config(**overrides), request_id="create-surrogate-01"
+        )
+    assert caught.value.field == "config"
+
+
+@pytest.mark.parametrize("path", ["~no-such-user-kalends/x", "bad\x00path", "x" * 5000])
+def test_unusable_workspace_paths_name_the_field(mw: MissionWorld, path: str) -> None:
+    with nothing_written(mw.store), pytest.raises(InvalidInput) as caught:
+        mw.workspaces.add(mw.alice.id, path, "odd")
+    assert caught.value.field == "path"

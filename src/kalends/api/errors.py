@@ -18,6 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute, Match
 
 from kalends.errors import (
     Conflict,
@@ -50,6 +51,7 @@ class ErrorBody(BaseModel):
 
 
 _STATUS_BY_CODE = {
+    400: "Refused before anything else: this request belongs to another route.",
     401: "Not authenticated: no valid session or token.",
     403: "Authenticated, but not allowed (membership, role, or CSRF).",
     404: "Not found.",
@@ -130,8 +132,15 @@ async def _kalends_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(status, _code(exc, request.url.path), exc.message, _jsonable(exc.details))
 
 
+_LOCATIONS = frozenset({"body", "query", "path", "header", "cookie"})
+
+
 def _field_of(loc: Sequence[Any]) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header", "cookie")]
+    """``("body", "config", "title")`` → ``config.title``; only the leading location goes
+    (a body field may itself be called ``path``)."""
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in _LOCATIONS:
+        parts = parts[1:]
     return ".".join(parts) or "body"
 
 
@@ -156,13 +165,32 @@ _HTTP_CODES = {
 }
 
 
+# What the framework says when a body is not JSON text at all (not UTF-8, say).
+_UNPARSEABLE_BODY = "There was an error parsing the body"
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method the path supports, over all of its routes (one route per method)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if isinstance(route, BaseRoute) and route.matches(request.scope)[0] is not Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    if "GET" in methods:
+        methods.add("HEAD")
+    return ", ".join(sorted(methods))
+
+
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400 and exc.detail == _UNPARSEABLE_BODY:
+        return error_response(422, "invalid-input", "body: not valid JSON text", {"field": "body"})
     code = _HTTP_CODES.get(exc.status_code, f"http-{exc.status_code}")
     detail = exc.detail if isinstance(exc.detail, str) else "request refused"
     response = error_response(exc.status_code, code, detail)
     for key, value in (exc.headers or {}).items():
         response.headers[key] = value
+    if exc.status_code == 405:
+        response.headers["Allow"] = _allowed_methods(request)
     return response
 
 

@@ -432,8 +432,23 @@ _FIELDS = (
 )
 
 
+def _require_unicode(data: object, field: str) -> None:
+    """Refuses text that cannot be stored: a lone surrogate (``"\\ud800"``) is valid in a
+    JSON string but has no UTF-8 form."""
+    try:
+        json.dumps(data, ensure_ascii=False, default=str).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            f"{field}: text must be valid Unicode (no lone surrogates)", field=field
+        ) from exc
+    except (TypeError, ValueError):
+        return  # not JSON at all: the parser names the field
+
+
 def config_from_json(data: object, *, new: bool = True) -> Config:
     """Parse a configuration given by a caller (``new``) or read back from storage."""
+    if new:
+        _require_unicode(data, "config")
     obj = _object(data, "", (*_FIELDS, "v") if not new else _FIELDS)
     for required in ("title", "profile", "policy"):
         if required not in obj:

@@ -696,6 +696,8 @@ class ScheduleService:
                 f"{', '.join(a.value for a in Action)}",
                 field="action",
             ) from None
+        if act is Action.CONFIGURE and (not isinstance(changes, Mapping) or not changes):
+            raise InvalidInput("changes: name at least one field to change", field="changes")
         request_id = check_request_id(request_id)
         expected = _check_revision(expected_revision)
         schedule_id = _schedule_id(schedule)

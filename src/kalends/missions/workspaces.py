@@ -126,8 +126,13 @@ def _check_name(name: object) -> str:
 def _check_path(path: object) -> str:
     if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
         raise InvalidInput("path: must be a directory path", field="path")
-    resolved = Path(path).expanduser().resolve()
-    if not resolved.is_dir():
+    try:
+        resolved = Path(path).expanduser().resolve()
+        is_dir = resolved.is_dir()
+    except (OSError, RuntimeError, ValueError) as exc:
+        # ~nobody, a name over the system's limit, an embedded NUL
+        raise InvalidInput(f"path: not a usable directory path: {exc}", field="path") from exc
+    if not is_dir:
         raise InvalidInput(f"path: {resolved} is not an existing directory", field="path")
     return str(resolved)
 

@@ -1,0 +1,224 @@
+"""Attachments (upload and download) and reminder status (what ``kalends task attach``
+and ``kalends reminders`` do).
+
+An upload is multipart; its bytes are stored in the database, at most
+:data:`MAX_ATTACHMENT_BYTES` (413 beyond, nothing written). A download is served as
+an attachment, never rendered: ``Content-Disposition: attachment``, ``nosniff`` and a
+sandboxing content security policy, since the bytes are whatever a member uploaded.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import re
+from typing import Annotated, Literal
+from urllib.parse import quote
+from uuid import UUID
+
+from fastapi import APIRouter, File, Form, Query, UploadFile
+from fastapi.responses import JSONResponse, Response
+
+from kalends.api.errors import error_responses
+from kalends.api.routes.tasks_models import (
+    NO_NUL,
+    AttachmentOut,
+    IntentOut,
+    TaskPath,
+    answer,
+    atomic,
+)
+from kalends.api.security import ContextDep, PrincipalDep
+from kalends.errors import InvalidInput, TooLarge
+from kalends.reminders.outbox import MAX_ATTEMPTS, Intent, Outbox
+from kalends.tasks.values import MAX_ATTACHMENT_BYTES
+
+router = APIRouter(prefix="/api", tags=["attachments and reminders"])
+
+# type/subtype with optional parameters: safe to send back as a Content-Type header.
+MEDIA_TYPE = (
+    r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}"
+    r"(?:\s*;\s*[A-Za-z0-9!#$&^_.+-]+=(?:[A-Za-z0-9!#$&^_.+-]+|\"[^\"\\\x00-\x1f\x7f]*\"))*$"
+)
+_MEDIA_TYPE = re.compile(MEDIA_TYPE)
+# Control characters never belong in a name shown or sent back in a header.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+GENERIC_TYPE = "application/octet-stream"
+MAX_NAME = 255
+REMINDER_LIMIT = 10_000
+Status = Literal["pending", "leased", "delivered", "cancelled", "dead", "closed"]
+
+
+def _media_type(given: str | None, sent: str | None, name: str) -> str:
+    """The form's ``mediaType``, else the part's own type, else a guess from the name."""
+    if given is not None:
+        return given
+    if sent and sent != GENERIC_TYPE and _MEDIA_TYPE.match(sent) and len(sent) <= MAX_NAME:
+        return sent
+    return mimetypes.guess_type(name)[0] or GENERIC_TYPE
+
+
+def _file_name(given: str | None, sent: str | None) -> str:
+    name = given if given is not None else (sent or "").replace("\\", "/").rsplit("/", 1)[-1]
+    if not name.strip():
+        raise InvalidInput(
+            "name: give the attachment a name (or upload a named file)", field="name"
+        )
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput("name: not valid text", field="name") from None
+    if _CONTROL.search(name):
+        raise InvalidInput("name: control characters are not allowed in a name", field="name")
+    return name
+
+
+def _read_limited(upload: UploadFile) -> bytes:
+    data = upload.file.read(MAX_ATTACHMENT_BYTES + 1)
+    if len(data) > MAX_ATTACHMENT_BYTES:
+        raise TooLarge(
+            f"file: an attachment holds at most {MAX_ATTACHMENT_BYTES} bytes",
+            field="file",
+            limit=MAX_ATTACHMENT_BYTES,
+        )
+    return data
+
+
+@router.post(
+    "/tasks/{task}/attachments",
+    summary="Attach a file to a task (multipart upload; editors and owners)",
+    status_code=201,
+    response_model=AttachmentOut,
+    responses=error_responses(401, 403, 404, 409, 413, 422),
+)
+def upload_attachment(
+    task: TaskPath,
+    ctx: ContextDep,
+    who: PrincipalDep,
+    file: Annotated[UploadFile, File(description="The file; at most 25 MiB.")],
+    name: Annotated[
+        str | None,
+        Form(max_length=MAX_NAME, pattern=NO_NUL, description="Default: the file's name."),
+    ] = None,
+    mediaType: Annotated[
+        str | None,
+        Form(
+            max_length=MAX_NAME,
+            pattern=MEDIA_TYPE,
+            description="Default: the part's type, else guessed from the name.",
+        ),
+    ] = None,
+) -> JSONResponse:
+    label = _file_name(name, file.filename)
+    media = _media_type(mediaType, file.content_type, label)
+    data = _read_limited(file)
+    made = ctx.services.tasks.attach(who.actor_id, task, label, media, data)
+    return answer(made.to_json(), 201)
+
+
+@router.get(
+    "/tasks/{task}/attachments",
+    summary="A task's attachments (metadata; download each by its ID)",
+    response_model=list[AttachmentOut],
+    responses=error_responses(401, 403, 404, 422),
+)
+def list_attachments(task: TaskPath, ctx: ContextDep, who: PrincipalDep) -> JSONResponse:
+    detail = ctx.services.tasks.get(who.actor_id, task)
+    return answer([a.to_json() for a in detail.attachments])
+
+
+def content_disposition(name: str) -> str:
+    """``attachment`` with an ASCII fallback name and the exact one (RFC 6266, 5987)."""
+    fallback = "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else "_" for c in name)
+    exact = quote(name, safe="", errors="replace")
+    return f"attachment; filename=\"{fallback or 'attachment'}\"; filename*=UTF-8''{exact}"
+
+
+@router.get(
+    "/attachments/{attachment_id}",
+    summary="Download an attachment's bytes",
+    response_class=Response,
+    responses={
+        200: {"description": "The attachment's bytes, with its media type."},
+        **error_responses(401, 403, 404, 422),
+    },
+)
+def download_attachment(attachment_id: UUID, ctx: ContextDep, who: PrincipalDep) -> Response:
+    meta, data = ctx.services.tasks.attachment(who.actor_id, attachment_id)
+    media = meta.media_type if _MEDIA_TYPE.match(meta.media_type) else GENERIC_TYPE
+    return Response(
+        content=data,
+        media_type=media,
+        headers={
+            "Content-Disposition": content_disposition(meta.name),
+            "X-Content-Type-Options": "nosniff",
+            "Content-Security-Policy": "sandbox; default-src 'none'",
+            "Cache-Control": "private, no-store",
+        },
+    )
+
+
+# --------------------------------------------------------------------------- reminders
+
+StatusQuery = Annotated[Status | None, Query(description="Only reminders in this status.")]
+LimitQuery = Annotated[int, Query(ge=1, le=REMINDER_LIMIT, description="At most this many.")]
+
+
+def _intents_json(found: list[Intent]) -> list[dict[str, object]]:
+    return [intent.to_json() for intent in found]
+
+
+@router.get(
+    "/tasks/{task}/reminders",
+    summary="The reminders of a task, earliest first: status, attempts, last error",
+    description=f"Each reminder is tried at most {MAX_ATTEMPTS} times.",
+    response_model=list[IntentOut],
+    responses=error_responses(401, 403, 404, 422),
+)
+def task_reminders(
+    task: TaskPath,
+    ctx: ContextDep,
+    who: PrincipalDep,
+    status: StatusQuery = None,
+    limit: LimitQuery = 100,
+) -> JSONResponse:
+    outbox = Outbox(ctx.services.store)
+
+    def read() -> list[Intent]:
+        task_id = ctx.services.tasks.get(who.actor_id, task).task.id
+        return outbox.list(who.actor_id, status=status, task=task_id, limit=limit)
+
+    return answer(_intents_json(atomic(ctx, read, write=False)))
+
+
+@router.get(
+    "/reminders",
+    summary="The reminders of tasks in your lists, earliest first",
+    response_model=list[IntentOut],
+    responses=error_responses(401, 422),
+)
+def list_reminders(
+    ctx: ContextDep, who: PrincipalDep, status: StatusQuery = None, limit: LimitQuery = 100
+) -> JSONResponse:
+    found = Outbox(ctx.services.store).list(who.actor_id, status=status, limit=limit)
+    return answer(_intents_json(found))
+
+
+@router.get(
+    "/reminders/{reminder_id}",
+    summary="One reminder: its task, recipient, status, attempts and last error",
+    response_model=IntentOut,
+    responses=error_responses(401, 404, 422),
+)
+def get_reminder(reminder_id: UUID, ctx: ContextDep, who: PrincipalDep) -> JSONResponse:
+    return answer(Outbox(ctx.services.store).get(who.actor_id, reminder_id).to_json())
+
+
+@router.post(
+    "/reminders/{reminder_id}/retry",
+    summary="Give a dead (or waiting) reminder a fresh round of attempts, due now",
+    description="Only its recipient or an editor of the list may.",
+    response_model=IntentOut,
+    responses=error_responses(401, 403, 404, 409, 422),
+)
+def retry_reminder(reminder_id: UUID, ctx: ContextDep, who: PrincipalDep) -> JSONResponse:
+    return answer(Outbox(ctx.services.store).requeue(who.actor_id, reminder_id).to_json())

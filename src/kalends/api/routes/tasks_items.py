@@ -1,0 +1,285 @@
+"""Tasks and their checklists: the tree of a list, creation, detail, edits, moves,
+trash, comments and history (what ``kalends task`` does).
+
+Every write carries ``expectedRevision``, the task's revision the caller last saw; a
+task changed meanwhile is refused with 409 ``revision-conflict``, never overwritten.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
+
+from kalends.api.errors import error_responses
+from kalends.api.routes.tasks_models import (
+    CommentOut,
+    HistoryEventOut,
+    Name,
+    NewComment,
+    NewTask,
+    TagName,
+    TaskDetailOut,
+    TaskEdit,
+    TaskMove,
+    TaskOut,
+    TaskPath,
+    TaskRevision,
+    TreeNodeOut,
+    answer,
+    atomic,
+)
+from kalends.api.security import ContextDep, PrincipalDep
+from kalends.errors import InvalidInput
+from kalends.tasks import Task, TaskDetail
+from kalends.tasks.series import SeriesView
+
+router = APIRouter(prefix="/api", tags=["tasks"])
+
+
+def task_series_json(view: SeriesView, occurrence: int | None) -> dict[str, Any]:
+    """The ``series`` of a task's detail: the series as seen from one of its tasks."""
+    whole = view.to_json()
+    keys = ("id", "rule", "time", "zone", "status", "revision", "next_date")
+    return {
+        **{k: whole[k] for k in keys},
+        "occurrence": occurrence,
+        "outstanding_ordinal": view.outstanding_ordinal,
+    }
+
+
+@router.get(
+    "/lists/{list_id}/tasks",
+    summary="A list's checklist as trees; filters keep matching tasks and their ancestors",
+    response_model=list[TreeNodeOut],
+    responses=error_responses(401, 403, 404, 422),
+)
+def task_tree(
+    list_id: UUID,
+    ctx: ContextDep,
+    who: PrincipalDep,
+    section: Annotated[Name | None, Query(description="Only tasks in this section.")] = None,
+    tag: Annotated[TagName | None, Query(description="Only tasks with this tag.")] = None,
+    status: Annotated[Literal["open", "completed"] | None, Query()] = None,
+    dueFrom: Annotated[date | None, Query(description="Due on or after this day.")] = None,
+    dueTo: Annotated[date | None, Query(description="Due on or before this day.")] = None,
+    planned: Annotated[date | None, Query(description="Planned for this day.")] = None,
+    trashed: Annotated[bool, Query(description="Show the trash too.")] = False,
+) -> JSONResponse:
+    nodes = ctx.services.tasks.tree(
+        who.actor_id,
+        list_id,
+        section=section,
+        tag=tag,
+        status=status,
+        due_from=dueFrom,
+        due_to=dueTo,
+        planned=planned,
+        include_trashed=trashed,
+    )
+    return answer([n.to_json() for n in nodes])
+
+
+@router.post(
+    "/lists/{list_id}/tasks",
+    summary="Add an open task at the end of its siblings, or before/after one",
+    status_code=201,
+    response_model=TaskOut,
+    responses=error_responses(401, 403, 404, 409, 422),
+)
+def create_task(list_id: UUID, body: NewTask, ctx: ContextDep, who: PrincipalDep) -> JSONResponse:
+    task = ctx.services.tasks.create(
+        who.actor_id,
+        list_id,
+        body.title,
+        description=body.description,
+        parent=body.parent,
+        section=body.section,
+        tags=body.tags,
+        before=body.before,
+        after=body.after,
+    )
+    return answer(task.to_json(), 201)
+
+
+@router.get(
+    "/tasks/{task}",
+    summary="A task: revision, schedule, comments, attachments and its series",
+    response_model=TaskDetailOut,
+    responses=error_responses(401, 403, 404, 422),
+)
+def get_task(task: TaskPath, ctx: ContextDep, who: PrincipalDep) -> JSONResponse:
+    def read() -> tuple[TaskDetail, SeriesView | None]:
+        detail = ctx.services.tasks.get(who.actor_id, task)
+        if detail.task.series_id is None:
+            return detail, None
+        return detail, ctx.services.series.get(who.actor_id, detail.task.id)
+
+    detail, series = atomic(ctx, read, write=False)
+    occurrence = detail.task.occurrence
+    return answer(
+        {
+            **detail.to_json(),
+            "series": task_series_json(series, occurrence) if series else None,
+        }
+    )
+
+
+@router.get(
+    "/tasks/{task}/checklist",
+    summary="A task and its live checklist items as one tree",
+    response_model=TreeNodeOut,
+    responses=error_responses(401, 403, 404, 422),
+)
+def get_checklist(task: TaskPath, ctx: ContextDep, who: PrincipalDep) -> JSONResponse:
+    return answer(ctx.services.tasks.checklist(who.actor_id, task).to_json())
+
+
+@router.patch(
+    "/tasks/{task}",
+    summary="Change a task's title, description or tags, in one transaction",
+    response_model=TaskOut,
+    responses=error_responses(401, 403, 404, 409, 422),
+)
+def edit_task(task: TaskPath, body: TaskEdit, ctx: ContextDep, who: PrincipalDep) -> JSONResponse:
+    if body.title is None and body.description is None and not body.addTags and not body.removeTags:
+        raise InvalidInput(
+            "body: say what to change: title, description, addTags or removeTags", field="body"
+        )
+    tasks = ctx.services.tasks
+
+    def edit() -> Task:
+        changed: Task | None = None
+        rev = body.expectedRevision
+        if body.title is not None:
+            changed = tasks.rename(who.actor_id, task, rev, body.title)
+            rev = changed.revision
+        if body.description is not None:
+            changed = tasks.describe(who.actor_id, task, rev, body.description)
+            rev = changed.revision
+        if body.addTags:
+            changed = tasks.tag(who.actor_id, task, rev, body.addTags)
+            rev = changed.revision
+        if body.removeTags:
+            changed = tasks.untag(who.actor_id, task, rev, body.removeTags)
+        assert changed is not None
+        return changed
+
+    return answer(atomic(ctx, edit).to_json())
+
+
+@router.post(
+    "/tasks/{task}/move",
+    summary="Move a task among its siblings, into a section, under another parent or to a list",
+    response_model=TaskOut,
+    responses=error_responses(401, 403, 404, 409, 422),
+)
+def move_task(task: TaskPath, body: TaskMove, ctx: ContextDep, who: PrincipalDep) -> JSONResponse:
+    if body.section is not None and body.noSection:
+        raise InvalidInput("section: give section or noSection, not both", field="section")
+    if body.parent is not None and body.root:
+        raise InvalidInput("parent: give parent or root, not both", field="parent")
+    placed = (
+        body.before is not None
+        or body.after is not None
+        or body.section is not None
+        or body.noSection
+    )
+    reparented = body.parent is not None or body.root
+    tasks = ctx.services.tasks
+    if body.list is not None:
+        if reparented or body.before is not None or body.after is not None or body.noSection:
+            raise InvalidInput(
+                "list: a task moves to the end of the other list; only section combines with it",
+                field="list",
+            )
+        moved = tasks.move_to_list(
+            who.actor_id, task, body.expectedRevision, body.list, section=body.section
+        )
+        return answer(moved.to_json())
+    if not placed and not reparented:
+        raise InvalidInput(
+            "body: say where: before/after, section/noSection, parent/root or list", field="body"
+        )
+
+    def move() -> Task:
+        rev = body.expectedRevision
+        changed: Task | None = None
+        if reparented:
+            changed = tasks.reparent(who.actor_id, task, rev, body.parent)
+            rev = changed.revision
+        if placed:
+            changed = tasks.move(
+                who.actor_id,
+                task,
+                rev,
+                before=body.before,
+                after=body.after,
+                section=body.section,
+                clear_section=body.noSection,
+            )
+        assert changed is not None
+        return changed
+
+    return answer(atomic(ctx, move).to_json())
+
+
+@router.post(
+    "/tasks/{task}/trash",
+    summary="Put a task (and so its checklist) in the trash; its reminders are cancelled",
+    response_model=TaskOut,
+    responses=error_responses(401, 403, 404, 409, 422),
+)
+def trash_task(
+    task: TaskPath, body: TaskRevision, ctx: ContextDep, who: PrincipalDep
+) -> JSONResponse:
+    return answer(ctx.services.tasks.trash(who.actor_id, task, body.expectedRevision).to_json())
+
+
+@router.post(
+    "/tasks/{task}/restore",
+    summary="Take a task out of the trash; cancelled reminders are not replayed",
+    response_model=TaskOut,
+    responses=error_responses(401, 403, 404, 409, 422),
+)
+def restore_task(
+    task: TaskPath, body: TaskRevision, ctx: ContextDep, who: PrincipalDep
+) -> JSONResponse:
+    return answer(ctx.services.tasks.restore(who.actor_id, task, body.expectedRevision).to_json())
+
+
+@router.get(
+    "/tasks/{task}/comments",
+    summary="A task's comments, oldest first",
+    response_model=list[CommentOut],
+    responses=error_responses(401, 403, 404, 422),
+)
+def list_comments(task: TaskPath, ctx: ContextDep, who: PrincipalDep) -> JSONResponse:
+    detail = ctx.services.tasks.get(who.actor_id, task)
+    return answer([c.to_json() for c in detail.comments])
+
+
+@router.post(
+    "/tasks/{task}/comments",
+    summary="Comment on a task (editors and owners); the task's revision does not change",
+    status_code=201,
+    response_model=CommentOut,
+    responses=error_responses(401, 403, 404, 409, 422),
+)
+def add_comment(
+    task: TaskPath, body: NewComment, ctx: ContextDep, who: PrincipalDep
+) -> JSONResponse:
+    return answer(ctx.services.tasks.comment(who.actor_id, task, body.body).to_json(), 201)
+
+
+@router.get(
+    "/tasks/{task}/history",
+    summary="A task's append-only history, oldest first",
+    response_model=list[HistoryEventOut],
+    responses=error_responses(401, 403, 404, 422),
+)
+def task_history(task: TaskPath, ctx: ContextDep, who: PrincipalDep) -> JSONResponse:
+    return answer([e.to_json() for e in ctx.services.tasks.history(who.actor_id, task)])

@@ -1,0 +1,237 @@
+"""A task's schedule and transitions, and recurring series (``kalends task schedule``,
+``done``, ``reopen``, ``repeat``, ``skip`` and ``series``).
+
+Task writes take the task's ``expectedRevision``; pause, resume and stop take the
+series' own revision, which ``GET /api/series/{series}`` shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+from uuid import UUID
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from kalends.api.errors import error_responses
+from kalends.api.routes.tasks_models import (
+    CompleteBody,
+    ScheduleBody,
+    SeriesOut,
+    SeriesPath,
+    SeriesRevision,
+    SeriesStart,
+    SeriesStartOut,
+    SkipOut,
+    TaskOut,
+    TaskPath,
+    TaskRevision,
+    answer,
+    atomic,
+)
+from kalends.api.security import ContextDep, PrincipalDep
+from kalends.civil import get_zone
+from kalends.errors import InvalidInput, NotFound, OpenDescendants
+from kalends.tasks import Task, parse_schedule
+from kalends.tasks.series import SeriesView
+
+router = APIRouter(prefix="/api", tags=["schedules"])
+
+
+def _check_zones(data: dict[str, Any]) -> None:
+    """Zones checked first, so that an unknown one is named where the body has it."""
+    due = data.get("due")
+    if isinstance(due, Mapping) and isinstance(due.get("zone"), str):
+        get_zone(due["zone"], "due.zone")
+    for i, reminder in enumerate(data.get("reminders") or ()):
+        get_zone(reminder["zone"], f"reminders[{i}].zone")
+
+
+@router.put(
+    "/tasks/{task}/schedule",
+    summary="Set a task's whole schedule: planned day, due value, priority and reminders",
+    description=(
+        "Replaces the schedule in one transaction (what is left out is cleared), bumps the "
+        "task's revision and schedule revision and replaces its pending reminders. A wall "
+        "time the zone skips or repeats (DST) is refused, never shifted."
+    ),
+    response_model=TaskOut,
+    responses=error_responses(401, 403, 404, 409, 422),
+)
+def set_schedule(
+    task: TaskPath, body: ScheduleBody, ctx: ContextDep, who: PrincipalDep
+) -> JSONResponse:
+    directory = ctx.services.directory
+    data = body.model_dump(exclude={"expectedRevision"})
+
+    def recipient(value: object, field: str) -> UUID:
+        if value is None:
+            return who.actor_id
+        if not isinstance(value, str):  # pragma: no cover - the body's model allows text only
+            raise InvalidInput(f"{field}: an actor handle or ID is expected", field=field)
+        try:
+            return directory.actor(value).id
+        except NotFound:
+            raise InvalidInput(f"{field}: no actor {value!r}", field=field) from None
+
+    def write() -> Task:
+        _check_zones(data)
+        schedule = parse_schedule(data, recipient)
+        return ctx.services.tasks.set_schedule(who.actor_id, task, body.expectedRevision, schedule)
+
+    return answer(atomic(ctx, write).to_json())
+
+
+@router.post(
+    "/tasks/{task}/complete",
+    summary="Complete a task; with open checklist items it needs completeSubtree",
+    description=(
+        "The open occurrence of a recurring series always needs `completeSubtree`; its "
+        "completion creates the next occurrence in the same transaction."
+    ),
+    response_model=TaskOut,
+    responses=error_responses(401, 403, 404, 409, 422),
+)
+def complete_task(
+    task: TaskPath, body: CompleteBody, ctx: ContextDep, who: PrincipalDep
+) -> JSONResponse:
+    try:
+        done = ctx.services.tasks.complete(
+            who.actor_id, task, body.expectedRevision, complete_subtree=body.completeSubtree
+        )
+    except OpenDescendants as exc:
+        message = exc.message.replace("complete_subtree=true", '"completeSubtree": true')
+        raise OpenDescendants(message, **exc.details) from exc
+    return answer(done.to_json())
+
+
+@router.post(
+    "/tasks/{task}/reopen",
+    summary="Reopen a completed task (and its completed ancestors)",
+    response_model=TaskOut,
+    responses=error_responses(401, 403, 404, 409, 422),
+)
+def reopen_task(
+    task: TaskPath, body: TaskRevision, ctx: ContextDep, who: PrincipalDep
+) -> JSONResponse:
+    return answer(ctx.services.tasks.reopen(who.actor_id, task, body.expectedRevision).to_json())
+
+
+@router.post(
+    "/tasks/{task}/skip",
+    summary="Skip a series' outstanding occurrence whole and create the next one",
+    response_model=SkipOut,
+    responses=error_responses(401, 403, 404, 409, 422),
+)
+def skip_task(
+    task: TaskPath, body: TaskRevision, ctx: ContextDep, who: PrincipalDep
+) -> JSONResponse:
+    services = ctx.services
+
+    def skip() -> tuple[Task, Task | None, SeriesView]:
+        successors = services.series.skip(who.actor_id, task, body.expectedRevision)
+        skipped = services.tasks.get(who.actor_id, task).task
+        successor = services.tasks.get(who.actor_id, successors[0]).task if successors else None
+        return skipped, successor, services.series.get(who.actor_id, skipped.id)
+
+    skipped, successor, view = atomic(ctx, skip)
+    return answer(
+        {
+            "skipped": skipped.to_json(),
+            "successor": successor.to_json() if successor else None,
+            "series": view.to_json(),
+        }
+    )
+
+
+@contextmanager
+def _until_named() -> Iterator[None]:
+    """The series service calls the last day ``end_date``; this API calls it ``until``."""
+    try:
+        yield
+    except InvalidInput as exc:
+        if exc.field != "end_date" or type(exc) is not InvalidInput:
+            raise
+        reason = exc.message.partition(": ")[2] or exc.message
+        raise InvalidInput(f"until: {reason}", field="until") from exc
+
+
+@router.post(
+    "/tasks/{task}/series",
+    summary="Make an open root task and its checklist the first occurrence of a series",
+    status_code=201,
+    response_model=SeriesStartOut,
+    responses=error_responses(401, 403, 404, 409, 422),
+)
+def start_series(
+    task: TaskPath, body: SeriesStart, ctx: ContextDep, who: PrincipalDep
+) -> JSONResponse:
+    services = ctx.services
+
+    def start() -> tuple[SeriesView, Task]:
+        view = services.series.start_series(
+            who.actor_id,
+            task,
+            body.expectedRevision,
+            body.rule.model_dump(),
+            time_of_day=body.time,
+            zone=body.zone,
+            end_date=body.until,
+            count=body.count,
+        )
+        return view, services.tasks.get(who.actor_id, task).task
+
+    with _until_named():
+        view, first = atomic(ctx, start)
+    return answer({"series": view.to_json(), "task": first.to_json()}, 201)
+
+
+@router.get(
+    "/series/{series}",
+    summary="A series: rule, status, its revision and its outstanding occurrence",
+    response_model=SeriesOut,
+    responses=error_responses(401, 403, 404, 422),
+)
+def get_series(series: SeriesPath, ctx: ContextDep, who: PrincipalDep) -> JSONResponse:
+    return answer(ctx.services.series.get(who.actor_id, series).to_json())
+
+
+@router.post(
+    "/series/{series}/pause",
+    summary="Pause a series: completing its outstanding occurrence then creates no next one",
+    response_model=SeriesOut,
+    responses=error_responses(401, 403, 404, 409, 422),
+)
+def pause_series(
+    series: SeriesPath, body: SeriesRevision, ctx: ContextDep, who: PrincipalDep
+) -> JSONResponse:
+    view = ctx.services.series.pause(who.actor_id, series, body.expectedRevision)
+    return answer(view.to_json())
+
+
+@router.post(
+    "/series/{series}/resume",
+    summary="Resume a paused series; with no occurrence outstanding, the next one is created",
+    response_model=SeriesOut,
+    responses=error_responses(401, 403, 404, 409, 422),
+)
+def resume_series(
+    series: SeriesPath, body: SeriesRevision, ctx: ContextDep, who: PrincipalDep
+) -> JSONResponse:
+    view = ctx.services.series.resume(who.actor_id, series, body.expectedRevision)
+    return answer(view.to_json())
+
+
+@router.post(
+    "/series/{series}/stop",
+    summary="Stop a series for good; its outstanding task stays, an ordinary task",
+    response_model=SeriesOut,
+    responses=error_responses(401, 403, 404, 409, 422),
+)
+def stop_series(
+    series: SeriesPath, body: SeriesRevision, ctx: ContextDep, who: PrincipalDep
+) -> JSONResponse:
+    view = ctx.services.series.stop(who.actor_id, series, body.expectedRevision)
+    return answer(view.to_json())
