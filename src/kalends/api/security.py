@@ -45,7 +45,7 @@ _cookie = APIKeyCookie(
 )
 
 
-def context(request: Request) -> ApiContext:
+async def context(request: Request) -> ApiContext:
     ctx: ApiContext = request.app.state.kalends
     return ctx
 
@@ -92,7 +92,7 @@ def principal(
 PrincipalDep = Annotated[Principal, Depends(principal)]
 
 
-def session_principal(found: PrincipalDep) -> Principal:
+async def session_principal(found: PrincipalDep) -> Principal:
     if found.kind != "session":
         raise SessionRequired()
     return found

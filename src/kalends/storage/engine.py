@@ -92,12 +92,23 @@ def dialect_name(bind: Engine | Connection) -> str:
     return bind.dialect.name
 
 
+# Connections kept open per SQLite engine: the server's request threads (40) plus its
+# background loops; more may open under a burst and are closed on return.
+SQLITE_POOL_SIZE = 48
+SQLITE_POOL_OVERFLOW = 16
+
+
 def _sqlite_engine(url: str, busy_timeout_ms: int, echo: bool, synchronous: str) -> Engine:
     # The sqlite3 ``timeout`` is the same busy handler as the pragma; keep them equal.
     engine = create_engine(
         url,
         echo=echo,
         connect_args={"timeout": busy_timeout_ms / 1000},
+        # A server runs each request in a pool of threads (40 by default): keep a
+        # connection for each, or every extra one is opened (PRAGMAs, a cold page
+        # cache) and closed again per request.
+        pool_size=SQLITE_POOL_SIZE,
+        max_overflow=SQLITE_POOL_OVERFLOW,
     )
 
     @event.listens_for(engine, "connect")

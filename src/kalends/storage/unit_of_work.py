@@ -122,16 +122,20 @@ class Store:
     def transaction(self, write: bool = True) -> Iterator[Connection]:
         """Yield a connection inside a transaction; commit on clean exit, else roll back.
 
-        Inside a running transaction this opens a SAVEPOINT instead, rolled back
-        alone if its block raises. A write transaction cannot nest inside a read
-        one. Busy errors become :class:`DatabaseBusy`, other operational errors
-        :class:`StorageError`; either way nothing was written. Not retried: use
-        :meth:`run` for that.
+        Inside a running transaction a write block opens a SAVEPOINT instead, rolled
+        back alone if the block raises; a read block joins the running transaction as
+        it is. A write transaction cannot nest inside a read one. Busy errors become
+        :class:`DatabaseBusy`, other operational errors :class:`StorageError`; either
+        way nothing was written. Not retried: use :meth:`run` for that.
         """
         active = self._active.get(None)
         if active is not None:
             if write and not active.write:
                 raise StorageError("a write transaction cannot be nested inside a read transaction")
+            if not write:
+                # A read inside a running transaction has nothing to roll back: no SAVEPOINT.
+                yield active.connection
+                return
             with active.connection.begin_nested():
                 yield active.connection
             return

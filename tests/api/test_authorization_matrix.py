@@ -1,0 +1,767 @@
+"""The authorization matrix of every route that test_tasks_access.py's table does not hold:
+health, authentication and tokens, workspaces and their members, mission schedules, a
+passage's log and the passage report callback. Each route against every caller: no
+credentials, an expired token (erin), a revoked token (frank), the viewer (carol), the
+editor (bob), the owner (alice, also the server's owner account), a member of another
+workspace only (dave), the owner's login session with and without its CSRF header, and a
+running passage's own token. Refusals write nothing (database and runtime directory);
+successes run on a state where they can succeed and are read back through the services.
+A last test checks that every served route is in this table or in test_tasks_access.py's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from fastapi import APIRouter, FastAPI
+from fastapi.testclient import TestClient
+
+from api.conftest import PASSWORD, ApiWorld
+from api.matrix_support import (
+    COLUMNS,
+    CSRF_FAILED,
+    EXPIRED,
+    FORBIDDEN,
+    NO_CSRF,
+    NOT_FOUND,
+    REVOKED,
+    UNAUTHENTICATED,
+    VIEWER,
+    Call,
+    Column,
+    Expect,
+    Matrix,
+    Row,
+    alices_only,
+    files_unchanged,
+    make_matrix,
+    matches,
+    owners_only,
+    passage_only,
+    personal,
+    public,
+    public_refusal,
+    read,
+    run_rows,
+    served_routes,
+    server_owner,
+    session_only,
+    template_of,
+    uncovered,
+    write,
+)
+from api.test_tasks_access import routes as task_routes
+from api.test_tasks_support import Reply
+from kalends.errors import NotFound, Unauthenticated
+from kalends.missions.runtime import shim as records
+from kalends.storage.testing import nothing_written
+from kalends.tasks import Role
+from missions.conftest import daily_config
+
+NEW_PASSWORD = "another horse battery"
+NIL = "00000000-0000-0000-0000-000000000000"
+
+
+def person(column: Column) -> str:
+    """Whose objects a column's request is about: the caller's own, else alice's."""
+    return column.who if column.who in ("alice", "bob", "carol", "dave") else "alice"
+
+
+def actor_id(m: Matrix, column: Column) -> Any:
+    return m.api.actors[person(column)].id
+
+
+def must_raise(error: type[Exception], action: Any) -> None:
+    try:
+        action()
+    except error:
+        return
+    raise AssertionError(f"expected {error.__name__}")
+
+
+# --- health ---------------------------------------------------------------------------------------
+
+
+def _healthz(_m: Matrix, _c: Column) -> Call:
+    def after(reply: Reply, _client: TestClient) -> None:
+        assert reply.json() == {"status": "ok"}
+
+    return Call("/healthz", after=after)
+
+
+def _readyz(_m: Matrix, _c: Column) -> Call:
+    def after(reply: Reply, _client: TestClient) -> None:
+        assert reply.json() == {"status": "ready", "checks": {"database": True}}
+
+    return Call("/readyz", after=after)
+
+
+HEALTH = [
+    Row("liveness", "GET", "/healthz", public(), _healthz),
+    Row("readiness", "GET", "/readyz", public(), _readyz),
+]
+
+# --- authentication and tokens --------------------------------------------------------------------
+
+
+def _login(m: Matrix, _c: Column) -> Call:
+    def after(reply: Reply, _client: TestClient) -> None:
+        assert reply.json()["actor"] == {"id": m.actor("carol"), "handle": "carol"}
+
+    return Call("/api/auth/login", json={"handle": "carol", "password": PASSWORD}, after=after)
+
+
+def _wrong_login(m: Matrix, _c: Column) -> Call:
+    # A guest of its own per cell: failures count for the login throttle (5 per handle).
+    guest = m.guest(password=True)
+    return Call("/api/auth/login", json={"handle": guest.handle, "password": NEW_PASSWORD})
+
+
+def _link(m: Matrix, _c: Column) -> Call:
+    secret = m.api.accounts.issue_login_link(m.api.actors["carol"].id)
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        assert reply.headers["location"] == "/"
+        assert "kalends_session=" in reply.headers["set-cookie"]
+        # Used once: it opens no second session.
+        must_raise(Unauthenticated, lambda: m.api.accounts.redeem_login_link(secret))
+
+    return Call("/api/auth/link", params={"token": secret}, after=after)
+
+
+def _used_link(m: Matrix, _c: Column) -> Call:
+    secret = m.api.accounts.issue_login_link(m.api.actors["carol"].id)
+    m.api.accounts.redeem_login_link(secret)
+    return Call("/api/auth/link", params={"token": secret})
+
+
+def _logout(m: Matrix, _c: Column) -> Call:
+    def after(_reply: Reply, _client: TestClient) -> None:
+        ended = m.shared["last-session"]
+        must_raise(Unauthenticated, lambda: m.api.accounts.authenticate_session(ended))
+
+    return Call("/api/auth/logout", after=after)
+
+
+def _me(m: Matrix, column: Column) -> Call:
+    def after(reply: Reply, _client: TestClient) -> None:
+        body = reply.json()
+        assert body["actor"]["handle"] == person(column), body
+        assert body["kind"] == ("token" if column.kind == "token" else "session"), body
+
+    return Call("/api/auth/me", after=after)
+
+
+def _password(m: Matrix, _c: Column) -> Call:
+    def after(_reply: Reply, _client: TestClient) -> None:
+        accounts, alice = m.api.accounts, m.api.actors["alice"].id
+        accounts.login("alice", NEW_PASSWORD)
+        accounts.set_password(alice, PASSWORD, current_password=NEW_PASSWORD)  # as it was
+
+    body = {"currentPassword": PASSWORD, "newPassword": NEW_PASSWORD}
+    return Call("/api/auth/password", json=body, after=after)
+
+
+def _exchange(m: Matrix, _c: Column) -> Call:
+    def after(reply: Reply, _client: TestClient) -> None:
+        made = reply.json()["token"]["id"]
+        mine = {str(t.id): t.active for t in m.api.accounts.tokens(m.api.actors["carol"].id)}
+        assert mine.get(made) is True, (made, mine)
+
+    body = {"handle": "carol", "password": PASSWORD, "name": "matrix"}
+    return Call("/api/auth/tokens/exchange", json=body, after=after)
+
+
+def _wrong_exchange(m: Matrix, _c: Column) -> Call:
+    guest = m.guest(password=True)
+    body = {"handle": guest.handle, "password": NEW_PASSWORD, "name": "matrix"}
+    return Call("/api/auth/tokens/exchange", json=body)
+
+
+def _tokens(m: Matrix, column: Column) -> Call:
+    def after(reply: Reply, _client: TestClient) -> None:
+        listed = [t["id"] for t in reply.json()]
+        assert listed == [str(t.id) for t in m.api.accounts.tokens(actor_id(m, column))]
+
+    return Call("/api/tokens", after=after)
+
+
+def _create_token(m: Matrix, _c: Column) -> Call:
+    def after(reply: Reply, _client: TestClient) -> None:
+        made = reply.json()["token"]["id"]
+        assert made in {str(t.id) for t in m.api.accounts.tokens(m.api.actors["alice"].id)}
+
+    return Call("/api/tokens", json={"name": "matrix"}, after=after)
+
+
+def _revoke(m: Matrix, whose: str) -> Call:
+    token = m.token_of(whose)
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        assert reply.json()["active"] is False
+        found = {str(t.id): t for t in m.api.accounts.tokens(m.api.actors[whose].id)}
+        assert found[token].revoked_at is not None
+
+    return Call(f"/api/tokens/{token}", after=after)
+
+
+AUTH = [
+    Row("login", "POST", "/api/auth/login", public(), _login, fresh="success"),
+    Row(
+        "login, wrong password",
+        "POST",
+        "/api/auth/login",
+        public_refusal(UNAUTHENTICATED),
+        _wrong_login,
+        fresh="always",
+    ),
+    Row("login link", "GET", "/api/auth/link", public(303), _link, fresh="success"),
+    Row("used login link", "GET", "/api/auth/link", public_refusal(UNAUTHENTICATED), _used_link),
+    Row("logout", "POST", "/api/auth/logout", session_only(204), _logout, fresh="success"),
+    Row("who am I", "GET", "/api/auth/me", personal(), _me, fresh="success"),
+    Row("password", "POST", "/api/auth/password", session_only(204), _password, fresh="success"),
+    Row("exchange", "POST", "/api/auth/tokens/exchange", public(201), _exchange, fresh="success"),
+    Row(
+        "exchange, wrong password",
+        "POST",
+        "/api/auth/tokens/exchange",
+        public_refusal(UNAUTHENTICATED),
+        _wrong_exchange,
+        fresh="always",
+    ),
+    Row("my tokens", "GET", "/api/tokens", personal(), _tokens, fresh="success"),
+    Row("new token", "POST", "/api/tokens", session_only(201), _create_token, fresh="success"),
+    Row(
+        "revoke my token",
+        "DELETE",
+        "/api/tokens/{token_id}",
+        personal(),
+        lambda m, c: _revoke(m, person(c)),
+        fresh="success",
+    ),
+    # Tokens are personal: another person's token is not found, not forbidden (its
+    # revocation looks it up among the caller's own tokens only).
+    Row(
+        "revoke alice's token",
+        "DELETE",
+        "/api/tokens/{token_id}",
+        alices_only(),
+        lambda m, _c: _revoke(m, "alice"),
+        fresh="success",
+    ),
+]
+
+# --- workspaces -----------------------------------------------------------------------------------
+#
+# dave, a member of ``away`` only, gets 403 on every route under home's ID, never 404:
+# the services look the workspace up first and find it, then find no role of his on it
+# (workspace_role: Forbidden "you are not a member of this workspace"). A workspace ID
+# is a random UUID he can only hold if he was given it; an unknown ID is 404.
+
+WS = "/api/workspaces/{id}"
+
+
+def _workspaces(m: Matrix, column: Column) -> Call:
+    def after(reply: Reply, _client: TestClient) -> None:
+        listed = {w["id"] for w in reply.json()}
+        assert listed == {str(w.id) for w in m.api.services.workspaces.list(actor_id(m, column))}
+        assert (m.home in listed) is (person(column) != "dave")
+
+    return Call("/api/workspaces", after=after)
+
+
+def _add_workspace(m: Matrix, _c: Column) -> Call:
+    path = m.directory()
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        added = m.api.services.workspaces.get(m.api.actors["alice"].id, reply.json()["id"])
+        assert added.path == str(path.resolve()) and added.name == "added"
+
+    return Call("/api/workspaces", json={"path": str(path), "name": "added"}, after=after)
+
+
+def _workspace(m: Matrix, _c: Column) -> Call:
+    def after(reply: Reply, _client: TestClient) -> None:
+        body = reply.json()
+        assert body["id"] == m.home
+        assert {x["handle"] for x in body["members"]} == {"alice", "bob", "carol"}
+
+    return Call(f"/api/workspaces/{m.home}", after=after)
+
+
+def _remove_workspace(m: Matrix, _c: Column) -> Call:
+    spare = m.spare_workspace()
+
+    def after(_reply: Reply, _client: TestClient) -> None:
+        alice = m.api.actors["alice"].id
+        must_raise(NotFound, lambda: m.api.services.workspaces.get(alice, spare))
+
+    return Call(f"/api/workspaces/{spare}", after=after)
+
+
+def _members(m: Matrix, _c: Column) -> Call:
+    def after(reply: Reply, _client: TestClient) -> None:
+        roles = {x["handle"]: x["role"] for x in reply.json()}
+        assert roles == {"alice": "owner", "bob": "editor", "carol": "viewer"}
+
+    return Call(f"/api/workspaces/{m.home}/members", after=after)
+
+
+def _home_roles(m: Matrix) -> dict[str, str]:
+    members = m.api.services.workspaces.members(m.api.actors["alice"].id, m.api.home.id)
+    return {x.handle: x.role for x in members}
+
+
+def _set_member(m: Matrix, _c: Column) -> Call:
+    guest = m.guest()
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        assert reply.json()["role"] == "viewer"
+        assert _home_roles(m).get(guest.handle) == "viewer"
+
+    return Call(
+        f"/api/workspaces/{m.home}/members/{guest.id}", json={"role": "viewer"}, after=after
+    )
+
+
+def _remove_member(m: Matrix, _c: Column) -> Call:
+    guest = m.guest(member=Role.VIEWER)
+
+    def after(_reply: Reply, _client: TestClient) -> None:
+        assert guest.handle not in _home_roles(m)
+
+    return Call(f"/api/workspaces/{m.home}/members/{guest.id}", after=after)
+
+
+WORKSPACES = [
+    Row("my workspaces", "GET", "/api/workspaces", personal(), _workspaces, fresh="success"),
+    # Registering a directory is the server owner account's alone (passages run commands
+    # in it as the server's user): bob, carol and dave are refused whatever their roles.
+    Row(
+        "register a directory",
+        "POST",
+        "/api/workspaces",
+        server_owner(201),
+        _add_workspace,
+        fresh="success",
+    ),
+    Row("workspace", "GET", WS, read(), _workspace),
+    Row("unregister", "DELETE", WS, owners_only(204), _remove_workspace, fresh="success"),
+    Row("members", "GET", WS + "/members", read(), _members),
+    Row(
+        "set a member",
+        "PUT",
+        WS + "/members/{actorID}",
+        owners_only(),
+        _set_member,
+        fresh="success",
+    ),
+    Row(
+        "remove a member",
+        "DELETE",
+        WS + "/members/{actorID}",
+        owners_only(204),
+        _remove_member,
+        fresh="success",
+    ),
+]
+
+# --- mission schedules ----------------------------------------------------------------------------
+#
+# dave gets 403 here too, never 404: every schedule route checks the caller's role on the
+# workspace of its path before it looks the schedule up (routes.missions._within), so a
+# non-member learns nothing of the schedules, not even whether a mission ID exists.
+
+SCHEDULED = WS + "/missions/scheduled"
+SCHEDULE = WS + "/missions/{missionID}/schedule"
+PASSAGE_LOG = WS + "/missions/{missionID}/passages/{passageID}/log"
+
+
+def _scheduled(m: Matrix, tail: str = "") -> str:
+    return f"/api/workspaces/{m.home}/missions/scheduled{tail}"
+
+
+def _schedule(m: Matrix, mission: str, tail: str = "", workspace: str | None = None) -> str:
+    return f"/api/workspaces/{workspace or m.home}/missions/{mission}/schedule{tail}"
+
+
+def _readable(m: Matrix) -> dict[str, str]:
+    """The schedule the reads read: created, played, a Run now passage pending and
+    admitted in the runtime directory."""
+
+    def make() -> dict[str, str]:
+        services, bob = m.api.services, m.api.actors["bob"].id
+        receipt = services.schedules.create(
+            bob, m.api.home.id, daily_config(), request_id="read-create"
+        )
+        mission = str(receipt.mission_id)
+        services.schedules.play(bob, mission, request_id="read-play", expected_revision=1)
+        services.schedules.run_now(bob, mission, request_id="read-run", expected_revision=2)
+        return {"mission": mission, "passage": m.admit_pending(mission)}
+
+    found: dict[str, str] = m.once("readable", make)
+    return found
+
+
+def _create(m: Matrix, _c: Column) -> Call:
+    request_id = m.request_id("create")
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        assert reply.json()["status"] == "created"
+        receipt = m.api.services.schedules.receipt(
+            m.api.actors["alice"].id, m.api.home.id, request_id
+        )
+        assert receipt.status == "created"
+        assert str(receipt.mission_id) == reply.json()["missionId"]
+
+    body = {"requestID": request_id, "config": daily_config(title=f"Made {request_id}")}
+    return Call(_scheduled(m), json=body, after=after)
+
+
+def _page(m: Matrix, _c: Column) -> Call:
+    mission = _readable(m)["mission"]
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        ids = [d["id"] for d in reply.json()["items"]]
+        page = m.api.services.schedules.page(m.api.actors["alice"].id, m.api.home.id)
+        assert ids == [d["id"] for d in page.to_json()["items"]]
+        assert mission in ids or reply.json()["nextAfter"] is not None
+
+    return Call(_scheduled(m), after=after)
+
+
+def _receipt(m: Matrix, _c: Column) -> Call:
+    mission = _readable(m)["mission"]
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        assert (reply.json()["status"], reply.json()["missionId"]) == ("created", mission)
+
+    return Call(_scheduled(m, "/requests/read-create"), after=after)
+
+
+def _capabilities(m: Matrix, _c: Column) -> Call:
+    def after(reply: Reply, _client: TestClient) -> None:
+        assert "play" in reply.json()["controlActions"]
+        assert reply.json()["passageReports"] is True
+
+    return Call(_scheduled(m, "/capabilities"), after=after)
+
+
+def _detail(m: Matrix, _c: Column) -> Call:
+    found = _readable(m)
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        body = reply.json()
+        assert body["id"] == found["mission"]
+        assert body["pending"]["passageId"] == found["passage"]
+
+    return Call(_schedule(m, found["mission"]), after=after)
+
+
+def _applied(m: Matrix, mission: str, request_id: str) -> Any:
+    def after(reply: Reply, _client: TestClient) -> None:
+        body = reply.json()
+        assert (body["requestId"], body["repeated"]) == (request_id, False), body
+        status = m.api.services.schedules.control_status(
+            m.api.actors["alice"].id, mission, request_id
+        )
+        assert (status.status, status.revision) == ("applied", body["revision"])
+
+    return after
+
+
+# Each control, and the steps that bring a fresh schedule where it is allowed.
+CONTROLS: dict[str, tuple[str, ...]] = {
+    "play": (),
+    "pause": ("play",),
+    "stop": (),
+    "resume": ("play", "interrupt"),
+    "check": ("play", "run-now", "pause"),
+    "configure": (),
+    "delete": (),
+}
+
+
+def _control(action: str) -> Any:
+    def build(m: Matrix, _c: Column) -> Call:
+        mission = m.schedule(CONTROLS[action])
+        request_id = m.request_id(action)
+        body: dict[str, Any] = {
+            "action": action,
+            "requestID": request_id,
+            "expectedRevision": m.revision(mission),
+        }
+        if action == "configure":
+            body["changes"] = {"objective": "A new objective."}
+        return Call(_schedule(m, mission), json=body, after=_applied(m, mission, request_id))
+
+    return build
+
+
+def _run_now(m: Matrix, _c: Column) -> Call:
+    mission = m.schedule()
+    request_id = m.request_id("run")
+    body = {"requestID": request_id, "expectedRevision": 1}
+    return Call(
+        _schedule(m, mission, "/run-now"), json=body, after=_applied(m, mission, request_id)
+    )
+
+
+def _control_status(m: Matrix, _c: Column) -> Call:
+    mission = _readable(m)["mission"]
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        body = reply.json()
+        assert (body["status"], body["action"], body["revision"]) == ("applied", "play", 2)
+
+    return Call(_schedule(m, mission, "/requests/read-play"), after=after)
+
+
+def _preview(m: Matrix, _c: Column) -> Call:
+    mission = _readable(m)["mission"]
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        slots = reply.json()
+        expected = m.api.services.schedules.preview(m.api.actors["alice"].id, mission, 3)
+        assert [s["at"] for s in slots] == [s["at"] for s in expected]
+
+    return Call(_schedule(m, mission, "/preview"), params={"count": 3}, after=after)
+
+
+def _history(m: Matrix, _c: Column) -> Call:
+    mission = _readable(m)["mission"]
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        assert (reply.json()["missionId"], reply.json()["revision"]) == (mission, 3)
+
+    return Call(_schedule(m, mission, "/history"), after=after)
+
+
+def _passage_log(m: Matrix, _c: Column) -> Call:
+    found = _readable(m)
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        body = reply.json()
+        assert (body["passageId"], body["scheduleId"]) == (found["passage"], found["mission"])
+
+    url = f"/api/workspaces/{m.home}/missions/{found['mission']}/passages/{found['passage']}/log"
+    return Call(url, after=after)
+
+
+SCHEDULES = [
+    Row("create", "POST", SCHEDULED, write(201), _create, fresh="success"),
+    Row("page", "GET", SCHEDULED, read(), _page),
+    Row("creation receipt", "GET", SCHEDULED + "/requests/{requestID}", read(), _receipt),
+    Row("capabilities", "GET", SCHEDULED + "/capabilities", read(), _capabilities),
+    Row("detail", "GET", SCHEDULE, read(), _detail),
+    *(
+        Row(action, "POST", SCHEDULE, write(), _control(action), fresh="success")
+        for action in CONTROLS
+    ),
+    Row("run now", "POST", SCHEDULE + "/run-now", write(), _run_now, fresh="success"),
+    Row("control status", "GET", SCHEDULE + "/requests/{requestID}", read(), _control_status),
+    Row("preview", "GET", SCHEDULE + "/preview", read(), _preview),
+    Row("history", "GET", SCHEDULE + "/history", read(), _history),
+    Row("passage log", "GET", PASSAGE_LOG, read(), _passage_log),
+]
+
+# --- the passage report callback ------------------------------------------------------------------
+
+
+def _report(m: Matrix, _c: Column) -> Call:
+    def after(_reply: Reply, _client: TestClient) -> None:
+        stored = records.read_json(m.runtime.passage_dir("ses_matrix") / records.REPORT)
+        assert stored is not None
+        assert (stored["passageId"], stored["outcome"]) == ("psg_matrix", "completed")
+
+    body = {"outcome": "completed", "summary": "Summarised 12 commits."}
+    return Call("/api/passages/report", json=body, after=after)
+
+
+REPORTS = [
+    # Its principal is a passage: a person's token or cookie is no credential there.
+    Row("report", "POST", "/api/passages/report", passage_only(), _report),
+]
+
+GROUPS: dict[str, list[Row]] = {
+    "health-and-auth": HEALTH + AUTH,
+    "workspaces": WORKSPACES,
+    "schedules": SCHEDULES,
+    "passage-report": REPORTS,
+}
+ROWS = [row for rows in GROUPS.values() for row in rows]
+
+
+@pytest.mark.parametrize("group", list(GROUPS))
+def test_every_route_answers_every_caller_as_its_access_says(api: ApiWorld, group: str) -> None:
+    failures = run_rows(make_matrix(api), GROUPS[group])
+    assert failures == [], "\n".join(failures)
+
+
+def test_the_matrix_asks_for_each_kind_of_answer() -> None:
+    """The expectations themselves: each column is refused somewhere and served somewhere,
+    and every cell of a refusal expects an error code (so ``run_rows`` checks the body)."""
+    cells = [(row, c, row.access.expect(c, row.method)) for row in ROWS for c in COLUMNS]
+    assert len(cells) == len(ROWS) * len(COLUMNS)
+    for column in COLUMNS:
+        statuses = {status for _row, c, (status, _code) in cells if c is column}
+        assert any(s < 300 for s in statuses), column
+        assert any(s >= 400 for s in statuses), column
+    for _row, _c, (status, code) in cells:
+        assert (status >= 400) is (code is not None)
+
+
+# --- a schedule is found under its own workspace only ---------------------------------------------
+
+
+def test_a_schedule_is_found_under_its_own_workspace_only(api: ApiWorld) -> None:
+    """away's schedule through home's path: not found for home's members (404 naming
+    missionID); dave, whose schedule it is, is no member of home and is refused (403)
+    exactly as for a mission ID that does not exist — before any schedule is looked up.
+    And home's schedule through away's path: 404 for dave, 403 for home's members."""
+    m = make_matrix(api)
+    away_mission = m.schedule(workspace=m.away)
+    home_mission = m.schedule()
+    failures: list[str] = []
+
+    def calls(workspace: str, mission: str) -> list[tuple[str, str, dict[str, Any] | None]]:
+        control = {"action": "play", "requestID": "play-000001", "expectedRevision": 1}
+        run = {"requestID": "run-000001", "expectedRevision": 1}
+        return [
+            ("GET", _schedule(m, mission, workspace=workspace), None),
+            ("POST", _schedule(m, mission, workspace=workspace), control),
+            ("POST", _schedule(m, mission, "/run-now", workspace=workspace), run),
+            ("GET", _schedule(m, mission, "/requests/play-000001", workspace=workspace), None),
+            ("GET", _schedule(m, mission, "/preview", workspace=workspace), None),
+            ("GET", _schedule(m, mission, "/history", workspace=workspace), None),
+            (
+                "GET",
+                f"/api/workspaces/{workspace}/missions/{mission}/passages/psg_matrix/log",
+                None,
+            ),
+        ]
+
+    def expect(column: Column, method: str, home_path: bool) -> Expect:
+        if column.kind in ("none", "passage") or column in (EXPIRED, REVOKED):
+            return UNAUTHENTICATED
+        if column is NO_CSRF and method == "POST":
+            return CSRF_FAILED
+        # A member of the path's workspace is told the schedule is not there; anyone
+        # else is refused the workspace before any schedule is looked up.
+        member_of_path = (column.who == "dave") is not home_path
+        return NOT_FOUND if member_of_path else FORBIDDEN
+
+    cases = [
+        (True, calls(m.home, away_mission), calls(m.home, NIL)),
+        (False, calls(m.away, home_mission), calls(m.away, NIL)),
+    ]
+    for home_path, requests, nil_requests in cases:
+        for column in COLUMNS:
+            for (method, url, body), (_same, nil_url, _body) in zip(
+                requests, nil_requests, strict=True
+            ):
+                client, headers = m.credentials(column)
+                with nothing_written(api.store), files_unchanged(m.runtime.root):
+                    reply = client.request(method, url, json=body, headers=headers)
+                    nil = client.request(method, nil_url, json=body, headers=headers)
+                status, code = expect(column, method, home_path)
+                where = f"{method} {url} as {column.name}"
+                got = reply.json()
+                if (reply.status_code, got.get("code")) != (status, code):
+                    failures.append(f"{where}: expected {status} {code}, got {reply.text}")
+                elif status == 404 and got["details"].get("field") != "missionID":
+                    failures.append(f"{where}: not about missionID: {reply.text}")
+                elif status != 404 and (nil.status_code, nil.json()) != (status, got):
+                    # A refusal that does not depend on the mission says nothing of it.
+                    failures.append(f"{where}: {reply.text} but for no mission {nil.text}")
+                if "Matrix" in reply.text or "echo" in reply.text:
+                    failures.append(f"{where}: the answer shows the schedule: {reply.text}")
+    assert failures == [], "\n".join(failures)
+    assert m.revision(away_mission, "dave") == 1 and m.revision(home_mission) == 1
+
+
+# --- every served route is in a matrix ------------------------------------------------------------
+
+
+def tasks_table(api: ApiWorld, served: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The (method, template) of test_tasks_access.py's table."""
+    found: set[tuple[str, str]] = set()
+    for route in task_routes(api):
+        template = template_of(served, route.method, route.url)
+        assert template is not None, (route.method, route.url)
+        found.add(template)
+    return found
+
+
+def test_every_served_route_is_in_a_matrix(api: ApiWorld) -> None:
+    app = api.client.app
+    assert isinstance(app, FastAPI)
+    served = served_routes(app)
+    # Not vacuous: the enumeration sees through included routers.
+    assert ("POST", "/api/workspaces/{id}/missions/{missionID}/schedule") in served
+    assert ("GET", "/api/tasks/{task}") in served
+    assert len(served) == len(set(served))
+    mine = {(row.method, row.template) for row in ROWS}
+    theirs = tasks_table(api, served)
+    assert mine.isdisjoint(theirs), mine & theirs
+    missing, stale = uncovered(served, mine | theirs)
+    assert missing == set(), f"served routes in no authorization matrix: {sorted(missing)}"
+    assert stale == set(), f"matrix rows for routes nobody serves: {sorted(stale)}"
+    # The check can fail: without one row of either table, its route is reported.
+    for dropped in (("DELETE", WS), ("GET", "/api/tasks/{task}")):
+        assert uncovered(served, (mine | theirs) - {dropped}) == ({dropped}, set())
+
+
+def test_each_row_requests_a_url_of_its_template(api: ApiWorld) -> None:
+    """A row's template is the served route its request lands on (the first match)."""
+    app = api.client.app
+    assert isinstance(app, FastAPI)
+    served = served_routes(app)
+    m = make_matrix(api)
+    for row in ROWS:
+        call = row.build(m, VIEWER if row.method == "GET" else REVOKED)
+        assert matches(row.template, call.url), (row.name, call.url)
+        assert template_of(served, row.method, call.url) == (row.method, row.template), row.name
+
+
+def test_the_enumeration_sees_routes_behind_nested_routers() -> None:
+    """A route added later, however deeply included, is seen (and so must be in a table)."""
+    inner, outer, app = APIRouter(), APIRouter(prefix="/api"), FastAPI()
+
+    @inner.post("/things/{thing}")
+    def thing(thing: str) -> dict[str, str]:  # pragma: no cover - enumerated only
+        return {"thing": thing}
+
+    outer.include_router(inner, prefix="/v2")
+    app.include_router(outer)
+    assert served_routes(app) == [("POST", "/api/v2/things/{thing}")]
+
+
+def test_the_runner_reports_wrong_answers_and_refusals_that_wrote(api: ApiWorld) -> None:
+    """The matrix can fail: a row claiming a refusal where the route serves (and writes),
+    a success where it refuses, or another error code, is reported."""
+    m = make_matrix(api)
+    said_refused = Row(
+        "a list, said refused",
+        "POST",
+        "/api/lists",
+        owners_only(),
+        lambda _m, _c: Call("/api/lists", json={"name": "written"}),
+    )
+    said_served = Row(
+        "an unknown workspace, said served",
+        "GET",
+        WS,
+        read(),
+        lambda _m, _c: Call(f"/api/workspaces/{NIL}"),
+    )
+    wrong_code = Row("a viewer's write", "POST", SCHEDULED, write(), _create, fresh="success")
+    failures = run_rows(m, [said_refused, said_served], columns=(VIEWER,))
+    assert len(failures) == 2, failures
+    assert "a refusal wrote something: rows changed in" in failures[0]
+    assert "expected 200, got 404" in failures[1]
+    wrong = replace(wrong_code, access=replace(write(), viewer=(403, "csrf-failed")))
+    (failure,) = run_rows(m, [wrong], columns=(VIEWER,))
+    assert "expected code csrf-failed, got forbidden" in failure
