@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -266,3 +267,148 @@ def shared_server(shared_database: tuple[str, Path]) -> Iterator[Server]:
         yield server
     finally:
         finish(server)
+
+
+# --------------------------------------------------------------------------- journeys
+# Helpers of the user journeys (test_journeys_*.py) and of the passage reports over HTTP.
+
+CSRF_HEADER = "X-CSRF-Token"
+CSRF_COOKIE = "kalends_csrf"
+# How long a journey waits for what a background loop of the server does (a reminder
+# sent, a passage started, run and archived): seconds on an idle machine.
+LOOP_WITHIN = 30.0
+
+
+def kalends_executable() -> str:
+    """The ``kalends`` console script of this environment, by its absolute path."""
+    found = Path(sys.executable).with_name("kalends")
+    assert found.is_file(), f"no kalends executable beside {sys.executable}"
+    return str(found)
+
+
+def run_cli(server: Server, *args: str) -> subprocess.CompletedProcess[str]:
+    """``kalends ARGS --database DB`` as its own process, on the server's database."""
+    return subprocess.run(
+        [sys.executable, "-m", "kalends", *args, "--database", server.database],
+        capture_output=True,
+        text=True,
+        timeout=START_WITHIN,
+        check=False,
+        env=environment(COLUMNS="200"),
+    )
+
+
+@contextmanager
+def owner_session(server: Server) -> Iterator[httpx.Client]:
+    """A client logged in as the owner through the first start's login link, as a browser
+    is: the session cookie kept, and the CSRF token sent back on unsafe requests."""
+    with server.client() as client:
+        redeemed = client.get(server.link, follow_redirects=False)
+        assert redeemed.status_code == 303, redeemed.text
+        csrf = client.cookies.get(CSRF_COOKIE)
+        assert csrf, "the login set no CSRF cookie"
+        client.headers[CSRF_HEADER] = csrf
+        yield client
+
+
+def requests_logged(server: Server, method: str, path: str) -> list[dict[str, Any]]:
+    """The access log entries of ``method path`` the server wrote so far."""
+    return [
+        e
+        for e in server.logs()
+        if e.get("logger") == "kalends.api.access"
+        and (e.get("method"), e.get("path")) == (method, path)
+    ]
+
+
+def poll(probe: Callable[[], Any], within: float, what: str) -> Any:
+    """The first truthy value of ``probe()``; fails after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {within} s waiting for {what}")
+        time.sleep(0.05)
+
+
+@dataclass(frozen=True)
+class Mail:
+    """One message a local SMTP server received."""
+
+    mail_from: str
+    rcpt_tos: tuple[str, ...]
+    subject: str
+    text: str
+
+
+@dataclass
+class SmtpInbox:
+    """A plain-SMTP server (aiosmtpd) on a free loopback port, and what it received."""
+
+    port: int
+    sender: str = "kalends@example.org"
+    received: list[Mail] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def mails(self) -> list[Mail]:
+        with self.lock:
+            return list(self.received)
+
+    def url(self, recipient: str) -> str:
+        """The Apprise e-mail URL that reaches ``recipient`` here: plain SMTP, no login."""
+        return f"mailto://{HOST}:{self.port}/{recipient}?from={self.sender}&mode=insecure"
+
+
+class _Keeper:
+    """aiosmtpd handler: accepts every message and keeps it in the inbox."""
+
+    def __init__(self, inbox: SmtpInbox) -> None:
+        self.inbox = inbox
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        import email  # noqa: PLC0415
+        import email.policy  # noqa: PLC0415
+
+        message = email.message_from_bytes(
+            envelope.original_content or b"", policy=email.policy.default
+        )
+        body = message.get_body(preferencelist=("plain", "html"))
+        mail = Mail(
+            mail_from=str(envelope.mail_from),
+            rcpt_tos=tuple(envelope.rcpt_tos),
+            subject=str(message["Subject"]),
+            text=body.get_content() if body is not None else "",
+        )
+        with self.inbox.lock:
+            self.inbox.received.append(mail)
+        return "250 OK"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def smtp_inbox() -> Iterator[SmtpInbox]:
+    """A local SMTP server for one test, stopped when it ends."""
+    from aiosmtpd.controller import Controller  # noqa: PLC0415
+
+    for _ in range(5):  # another process may take the free port meanwhile
+        inbox = SmtpInbox(port=_free_port())
+        controller = Controller(_Keeper(inbox), hostname=HOST, port=inbox.port, ready_timeout=5.0)
+        try:
+            controller.start()
+        except (OSError, TimeoutError):
+            continue
+        break
+    else:
+        pytest.fail("no free port for the SMTP server")
+    try:
+        yield inbox
+    finally:
+        controller.stop()

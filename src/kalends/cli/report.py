@@ -1,31 +1,83 @@
 """``kalends report``: a passage records its final report, from inside the passage.
 
 The passage's environment says who it is: ``KALENDS_PASSAGE_TOKEN`` (signed by the
-runtime) and ``KALENDS_RUNTIME_ROOT`` or ``KALENDS_PASSAGE_DIR``. This module imports
-nothing heavy at the top: it runs once per passage, often from a script.
+runtime) and ``KALENDS_RUNTIME_ROOT`` or ``KALENDS_PASSAGE_DIR``.
+
+A passage launched by a server (``kalends serve``) also has ``KALENDS_API_URL``, the
+server's own address: the report is then sent to ``POST /api/passages/report`` with
+``Authorization: Passage <token>``, and the server records it. When the server refuses
+or cannot be reached the command says so and exits non-zero; it never falls back to
+writing the report itself.
+
+This module imports nothing heavy at the top: it runs once per passage, often from a
+script (the HTTP call uses the standard library's ``urllib``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, NoReturn
 
 import typer
 
 from kalends.errors import InvalidInput, KalendsError
 
+if TYPE_CHECKING:
+    from urllib.request import Request
+
 # Named here, not imported: importing kalends.missions costs most of a second.
 ENV_PASSAGE_TOKEN = "KALENDS_PASSAGE_TOKEN"
 ENV_RUNTIME_ROOT = "KALENDS_RUNTIME_ROOT"
 ENV_PASSAGE_DIR = "KALENDS_PASSAGE_DIR"
+ENV_API_URL = "KALENDS_API_URL"
 
-__all__ = ["Outcome", "report_command"]
+__all__ = [
+    "ENV_API_URL",
+    "Outcome",
+    "ReportNotSent",
+    "ReportRefused",
+    "SentReport",
+    "report_command",
+    "send_report",
+]
 
 EXIT_INVALID = 2
 EXIT_FAILURE = 1
+NO_TOKEN = f"no passage token: run `kalends report` from inside a passage ({ENV_PASSAGE_TOKEN})"
+REPORT_PATH = "/api/passages/report"
+# How long the server may take to answer a report.
+SEND_TIMEOUT = 30.0
+# The largest answer read back (a report answer is a few hundred bytes).
+MAX_ANSWER_BYTES = 64 * 1024
+# Statuses that mean the input was refused (exit 2): the token, or the body.
+_INPUT_STATUSES = frozenset({401, 422})
+
+
+class ReportRefused(KalendsError):
+    """The server answered the report with an error; it recorded nothing."""
+
+    def __init__(self, message: str, *, status: int, code: str) -> None:
+        super().__init__(message, status=status)
+        self.status = status
+        self.code = code
+
+
+class ReportNotSent(KalendsError):
+    """The server could not be reached, or its answer could not be read."""
+
+    code = "server-unreachable"
+
+
+class SentReport(NamedTuple):
+    """The report the server recorded, as its answer says (``at`` in ISO 8601)."""
+
+    outcome: str
+    summary: str
+    at: str
 
 
 class Outcome(StrEnum):
@@ -33,8 +85,9 @@ class Outcome(StrEnum):
     FAILED = "failed"
 
 
-def _refuse(error: KalendsError, json_output: bool) -> NoReturn:
-    """One line on stderr (and the error object with --json); 2 for bad input, else 1."""
+def _refuse(error: KalendsError, json_output: bool, *, code: int | None = None) -> NoReturn:
+    """One line on stderr (and the error object with --json); exits ``code``, by default
+    2 for bad input, else 1."""
     from kalends.cli.output import emit_json, error_console  # noqa: PLC0415 (rich: on use)
 
     if json_output:
@@ -42,16 +95,16 @@ def _refuse(error: KalendsError, json_output: bool) -> NoReturn:
     error_console.print(
         "error: " + error.message.replace("\n", " "), markup=False, highlight=False, soft_wrap=True
     )
-    raise typer.Exit(EXIT_INVALID if isinstance(error, InvalidInput) else EXIT_FAILURE)
+    if code is None:
+        code = EXIT_INVALID if isinstance(error, InvalidInput) else EXIT_FAILURE
+    raise typer.Exit(code)
 
 
 def _locate(environ: Mapping[str, str]) -> tuple[str, Path, Path | None]:
     """The token, the runtime root and the passage directory named by the environment."""
     token = environ.get(ENV_PASSAGE_TOKEN, "")
     if not token:
-        raise InvalidInput(
-            f"no passage token: run `kalends report` from inside a passage ({ENV_PASSAGE_TOKEN})"
-        )
+        raise InvalidInput(NO_TOKEN)
     root_text, dir_text = environ.get(ENV_RUNTIME_ROOT, ""), environ.get(ENV_PASSAGE_DIR, "")
     passage_dir = Path(dir_text) if dir_text else None
     if root_text:
@@ -77,11 +130,17 @@ def report_command(
 ) -> None:
     """Record this passage's final report; the last report wins until the passage settles.
 
-    Run it from inside a passage: the token in its environment names the passage.
+    Run it from inside a passage: the token in its environment names the passage. A
+    passage started by `kalends serve` sends its report to that server (KALENDS_API_URL).
     Exit codes: 0 recorded; 2 refused input (no or forged token, token of another passage,
-    summary too long); 1 refused otherwise (the passage has settled, the disk failed).
-    Nothing is written when refused.
+    summary too long); 1 refused otherwise (the passage has settled, the disk failed, the
+    server could not be reached). Nothing is written when refused.
     """
+    api_url = os.environ.get(ENV_API_URL, "")
+    if api_url:
+        _report_over_http(api_url, outcome.value, summary, json_output)
+        return
+
     from kalends.clock import SystemClock  # noqa: PLC0415 (imported on use, as below)
     from kalends.missions.runtime.process import record_report  # noqa: PLC0415
 
@@ -107,3 +166,123 @@ def report_command(
         )
     else:
         typer.echo(f"Recorded report: {report.outcome}.")
+
+
+# --------------------------------------------------------------------------- over HTTP
+
+
+def _report_over_http(api_url: str, outcome: str, summary: str, json_output: bool) -> None:
+    """Sends the report to the server at ``api_url``; refusals exit as the local path does
+    (2 for a refused token or body, 1 otherwise, the server unreachable included)."""
+    token = os.environ.get(ENV_PASSAGE_TOKEN, "")
+    try:
+        if not token:
+            raise InvalidInput(NO_TOKEN)
+        sent = send_report(api_url, token, outcome, summary)
+    except ReportRefused as exc:
+        _refuse(exc, json_output, code=EXIT_INVALID if exc.status in _INPUT_STATUSES else None)
+    except KalendsError as exc:
+        _refuse(exc, json_output)
+    if json_output:
+        from kalends.cli.output import emit_json  # noqa: PLC0415
+
+        emit_json({"outcome": sent.outcome, "summary": sent.summary, "at": sent.at})
+    else:
+        typer.echo(f"Recorded report: {sent.outcome}.")
+
+
+def send_report(
+    api_url: str, token: str, outcome: str, summary: str, *, timeout: float = SEND_TIMEOUT
+) -> SentReport:
+    """POSTs the report to ``api_url`` + ``/api/passages/report`` with the passage token.
+
+    :class:`ReportRefused` when the server answers an error (its code and message),
+    :class:`ReportNotSent` when it cannot be reached or its answer is not a report, and
+    :class:`InvalidInput` for a URL that is not ``http(s)://``.
+    """
+    from urllib.error import HTTPError, URLError  # noqa: PLC0415 (on use: a fast start)
+
+    base = api_url.strip().rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        raise InvalidInput(
+            f"{ENV_API_URL}: an http:// or https:// URL of the kalends server, got {api_url!r}",
+            field=ENV_API_URL,
+        )
+    request = _request(base + REPORT_PATH, token, {"outcome": outcome, "summary": summary})
+    try:
+        with _opener().open(request, timeout=timeout) as answer:
+            body = answer.read(MAX_ANSWER_BYTES)
+    except HTTPError as exc:
+        try:
+            data = exc.read(MAX_ANSWER_BYTES)
+        except OSError:
+            data = b""
+        finally:
+            exc.close()
+        raise _refused(exc.code, data) from None
+    except (URLError, OSError, ValueError) as exc:
+        reason = exc.reason if isinstance(exc, URLError) else exc
+        if isinstance(reason, TimeoutError):
+            raise ReportNotSent(
+                f"the kalends server at {base} did not answer within {timeout:g} s: the report "
+                "may or may not be recorded; running the same report again is safe (the last "
+                "report wins)"
+            ) from None
+        raise ReportNotSent(
+            f"cannot send the report to the kalends server at {base}: {reason}"
+        ) from None
+    found = _json(body)
+    if (
+        not isinstance(found, dict)
+        or not isinstance(found.get("outcome"), str)
+        or not isinstance(found.get("summary"), str)
+    ):
+        raise ReportNotSent(f"the kalends server at {base} answered something that is no report")
+    return SentReport(found["outcome"], found["summary"], str(found.get("at", "")))
+
+
+def _request(url: str, token: str, body: dict[str, str]) -> Request:
+    from urllib.request import Request  # noqa: PLC0415
+
+    return Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={
+            "Authorization": f"Passage {token}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        },
+    )
+
+
+def _opener() -> Any:
+    """An opener that goes straight to the server: its address is this machine's own, so
+    no proxy from the environment may stand in between."""
+    from urllib.request import ProxyHandler, build_opener  # noqa: PLC0415
+
+    return build_opener(ProxyHandler({}))
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+def _refused(status: int, body: bytes) -> ReportRefused:
+    """The server's error answer as a :class:`ReportRefused` naming its status and code."""
+    found = _json(body)
+    fields: dict[str, Any] = found if isinstance(found, dict) else {}
+    code, message = fields.get("code"), fields.get("message")
+    if not isinstance(code, str) or not code:
+        code = "http-error"
+    if not isinstance(message, str) or not message:
+        text = body.decode("utf-8", errors="replace").strip()
+        message = text[:200] if text else "no reason given"
+    return ReportRefused(
+        f"the kalends server refused the report ({status} {code}): {message}",
+        status=status,
+        code=code,
+    )

@@ -384,7 +384,7 @@ def _serve(
         start_reminders,
         start_scheduler,
     )
-    from kalends.missions.runtime.process import ProcessRuntime  # noqa: PLC0415
+    from kalends.missions.runtime.process import ENV_API_URL, ProcessRuntime  # noqa: PLC0415
     from kalends.reminders.transports import AppriseTransport  # noqa: PLC0415
 
     configure_logging(level)
@@ -404,6 +404,8 @@ def _serve(
             _log.error("cannot start", extra={"error": exc.message})
             report_error(exc, False)
         bound_port = sock.getsockname()[1]
+        # Passages send their reports to this server, on its own address (`kalends report`).
+        runtime.extra_env[ENV_API_URL] = f"http://{_url_host(host)}:{bound_port}"
         base = public or f"http://{_url_host(host)}:{bound_port}"
         accounts = Accounts(store, throttle=LoginThrottle(store.clock))
         workers = tuple(name for name, on in ((SCHEDULER, schedules), (REMINDERS, reminders)) if on)

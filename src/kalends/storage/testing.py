@@ -190,6 +190,31 @@ def store(storage_target: StorageTarget, fake_clock: FakeClock) -> Store:
     return open_store(storage_target.engine(), fake_clock)
 
 
+# With pytest-xdist the tests run in worker processes: each reports the backends it
+# ran on to the controller, which prints the one line for the whole run.
+_WORKER_RAN = "kalends_backends_ran"
+_WORKER_LEFT_OUT = "kalends_backends_left_out"
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if isinstance(workeroutput, dict):
+        ran: set[str] = session.config.stash.get(_RAN, set())
+        workeroutput[_WORKER_RAN] = sorted(ran)
+        left_out = session.config.stash.get(_LEFT_OUT, None)
+        if left_out is not None:
+            workeroutput[_WORKER_LEFT_OUT] = left_out
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    output = getattr(node, "workeroutput", None) or {}
+    config: pytest.Config = node.config
+    config.stash.setdefault(_RAN, set()).update(output.get(_WORKER_RAN, ()))
+    if _WORKER_LEFT_OUT in output:
+        config.stash[_LEFT_OUT] = output[_WORKER_LEFT_OUT]
+
+
 def pytest_terminal_summary(
     terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
 ) -> None:

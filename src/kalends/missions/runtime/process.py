@@ -56,6 +56,7 @@ from kalends.missions.runtime.base import (
 from kalends.missions.runtime.token import InvalidToken, ensure_secret, read_secret, sign, verify
 
 __all__ = [
+    "ENV_API_URL",
     "ENV_INPUT_FILE",
     "ENV_PASSAGE_DIR",
     "ENV_PASSAGE_ID",
@@ -73,6 +74,8 @@ ENV_PASSAGE_TOKEN = "KALENDS_PASSAGE_TOKEN"
 ENV_INPUT_FILE = "KALENDS_INPUT_FILE"
 ENV_PASSAGE_DIR = "KALENDS_PASSAGE_DIR"
 ENV_RUNTIME_ROOT = "KALENDS_RUNTIME_ROOT"
+# Set by a server (``kalends serve``) through ``extra_env``: where ``kalends report`` sends.
+ENV_API_URL = "KALENDS_API_URL"
 
 OUTCOMES = ("completed", "failed")
 MAX_SUMMARY_CHARS = 4096
@@ -117,6 +120,8 @@ class ProcessRuntime:
     use, which ``kalends report`` reads too (a runtime given another secret can only take
     reports through :meth:`report`). ``grace``: seconds between TERM and KILL on
     interrupt. ``python``: the interpreter that runs the shim (standard library only).
+    ``extra_env``: variables every passage gets on top of its profile's (a server gives
+    its own URL as ``KALENDS_API_URL``); the passage's identities still come last.
     """
 
     def __init__(
@@ -127,6 +132,7 @@ class ProcessRuntime:
         grace: float = 10.0,
         python: str = sys.executable,
         clock: Clock | None = None,
+        extra_env: Mapping[str, str] | None = None,
     ) -> None:
         if isinstance(grace, bool) or not math.isfinite(grace) or grace < 0:
             raise InvalidInput(f"grace must be a non-negative number of seconds, got {grace!r}")
@@ -135,6 +141,7 @@ class ProcessRuntime:
         self.grace = float(grace)
         self.python = python
         self.clock: Clock = clock or SystemClock()
+        self.extra_env: dict[str, str] = dict(extra_env or {})
         self._secret = secret
         try:
             self.passages.mkdir(parents=True, exist_ok=True)
@@ -317,7 +324,10 @@ class ProcessRuntime:
         if start_doc is None:
             raise records.CorruptRecord(f"{directory / records.START} is missing")
         env = dict(os.environ)
+        # Only this runtime's server says where reports go, never an inherited variable.
+        env.pop(ENV_API_URL, None)
         env.update({str(k): str(v) for k, v in start_doc["env"]})
+        env.update(self.extra_env)
         env.update(
             {
                 ENV_PASSAGE_ID: start_doc["passageId"],
