@@ -40,8 +40,9 @@ lint: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
+# Tests run in one worker process per CPU (pytest-xdist), a test file to a worker.
 pytest: $(DEV_STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist loadfile
 
 test: lint typecheck pytest
 
@@ -51,6 +52,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/outbox.py
 	$(BIN)/python bench/missions.py
 	$(BIN)/python bench/scheduler.py
+	$(BIN)/python bench/api.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

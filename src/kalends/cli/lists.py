@@ -9,8 +9,16 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from kalends.cli import remote_values as values
 from kalends.cli.actors import actors_table
 from kalends.cli.output import console, emit_json
+from kalends.cli.remote import (
+    SERVER_MODE_HELP,
+    Remote,
+    ServerOption,
+    local_or_remote,
+    path_part,
+)
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
@@ -18,15 +26,17 @@ from kalends.cli.session import (
     DatabaseOption,
     JsonOption,
     ListArgument,
-    Session,
+    Reporter,
     optional_revision,
-    session,
 )
 from kalends.errors import InvalidInput
 from kalends.tasks import Role, Section, TaskList
 
 list_app = typer.Typer(
-    help=f"Lists, who may use them, and their sections. {LOCAL_MODE_HELP} {EXIT_CODES_HELP}",
+    help=(
+        f"Lists, who may use them, and their sections. {LOCAL_MODE_HELP} {SERVER_MODE_HELP} "
+        f"{EXIT_CODES_HELP}"
+    ),
     no_args_is_help=True,
 )
 section_app = typer.Typer(help="Sections of a list.", no_args_is_help=True)
@@ -48,11 +58,15 @@ def add_command(
     name: Annotated[str, typer.Argument(help="The new list's name.")],
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Create a list owned by the acting actor."""
-    with session(database, json_output, actor=actor) as s:
-        created = s.directory.create_list(s.actor, name)
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        if isinstance(s, Remote):
+            created = values.task_list(s.post("/api/lists", {"name": name}))
+        else:
+            created = s.directory.create_list(s.actor, name)
         _report_list(s, created, "added list")
 
 
@@ -61,11 +75,15 @@ def ls_command(
     active: Annotated[bool, typer.Option("--active", help="Leave out archived lists.")] = False,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """List the lists the acting actor is a member of, with their role."""
-    with session(database, json_output, actor=actor) as s:
-        found = s.directory.lists(s.actor, include_archived=not active)
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        if isinstance(s, Remote):
+            found = [values.task_list(d) for d in s.get("/api/lists", active=active)]
+        else:
+            found = s.directory.lists(s.actor, include_archived=not active)
     if json_output:
         emit_json([item.to_json() for item in found])
         return
@@ -94,15 +112,25 @@ def share_command(
     expect: ListExpectOption = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Give MEMBER a role on the list, or remove them. Owners only; a list keeps an owner."""
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
         if remove == (role is not None):
             raise InvalidInput("role: give --role owner|editor|viewer, or --remove", field="role")
-        updated = s.directory.share(
-            s.actor, list_ref, member, None if remove else role, optional_revision(expect)
-        )
+        revision = optional_revision(expect)
+        if isinstance(s, Remote):
+            route = f"/api/lists/{s.list_id(list_ref)}/members/{path_part(member.strip())}"
+            if remove:
+                answer = s.delete(route, expectedRevision=revision)
+            else:
+                answer = s.put(route, {"role": role, "expectedRevision": revision})
+            updated = values.task_list(answer)
+        else:
+            updated = s.directory.share(
+                s.actor, list_ref, member, None if remove else role, revision
+            )
         what = f"removed {member} from" if remove else f"{member} is {role} on"
         _report_list(s, updated, what)
 
@@ -114,13 +142,19 @@ def archive_command(
     expect: ListExpectOption = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Archive a list: it can still be read, not changed. Owners only."""
-    with session(database, json_output, actor=actor) as s:
-        updated = s.directory.archive(
-            s.actor, list_ref, archived=not undo, expected_revision=optional_revision(expect)
-        )
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        revision = optional_revision(expect)
+        if isinstance(s, Remote):
+            route = f"/api/lists/{s.list_id(list_ref)}/{'unarchive' if undo else 'archive'}"
+            updated = values.task_list(s.post(route, {"expectedRevision": revision}))
+        else:
+            updated = s.directory.archive(
+                s.actor, list_ref, archived=not undo, expected_revision=revision
+            )
         _report_list(s, updated, "reactivated" if undo else "archived")
 
 
@@ -129,11 +163,16 @@ def members_command(
     list_ref: ListArgument,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """List the members of a list and their roles."""
-    with session(database, json_output, actor=actor) as s:
-        members = s.directory.members(s.actor, list_ref)
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        if isinstance(s, Remote):
+            got = s.get(f"/api/lists/{s.list_id(list_ref)}/members")
+            members = [(values.actor(d), Role(d["role"])) for d in got]
+        else:
+            members = s.directory.members(s.actor, list_ref)
     if json_output:
         emit_json([{**a.to_json(), "role": r.value} for a, r in members])
         return
@@ -146,11 +185,17 @@ def section_add_command(
     name: Annotated[str, typer.Argument(help="The section's name, unique in the list.")],
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Append a section to a list. Editors and owners."""
-    with session(database, json_output, actor=actor) as s:
-        section = s.directory.add_section(s.actor, list_ref, name)
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        if isinstance(s, Remote):
+            list_id = s.list_id(list_ref)
+            answer = s.post(f"/api/lists/{list_id}/sections", {"name": name})
+            section = values.section(answer, list_id)
+        else:
+            section = s.directory.add_section(s.actor, list_ref, name)
         if json_output:
             emit_json(section.to_json())
             return
@@ -163,11 +208,17 @@ def section_ls_command(
     list_ref: ListArgument,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """List the sections of a list, in order."""
-    with session(database, json_output, actor=actor) as s:
-        found: list[Section] = s.directory.sections(s.actor, list_ref)
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        if isinstance(s, Remote):
+            list_id = s.list_id(list_ref)
+            got = s.get(f"/api/lists/{list_id}/sections")
+            found: list[Section] = [values.section(d, list_id) for d in got]
+        else:
+            found = s.directory.sections(s.actor, list_ref)
     if json_output:
         emit_json([item.to_json() for item in found])
         return
@@ -177,7 +228,7 @@ def section_ls_command(
         console.print(Text("no sections", style="dim"))
 
 
-def _report_list(s: Session, item: TaskList, what: str) -> None:
+def _report_list(s: Reporter, item: TaskList, what: str) -> None:
     if s.json_output:
         emit_json(item.to_json())
         return

@@ -8,6 +8,7 @@ from kalends import __version__
 from kalends.cli.actors import actor_app
 from kalends.cli.db import db_app
 from kalends.cli.lists import list_app
+from kalends.cli.login import login_command, logout_command, whoami_command
 from kalends.cli.passages import passage_app
 from kalends.cli.preview import preview_command
 from kalends.cli.reminders import reminders_app
@@ -40,6 +41,9 @@ app.command("report")(report_command)
 app.command("serve")(serve_command)
 app.add_typer(token_app, name="token")
 app.command("login-link")(login_link_command)
+app.command("login")(login_command)
+app.command("logout")(logout_command)
+app.command("whoami")(whoami_command)
 
 
 @app.callback(invoke_without_command=True)

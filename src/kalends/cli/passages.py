@@ -26,7 +26,15 @@ from rich.table import Table
 from rich.text import Text
 
 from kalends.cli.output import console, emit_json
-from kalends.cli.session import report_error
+from kalends.cli.remote import (
+    SERVER_MODE_HELP,
+    Remote,
+    ServerOption,
+    path_part,
+    remote_session,
+    server_url,
+)
+from kalends.cli.session import ActorOption, report_error
 from kalends.config import ENV_RUNTIME_DIR, resolve_runtime_dir
 from kalends.errors import InvalidInput, KalendsError, NotFound
 from kalends.missions.runtime.base import Observation
@@ -52,8 +60,9 @@ passage_app = typer.Typer(
     help=(
         "Passages as the process runtime on this machine recorded them: output logs, "
         "exit status, reports. Reads the runtime directory only (--runtime-dir, else "
-        f"{ENV_RUNTIME_DIR}, else the user data directory's runtime/). Exit codes: 0 done; "
-        "1 no such passage here; 2 bad input."
+        f"{ENV_RUNTIME_DIR}, else the user data directory's runtime/). `passage log` also "
+        f"asks a server for the passages it ran: {SERVER_MODE_HELP} `passage ls` is local "
+        "only. Exit codes: 0 done; 1 no such passage here; 2 bad input."
     ),
     no_args_is_help=True,
 )
@@ -416,6 +425,17 @@ def log_command(
             help="Keep printing the output as it grows until the passage exits.",
         ),
     ] = False,
+    schedule: Annotated[
+        str | None,
+        typer.Option(
+            "--schedule",
+            metavar="SCHEDULE",
+            help="Server mode: the schedule the passage belongs to (its ID; needed there).",
+            show_default=False,
+        ),
+    ] = None,
+    server: ServerOption = None,
+    actor: ActorOption = None,
     json_output: JsonFlag = False,
 ) -> None:
     """Print a passage's records (start, exit status or signal, report, interrupt) and its
@@ -424,7 +444,15 @@ def log_command(
     With --follow: print the output as it grows until the command exits, then its end.
     With --json: {"passageId", "sessionId", "status", "exitStatus", "signal", "report",
     "interrupted", …, "log"} (with --follow, once the command exited).
+
+    Server mode (--server URL with --schedule SCHEDULE, or KALENDS_SERVER when no
+    --runtime-dir is given): the records and the end of the output that the server's
+    runtime keeps; --follow waits until the passage ends, then prints them.
     """
+    url = server_url(server, runtime_dir)
+    if url is not None:
+        _remote_log(url, passage, schedule, follow, actor, json_output)
+        return
     try:
         root = runtime_root(runtime_dir)
         directory = find_passage(root, passage)
@@ -468,6 +496,95 @@ def log_command(
         console.print(grid, soft_wrap=True)
     except KalendsError as exc:
         report_error(exc, json_output)
+
+
+_ENDED = ("exited", "lost", "unreadable")
+
+
+def _remote_log(
+    url: str,
+    passage: str,
+    schedule: str | None,
+    follow: bool,
+    actor: str | None,
+    json_output: bool,
+) -> None:
+    """``passage log`` in server mode: the server's records of one of the schedule's
+    passages and the end of its output."""
+    with remote_session(url, json_output, actor=actor) as r:
+        if schedule is None:
+            raise InvalidInput(
+                "schedule: in server mode give --schedule SCHEDULE, the schedule that ran "
+                "the passage (`kalends schedule show` names its passages)",
+                field="schedule",
+            )
+        route, _ = r.schedule(schedule)
+        found = _remote_records(r, route, passage)
+        try:
+            while follow and found.get("status") not in _ENDED:
+                time.sleep(FOLLOW_POLL_SECONDS)
+                found = _remote_records(r, route, passage)
+        except KeyboardInterrupt:
+            raise typer.Exit(EXIT_STOPPED) from None
+    if json_output:
+        emit_json(found)
+        return
+    console.print(_remote_view(found), soft_wrap=True)
+    console.print(Text(f"── {OUTPUT} (its end, as the server keeps it) ──", style="dim"))
+    data = str(found.get("log") or "").encode()
+    _write_raw(data)
+    _end_line(data)
+    if not data:
+        console.print(Text("(no output)", style="dim"))
+
+
+def _remote_records(r: Remote, route: str, passage: str) -> dict[str, Any]:
+    mission = route.removesuffix("/schedule")
+    found: dict[str, Any] = r.get(f"{mission}/passages/{path_part(passage.strip())}/log")
+    return found
+
+
+def _remote_view(p: Mapping[str, Any]) -> Table:
+    """The records a server answers, drawn like the local ones."""
+    grid = _grid()
+
+    def row(label: str, value: str) -> None:
+        grid.add_row(label, Text(value))
+
+    row("passage", str(p.get("passageId") or "—"))
+    row("session", str(p.get("sessionId")))
+    if p.get("scheduleId"):
+        row("schedule", str(p["scheduleId"]))
+    status = str(p.get("status"))
+    if status == "exited":
+        if p.get("signal") is not None:
+            status = f"killed by signal {p['signal']}"
+        elif p.get("exitStatus") is not None:
+            status = f"exited {p['exitStatus']}"
+    if p.get("error"):
+        status += f" ({p['error']})"
+    row("status", status)
+    row("admitted", _local(p.get("createdAt")))
+    if p.get("startedAt"):
+        row("started", _local(p["startedAt"]))
+    if p.get("endedAt"):
+        row("ended", _local(p["endedAt"]))
+    report, interrupted = p.get("report"), p.get("interrupted")
+    if isinstance(report, Mapping):
+        row(
+            "report",
+            f"{report.get('outcome')} at {_local(report.get('at'))}: "
+            f"{report.get('summary') or '(no summary)'}",
+        )
+    else:
+        row("report", "none")
+    if isinstance(interrupted, Mapping):
+        row(
+            "interrupted",
+            f"by kalends at {_local(interrupted.get('at'))} "
+            f"(KILL after {interrupted.get('grace')} s)",
+        )
+    return grid
 
 
 def _exited(runtime: ProcessRuntime, directory: Path) -> bool:

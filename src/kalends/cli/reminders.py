@@ -18,7 +18,15 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from kalends.cli import remote_values as values
 from kalends.cli.output import console, emit_json
+from kalends.cli.remote import (
+    SERVER_MODE_HELP,
+    Remote,
+    ServerOption,
+    local_or_remote,
+    path_part,
+)
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
@@ -26,7 +34,6 @@ from kalends.cli.session import (
     DatabaseOption,
     JsonOption,
     Session,
-    session,
 )
 from kalends.errors import InvalidInput
 from kalends.reminders.outbox import MAX_ATTEMPTS, STATUSES, Intent, Outbox
@@ -36,7 +43,7 @@ __all__ = ["reminders_app"]
 reminders_app = typer.Typer(
     help=(
         "Reminder intents: list them, show one, retry a dead one. "
-        f"{LOCAL_MODE_HELP} {EXIT_CODES_HELP}"
+        f"{LOCAL_MODE_HELP} {SERVER_MODE_HELP} {EXIT_CODES_HELP}"
     ),
     no_args_is_help=True,
 )
@@ -60,6 +67,10 @@ _STATUS_STYLES = {
 
 def _outbox(s: Session) -> Outbox:
     return Outbox(s.services.store)
+
+
+def _reminder_route(reminder: str, *rest: str) -> str:
+    return "/".join(("/api/reminders", path_part(reminder.strip()), *rest))
 
 
 def _limit(text: str | None) -> int:
@@ -181,23 +192,33 @@ def ls_command(
     ] = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """List the reminders of tasks in the acting actor's lists, earliest first.
 
     With --json: a list of reminders.
     """
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
         wanted = _status(status)
         most = _limit(limit)
+        if isinstance(s, Remote):
+            route = (
+                "/api/reminders"
+                if task is None
+                else f"/api/tasks/{path_part(task.strip())}/reminders"
+            )
+            found = [values.intent(d) for d in s.get(route, status=wanted, limit=most)]
+        else:
+            local = s
 
-        def read() -> list[Intent]:
-            task_id: UUID | None = None
-            if task is not None:
-                task_id = s.tasks.get(s.actor, task.strip()).task.id
-            return _outbox(s).list(s.actor, status=wanted, task=task_id, limit=most)
+            def read() -> list[Intent]:
+                task_id: UUID | None = None
+                if task is not None:
+                    task_id = local.tasks.get(local.actor, task.strip()).task.id
+                return _outbox(local).list(local.actor, status=wanted, task=task_id, limit=most)
 
-        found = s.atomic(read, write=False)
+            found = s.atomic(read, write=False)
     if json_output:
         emit_json([intent.to_json() for intent in found])
         return
@@ -212,11 +233,15 @@ def show_command(
     reminder: ReminderArgument,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Show one reminder: its task, recipient, status, attempts and last error."""
-    with session(database, json_output, actor=actor) as s:
-        found = _outbox(s).get(s.actor, reminder.strip())
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        if isinstance(s, Remote):
+            found = values.intent(s.get(_reminder_route(reminder)))
+        else:
+            found = _outbox(s).get(s.actor, reminder.strip())
     if json_output:
         emit_json(found.to_json())
         return
@@ -228,6 +253,7 @@ def retry_command(
     reminder: ReminderArgument,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Give a dead (or waiting) reminder a fresh round of attempts, due now.
@@ -235,8 +261,11 @@ def retry_command(
     Only its recipient or an editor of the list may. A delivered, closed or
     cancelled reminder is refused. With --json: the reminder.
     """
-    with session(database, json_output, actor=actor) as s:
-        found = _outbox(s).requeue(s.actor, reminder.strip())
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        if isinstance(s, Remote):
+            found = values.intent(s.post(_reminder_route(reminder, "retry")))
+        else:
+            found = _outbox(s).requeue(s.actor, reminder.strip())
         if json_output:
             emit_json(found.to_json())
             return

@@ -17,7 +17,7 @@ import re
 import shlex
 import sys
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -31,20 +31,35 @@ from rich.text import Text
 
 from kalends.civil import get_zone
 from kalends.civil.zones import to_naive_datetime
+from kalends.cli import remote_values as values
 from kalends.cli.output import console, emit_json, error_console
 from kalends.cli.passages import RuntimeDirOption, passage_log_tail, runtime_root
+from kalends.cli.remote import (
+    SERVER_MODE_HELP,
+    Remote,
+    ServerOption,
+    local_or_remote,
+    path_part,
+)
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
     ActorOption,
     DatabaseOption,
     JsonOption,
+    Reporter,
     Session,
-    session,
 )
 from kalends.cli.workspaces import WorkspaceArgument
 from kalends.errors import ControlConflict, InvalidInput, UnknownZone
-from kalends.missions import Action, ControlOutcome, Receipt, check_request_id, config_from_json
+from kalends.missions import (
+    Action,
+    ControlOutcome,
+    ControlStatus,
+    Receipt,
+    check_request_id,
+    config_from_json,
+)
 from kalends.missions.limits import MAX_PAGE
 
 __all__ = ["detail_view", "schedule_app"]
@@ -55,7 +70,7 @@ schedule_app = typer.Typer(
         "(daily, every, at, after, cron, …). Created paused; controls take --request-id "
         "(generated when absent) and --expected-revision (read when absent); both are printed "
         f"on stderr so a lost reply can be checked with control-status. {LOCAL_MODE_HELP} "
-        f"{EXIT_CODES_HELP}"
+        f"{SERVER_MODE_HELP} {EXIT_CODES_HELP}"
     ),
     no_args_is_help=True,
 )
@@ -513,8 +528,114 @@ def _control_note(
     )
 
 
+class OneSchedule:
+    """One schedule's reads and controls, on the database or on a server."""
+
+    def detail(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def status(
+        self, rid: str, *, expected_revision: int | None = None, action: str | None = None
+    ) -> ControlStatus:
+        raise NotImplementedError
+
+    def control(self, action: Action, rid: str, expected: int) -> ControlOutcome:
+        raise NotImplementedError
+
+    def configure(self, changes: dict[str, Any], rid: str, expected: int) -> ControlOutcome:
+        raise NotImplementedError
+
+    def preview(self, count: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """The next ``count`` slots, and the detail read with them."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class _LocalSchedule(OneSchedule):
+    s: Session
+    schedule: str
+
+    def detail(self) -> dict[str, Any]:
+        return self.s.services.schedules.detail(self.s.actor, self.schedule)
+
+    def status(
+        self, rid: str, *, expected_revision: int | None = None, action: str | None = None
+    ) -> ControlStatus:
+        return self.s.services.schedules.control_status(
+            self.s.actor, self.schedule, rid, expected_revision=expected_revision, action=action
+        )
+
+    def control(self, action: Action, rid: str, expected: int) -> ControlOutcome:
+        return self.s.services.schedules.control(
+            self.s.actor, self.schedule, action, request_id=rid, expected_revision=expected
+        )
+
+    def configure(self, changes: dict[str, Any], rid: str, expected: int) -> ControlOutcome:
+        return self.s.services.schedules.configure(
+            self.s.actor, self.schedule, changes, request_id=rid, expected_revision=expected
+        )
+
+    def preview(self, count: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        schedules, actor = self.s.services.schedules, self.s.actor
+
+        def read() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+            slots = schedules.preview(actor, self.schedule, count)
+            return slots, schedules.detail(actor, self.schedule)
+
+        return self.s.atomic(read, write=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _RemoteSchedule(OneSchedule):
+    """A schedule on a server: its route is found (and its detail read) once."""
+
+    r: Remote
+    route: str
+    doc: dict[str, Any]
+
+    def detail(self) -> dict[str, Any]:
+        return self.doc
+
+    def status(
+        self, rid: str, *, expected_revision: int | None = None, action: str | None = None
+    ) -> ControlStatus:
+        answer = self.r.get(
+            f"{self.route}/requests/{path_part(rid)}",
+            expectedRevision=expected_revision,
+            action=action,
+        )
+        return values.control_status(answer)
+
+    def control(self, action: Action, rid: str, expected: int) -> ControlOutcome:
+        body: dict[str, Any] = {"requestID": rid, "expectedRevision": expected}
+        if action is Action.RUN_NOW:
+            return values.control_outcome(self.r.post(f"{self.route}/run-now", body))
+        return values.control_outcome(self.r.post(self.route, {"action": action.value, **body}))
+
+    def configure(self, changes: dict[str, Any], rid: str, expected: int) -> ControlOutcome:
+        body = {
+            "action": Action.CONFIGURE.value,
+            "requestID": rid,
+            "expectedRevision": expected,
+            "changes": changes,
+        }
+        return values.control_outcome(self.r.post(self.route, body))
+
+    def preview(self, count: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        slots: list[dict[str, Any]] = self.r.get(f"{self.route}/preview", count=count)
+        return slots, self.doc
+
+
+def one_schedule(s: Session | Remote, schedule: str) -> OneSchedule:
+    """The schedule ``schedule`` names, where the command runs."""
+    if isinstance(s, Remote):
+        route, doc = s.schedule(schedule)
+        return _RemoteSchedule(s, route, doc)
+    return _LocalSchedule(s, schedule)
+
+
 def _expected(
-    s: Session, schedule: str, rid: str, generated: bool, given: int | None, current: int | None
+    one: OneSchedule, rid: str, generated: bool, given: int | None, current: int | None
 ) -> tuple[int, str | None]:
     """The revision to send, and how it was found when not given.
 
@@ -525,16 +646,16 @@ def _expected(
     if given is not None:
         return given, None
     if not generated:
-        status = s.services.schedules.control_status(s.actor, schedule, rid)
+        status = one.status(rid)
         if status.status == "applied" and status.expected_revision is not None:
             return status.expected_revision, "as this request was first sent"
     if current is None:
-        current = int(s.services.schedules.detail(s.actor, schedule)["revision"])
+        current = int(one.detail()["revision"])
     return current, "read now"
 
 
 def _control(
-    s: Session,
+    one: OneSchedule,
     schedule: str,
     action: Action,
     request_id: str | None,
@@ -542,11 +663,9 @@ def _control(
 ) -> ControlOutcome:
     """Send one control: the request ID and revision checked, generated or read first."""
     rid, generated = _request_id(request_id)
-    revision, how = _expected(s, schedule, rid, generated, _revision(expected), None)
+    revision, how = _expected(one, rid, generated, _revision(expected), None)
     _control_note(schedule, action, rid, generated, revision, how)
-    return s.services.schedules.control(
-        s.actor, schedule, action, request_id=rid, expected_revision=revision
-    )
+    return one.control(action, rid, revision)
 
 
 # --- local times and readable text ------------------------------------------------------
@@ -812,7 +931,7 @@ def detail_view(doc: Mapping[str, Any]) -> Group:
 
 
 def _report_outcome(
-    s: Session, outcome: ControlOutcome, schedule: str, extra: str | None = None
+    s: Reporter, outcome: ControlOutcome, schedule: str, extra: str | None = None
 ) -> None:
     if s.json_output:
         emit_json(outcome.to_json())
@@ -854,10 +973,13 @@ def _control_command(action: Action, help_text: str) -> Any:
         expected_revision: ExpectedRevisionOption = None,
         actor: ActorOption = None,
         database: DatabaseOption = None,
+        server: ServerOption = None,
         json_output: JsonOption = False,
     ) -> None:
-        with session(database, json_output, actor=actor) as s:
-            outcome = _control(s, schedule, action, request_id, expected_revision)
+        with local_or_remote(database, server, json_output, actor=actor) as s:
+            outcome = _control(
+                one_schedule(s, schedule), schedule, action, request_id, expected_revision
+            )
             _report_outcome(s, outcome, schedule)
 
     command.__doc__ = help_text
@@ -914,6 +1036,7 @@ def create_command(
     request_id: RequestIdOption = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Create a paused schedule in WORKSPACE (editors and owners); Play starts it.
@@ -922,7 +1045,7 @@ def create_command(
     --at LOCAL, --after 2h, --cron EXPR (with --zone), or --immediate. With --json: the
     creation receipt. A repeated --request-id returns the first receipt.
     """
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
         flags = FieldFlags(
             title=title,
             objective=objective,
@@ -959,11 +1082,15 @@ def create_command(
                 f"request ID {rid} (generated); if the reply is lost: "
                 f"kalends schedule receipt {workspace} {rid}"
             )
-        receipt = s.services.schedules.create(s.actor, workspace, merged, request_id=rid)
+        if isinstance(s, Remote):
+            route = f"/api/workspaces/{s.workspace_id(workspace)}/missions/scheduled"
+            receipt = values.receipt(s.post(route, {"requestID": rid, "config": merged}))
+        else:
+            receipt = s.services.schedules.create(s.actor, workspace, merged, request_id=rid)
         _report_receipt(s, receipt, "created")
 
 
-def _report_receipt(s: Session, receipt: Receipt, verb: str) -> None:
+def _report_receipt(s: Reporter, receipt: Receipt, verb: str) -> None:
     if s.json_output:
         emit_json(receipt.to_json())
         return
@@ -1069,6 +1196,7 @@ def edit_command(
     expected_revision: ExpectedRevisionOption = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Change a schedule's configuration; only the top-level fields that change are sent.
@@ -1077,7 +1205,7 @@ def edit_command(
     --arg or --cwd keeps the environment (its values are never shown); --env replaces it
     and --clear-env removes it. With --json: the control outcome.
     """
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
         flags = FieldFlags(
             title=title,
             objective=objective,
@@ -1110,7 +1238,8 @@ def edit_command(
                     "set-json: must be a JSON object naming at least one field", field="set-json"
                 )
             given = loaded
-        doc = s.services.schedules.detail(s.actor, schedule)
+        one = one_schedule(s, schedule)
+        doc = one.detail()
         if doc.get("kind") == "tombstone":
             raise ControlConflict(
                 f"schedule {schedule} is deleted", action="configure", reason="deleted"
@@ -1131,26 +1260,20 @@ def edit_command(
         wanted = {**given, **changes}
         sent = {k: v for k, v in wanted.items() if not _unchanged(k, v, doc, current)}
         if not sent:
-            _report_unchanged(s, schedule, doc, rid, None if generated else rid)
+            _report_unchanged(s, one, doc, rid, None if generated else rid)
             return
-        expected, how = _expected(s, schedule, rid, generated, revision, int(doc["revision"]))
+        expected, how = _expected(one, rid, generated, revision, int(doc["revision"]))
         _control_note(schedule, Action.CONFIGURE, rid, generated, expected, how)
-        outcome = s.services.schedules.configure(
-            s.actor, schedule, sent, request_id=rid, expected_revision=expected
-        )
+        outcome = one.configure(sent, rid, expected)
         _report_outcome(s, outcome, schedule, f"changed: {', '.join(sorted(sent))}")
 
 
 def _report_unchanged(
-    s: Session, schedule: str, doc: Mapping[str, Any], rid: str, given_rid: str | None
+    s: Reporter, one: OneSchedule, doc: Mapping[str, Any], rid: str, given_rid: str | None
 ) -> None:
     """Every field already has the value asked for: nothing is sent. With the user's own
     request ID, a configure it already applied is reported as a repeat."""
-    status = (
-        s.services.schedules.control_status(s.actor, schedule, given_rid)
-        if given_rid is not None
-        else None
-    )
+    status = one.status(given_rid) if given_rid is not None else None
     applied = status is not None and status.status == "applied" and status.action == "configure"
     out = {
         "requestId": given_rid,
@@ -1196,6 +1319,7 @@ def ls_command(
     ] = False,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """List a workspace's schedules in ID order, deleted ones as tombstones.
@@ -1203,20 +1327,24 @@ def ls_command(
     A page holds at most eight; `--after ID` continues where one stopped. With --json:
     {"items": [...], "nextAfter": ID or null}.
     """
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
         size = MAX_PAGE if limit is None else _whole(limit, "limit")
+        if isinstance(s, Remote):
+            route = f"/api/workspaces/{s.workspace_id(workspace)}/missions/scheduled"
+            remote = s
 
-        def read() -> tuple[list[dict[str, Any]], str | None]:
-            items: list[dict[str, Any]] = []
-            cursor = after
-            while True:
-                page = s.services.schedules.page(s.actor, workspace, after=cursor, limit=size)
-                items.extend(page.items)
-                cursor = page.next_after
-                if not every_page or cursor is None:
-                    return items, cursor
+            def page(cursor: str | None) -> dict[str, Any]:
+                found: dict[str, Any] = remote.get(route, after=cursor, limit=size)
+                return found
 
-        items, next_after = s.atomic(read, write=False)
+            items, next_after = _pages(page, after, every_page)
+        else:
+            schedules, actor_ = s.services.schedules, s.actor
+
+            def page(cursor: str | None) -> dict[str, Any]:
+                return schedules.page(actor_, workspace, after=cursor, limit=size).to_json()
+
+            items, next_after = s.atomic(lambda: _pages(page, after, every_page), write=False)
     if json_output:
         emit_json({"items": items, "nextAfter": next_after})
         return
@@ -1229,6 +1357,21 @@ def ls_command(
             Text(f"more: kalends schedule ls {workspace} --after {next_after}", style="dim"),
             soft_wrap=True,
         )
+
+
+def _pages(
+    page: Callable[[str | None], dict[str, Any]], after: str | None, every_page: bool
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The items of the page after ``after`` (of every page, with ``every_page``), and the
+    cursor of the next page."""
+    items: list[dict[str, Any]] = []
+    cursor = after
+    while True:
+        found = page(cursor)
+        items.extend(found["items"])
+        cursor = found["nextAfter"]
+        if not every_page or cursor is None:
+            return items, cursor
 
 
 def _list_table(items: list[dict[str, Any]]) -> Table:
@@ -1264,6 +1407,7 @@ def show_command(
     runtime_dir: RuntimeDirOption = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Show a schedule: state (and what really holds: Interrupted when no scheduler holds
@@ -1272,14 +1416,16 @@ def show_command(
     shows env values.
 
     The output is read from the runtime directory (--runtime-dir, KALENDS_RUNTIME_DIR or
-    the default of `kalends worker`) when the passage ran on this machine. With --json:
-    the detail projection, with "logTail" under "pending" when the output was read.
+    the default of `kalends worker`) when the passage ran on this machine; in server mode
+    the server adds the output its own runtime holds. With --json: the detail projection,
+    with "logTail" under "pending" when the output was read.
     """
-    with session(database, json_output, actor=actor) as s:
-        root = runtime_root(runtime_dir)
-        doc = s.services.schedules.detail(s.actor, schedule)
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        # On a server, the server adds the output it holds (its runtime directory's).
+        root = None if isinstance(s, Remote) else runtime_root(runtime_dir)
+        doc = one_schedule(s, schedule).detail()
     pending = doc.get("pending")
-    if isinstance(pending, dict) and isinstance(pending.get("sessionId"), str):
+    if root is not None and isinstance(pending, dict) and isinstance(pending.get("sessionId"), str):
         tail = passage_log_tail(root, pending["sessionId"])
         if tail is not None:
             pending["logTail"] = tail
@@ -1303,20 +1449,16 @@ def preview_command(
     ] = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """The next slots under the policy, end bounds and quota, DST-affected ones marked.
 
     Before the first Play: as if Play happened now.
     """
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
         n = 5 if count is None else _whole(count, "count")
-
-        def read() -> tuple[list[dict[str, Any]], dict[str, Any]]:
-            slots = s.services.schedules.preview(s.actor, schedule, n)
-            return slots, s.services.schedules.detail(s.actor, schedule)
-
-        slots, doc = s.atomic(read, write=False)
+        slots, doc = one_schedule(s, schedule).preview(n)
     if json_output:
         emit_json(slots)
         return
@@ -1365,21 +1507,17 @@ def control_status_command(
     ] = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """The exact status of a control by its request ID: applied, rejected or unknown.
 
     Use it when a control's reply was lost. A read only: it never applies anything.
     """
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
         rid = check_request_id(request_id.strip(), "request-id")
-        status = s.services.schedules.control_status(
-            s.actor,
-            schedule,
-            rid,
-            expected_revision=_revision(expected_revision),
-            action=_action(action),
-        )
+        revision, act = _revision(expected_revision), _action(action)
+        status = one_schedule(s, schedule).status(rid, expected_revision=revision, action=act)
     if json_output:
         emit_json(status.to_json())
         return
@@ -1422,13 +1560,17 @@ def receipt_command(
     ],
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Which schedule a `create` request made, if any (for a lost creation reply). A read."""
-    with session(database, json_output, actor=actor) as s:
-        receipt = s.services.schedules.receipt(
-            s.actor, workspace, check_request_id(request_id.strip(), "request-id")
-        )
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        rid = check_request_id(request_id.strip(), "request-id")
+        if isinstance(s, Remote):
+            route = f"/api/workspaces/{s.workspace_id(workspace)}/missions/scheduled"
+            receipt = values.receipt(s.get(f"{route}/requests/{path_part(rid)}"))
+        else:
+            receipt = s.services.schedules.receipt(s.actor, workspace, rid)
         _report_receipt(s, receipt, "receipt")
 
 

@@ -18,7 +18,15 @@ from rich.table import Table
 from rich.text import Text
 
 from kalends.civil import parse_date
+from kalends.cli import remote_values as values
 from kalends.cli.output import console, emit_json
+from kalends.cli.remote import (
+    SERVER_MODE_HELP,
+    Remote,
+    ServerOption,
+    local_or_remote,
+    path_part,
+)
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
@@ -26,10 +34,10 @@ from kalends.cli.session import (
     DatabaseOption,
     ExpectOption,
     JsonOption,
+    Reporter,
     Session,
     TaskArgument,
     expected_revision,
-    session,
 )
 from kalends.cli.task_views import WEEKDAY_NAMES, next_date_text, rule_text, task_line
 from kalends.errors import InvalidInput
@@ -38,7 +46,10 @@ from kalends.tasks.series import SeriesStatus, SeriesView
 from kalends.tasks.series_rules import SeriesRule
 
 series_app = typer.Typer(
-    help=f"A recurring series: show, pause, resume, stop. {LOCAL_MODE_HELP} {EXIT_CODES_HELP}",
+    help=(
+        f"A recurring series: show, pause, resume, stop. {LOCAL_MODE_HELP} {SERVER_MODE_HELP} "
+        f"{EXIT_CODES_HELP}"
+    ),
     no_args_is_help=True,
 )
 
@@ -188,7 +199,19 @@ def series_grid(view: SeriesView, outstanding: Task | None) -> Table:
     return grid
 
 
-def _report(s: Session, view: SeriesView, outstanding: Task | None, heading: str) -> None:
+def _remote_series(r: Remote, answer: dict[str, Any]) -> tuple[SeriesView, Task | None]:
+    """A server's series and, for a person to read, its outstanding task."""
+    view = values.series_view(answer)
+    if view.outstanding_task_id is None or r.json_output:
+        return view, None
+    return view, values.task(r.get(f"/api/tasks/{view.outstanding_task_id}"))
+
+
+def _series_route(series: str, *rest: str) -> str:
+    return "/".join(("/api/series", path_part(series.strip()), *rest))
+
+
+def _report(s: Reporter, view: SeriesView, outstanding: Task | None, heading: str) -> None:
     if s.json_output:
         emit_json(view.to_json())
         return
@@ -233,6 +256,7 @@ def repeat_command(
     ] = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Make an open root task and its checklist the first occurrence of a recurring series.
@@ -240,27 +264,41 @@ def repeat_command(
     Settling an occurrence (done --subtree, or skip) creates the next one. With
     --json: the series.
     """
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
         revision = expected_revision(expect)
         rule = series_rule(daily, every, weekdays, after_completion)
         end_date = parse_date(until, "until") if until is not None else None
         limit = _whole(count, "count") if count is not None else None
 
-        def start() -> tuple[SeriesView, Task]:
-            view = s.services.series.start_series(
-                s.actor,
-                ref,
-                revision,
-                rule,
-                time_of_day=time,
-                zone=zone,
-                end_date=end_date,
-                count=limit,
-            )
-            return view, s.tasks.get(s.actor, ref).task
+        if isinstance(s, Remote):
+            body = {
+                "expectedRevision": revision,
+                "rule": rule.to_json(),
+                "time": time,
+                "zone": zone,
+                "until": None if end_date is None else end_date.isoformat(),
+                "count": limit,
+            }
+            made = s.post(f"/api/tasks/{path_part(ref.strip())}/series", body)
+            view, task = values.series_view(made["series"]), values.task(made["task"])
+        else:
+            local = s
 
-        with _options_named({"end_date": "until"}):
-            view, task = s.atomic(start)
+            def start() -> tuple[SeriesView, Task]:
+                view = local.services.series.start_series(
+                    local.actor,
+                    ref,
+                    revision,
+                    rule,
+                    time_of_day=time,
+                    zone=zone,
+                    end_date=end_date,
+                    count=limit,
+                )
+                return view, local.tasks.get(local.actor, ref).task
+
+            with _options_named({"end_date": "until"}):
+                view, task = s.atomic(start)
         _report(s, view, task, f"{task.ref} now repeats: {rule_text(view)}")
         if not json_output:
             console.print(Text(f"task revision {task.revision}", style="dim"))
@@ -271,22 +309,32 @@ def skip_command(
     expect: ExpectOption = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Skip the outstanding occurrence whole (its checklist too) and create the next one.
 
     With --json: {"skipped": task, "successor": task or null, "series": series}.
     """
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
         revision = expected_revision(expect)
 
-        def skip() -> tuple[Task, Task | None, SeriesView]:
-            successors = s.services.series.skip(s.actor, ref, revision)
-            skipped = s.tasks.get(s.actor, ref).task
-            successor = s.tasks.get(s.actor, successors[0]).task if successors else None
-            return skipped, successor, s.services.series.get(s.actor, skipped.id)
+        if isinstance(s, Remote):
+            body = {"expectedRevision": revision}
+            made = s.post(f"/api/tasks/{path_part(ref.strip())}/skip", body)
+            skipped, view = values.task(made["skipped"]), values.series_view(made["series"])
+            successor = values.task(made["successor"]) if made["successor"] else None
+        else:
+            local = s
 
-        skipped, successor, view = s.atomic(skip)
+            def skip() -> tuple[Task, Task | None, SeriesView]:
+                successors = local.services.series.skip(local.actor, ref, revision)
+                skipped = local.tasks.get(local.actor, ref).task
+                following = successors[0] if successors else None
+                successor = local.tasks.get(local.actor, following).task if following else None
+                return skipped, successor, local.services.series.get(local.actor, skipped.id)
+
+            skipped, successor, view = s.atomic(skip)
         if json_output:
             emit_json(
                 {
@@ -317,13 +365,18 @@ def show_command(
     series: SeriesArgument,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Show a series: rule, status, its revision (pass it to --expect), outstanding occurrence."""
-    with session(database, json_output, actor=actor) as s:
-        view, outstanding = _with_outstanding(
-            s, lambda: s.services.series.get(s.actor, series), write=False
-        )
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        if isinstance(s, Remote):
+            view, outstanding = _remote_series(s, s.get(_series_route(series)))
+        else:
+            local = s
+            view, outstanding = _with_outstanding(
+                local, lambda: local.services.series.get(local.actor, series), write=False
+            )
         if json_output:
             emit_json(view.to_json())
             return
@@ -336,14 +389,20 @@ def pause_command(
     expect: SeriesExpectOption = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Pause a series: completing its outstanding occurrence then creates no next one."""
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
         revision = series_revision(expect)
-        view, outstanding = _with_outstanding(
-            s, lambda: s.services.series.pause(s.actor, series, revision)
-        )
+        if isinstance(s, Remote):
+            answer = s.post(_series_route(series, "pause"), {"expectedRevision": revision})
+            view, outstanding = _remote_series(s, answer)
+        else:
+            local = s
+            view, outstanding = _with_outstanding(
+                local, lambda: local.services.series.pause(local.actor, series, revision)
+            )
         _report(s, view, outstanding, f"paused series {view.id}")
 
 
@@ -353,14 +412,20 @@ def resume_command(
     expect: SeriesExpectOption = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Resume a paused series; with no occurrence outstanding, the next one is created."""
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
         revision = series_revision(expect)
-        view, outstanding = _with_outstanding(
-            s, lambda: s.services.series.resume(s.actor, series, revision)
-        )
+        if isinstance(s, Remote):
+            answer = s.post(_series_route(series, "resume"), {"expectedRevision": revision})
+            view, outstanding = _remote_series(s, answer)
+        else:
+            local = s
+            view, outstanding = _with_outstanding(
+                local, lambda: local.services.series.resume(local.actor, series, revision)
+            )
         _report(s, view, outstanding, f"resumed series {view.id}")
 
 
@@ -370,12 +435,18 @@ def stop_command(
     expect: SeriesExpectOption = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Stop a series for good; its outstanding task stays, an ordinary task to finish."""
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
         revision = series_revision(expect)
-        view, outstanding = _with_outstanding(
-            s, lambda: s.services.series.stop(s.actor, series, revision)
-        )
+        if isinstance(s, Remote):
+            answer = s.post(_series_route(series, "stop"), {"expectedRevision": revision})
+            view, outstanding = _remote_series(s, answer)
+        else:
+            local = s
+            view, outstanding = _with_outstanding(
+                local, lambda: local.services.series.stop(local.actor, series, revision)
+            )
         _report(s, view, outstanding, f"stopped series {view.id}")

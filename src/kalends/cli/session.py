@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Annotated, NoReturn, TypeVar
+from typing import Annotated, NoReturn, Protocol, TypeVar
 
 import typer
 from rich.text import Text
@@ -31,6 +31,7 @@ __all__ = [
     "ExpectOption",
     "JsonOption",
     "ListArgument",
+    "Reporter",
     "Session",
     "TaskArgument",
     "expected_revision",
@@ -75,6 +76,18 @@ ExpectOption = Annotated[
         show_default=False,
     ),
 ]
+
+
+class Reporter(Protocol):
+    """What printing a command's result needs of its session, local or on a server."""
+
+    @property
+    def json_output(self) -> bool: ...
+
+    @property
+    def actor(self) -> str: ...
+
+    def local_note(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,8 @@ from uuid import UUID
 import typer
 
 from kalends.civil import format_local
+from kalends.cli import remote_values as values
+from kalends.cli.remote import Remote, ServerOption, local_or_remote, path_part
 from kalends.cli.session import (
     ActorOption,
     DatabaseOption,
@@ -24,7 +26,6 @@ from kalends.cli.session import (
     JsonOption,
     TaskArgument,
     expected_revision,
-    session,
 )
 from kalends.cli.task_views import report_task
 from kalends.errors import InvalidInput, NotFound
@@ -211,6 +212,7 @@ def schedule_command(
     ] = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Set a task's planned day, due value, priority and reminders, in one transaction.
@@ -228,21 +230,29 @@ def schedule_command(
         clear=clear,
         json_input=json_input,
     )
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
         revision = expected_revision(expect)
+        if isinstance(s, Remote):
+            # The server checks the schedule (and resolves recipients) itself.
+            route = f"/api/tasks/{path_part(ref.strip())}"
+            current = values.task(s.get(route)) if needs_current(options) else None
+            body = {**schedule_json(options, current), "expectedRevision": revision}
+            report_task(s, values.task(s.put(f"{route}/schedule", body)), "scheduled")
+            return
+        local = s
 
         def recipient(value: object, field: str) -> UUID:
-            who = s.actor if value is None else value
+            who = local.actor if value is None else value
             if not isinstance(who, str):
                 raise InvalidInput(f"{field}: an actor handle or ID is expected", field=field)
             try:
-                return s.directory.actor(who).id
+                return local.directory.actor(who).id
             except NotFound:
                 raise NotFound(f"{field}: no actor {who!r}", field=field) from None
 
         def write() -> Task:
-            current = s.tasks.get(s.actor, ref).task if needs_current(options) else None
+            current = local.tasks.get(local.actor, ref).task if needs_current(options) else None
             schedule = parse_schedule(schedule_json(options, current), recipient)
-            return s.tasks.set_schedule(s.actor, ref, revision, schedule)
+            return local.tasks.set_schedule(local.actor, ref, revision, schedule)
 
         report_task(s, s.atomic(write), "scheduled")

@@ -17,7 +17,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from kalends.cli.output import console, emit_json
-from kalends.cli.session import Session
+from kalends.cli.session import Reporter
 from kalends.tasks import (
     HistoryEvent,
     Task,
@@ -34,7 +34,7 @@ _PRIORITY_STYLES = {1: "bold red", 2: "yellow", 3: "blue"}
 WEEKDAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 
-def report_task(s: Session, task: Task, what: str) -> None:
+def report_task(s: Reporter, task: Task, what: str) -> None:
     """A write's result: the task as JSON, or one line with the revision to expect next."""
     if s.json_output:
         emit_json(task.to_json())

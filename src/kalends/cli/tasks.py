@@ -9,14 +9,23 @@ from __future__ import annotations
 
 import mimetypes
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 from uuid import UUID
 
 import typer
 from rich.text import Text
 
 from kalends.civil import parse_date
+from kalends.cli import remote_values as values
 from kalends.cli.output import console, emit_json
+from kalends.cli.remote import (
+    SERVER_MODE_HELP,
+    Remote,
+    ServerError,
+    ServerOption,
+    local_or_remote,
+    path_part,
+)
 from kalends.cli.series import repeat_command, series_app, series_of, skip_command
 from kalends.cli.session import (
     EXIT_CODES_HELP,
@@ -28,7 +37,6 @@ from kalends.cli.session import (
     ListArgument,
     TaskArgument,
     expected_revision,
-    session,
 )
 from kalends.cli.task_schedule import schedule_command
 from kalends.cli.task_views import (
@@ -43,7 +51,7 @@ from kalends.tasks import Task, TaskDetail, TaskList, TaskStatus, TreeNode
 from kalends.tasks.series import SeriesView
 
 task_app = typer.Typer(
-    help=f"Tasks and their checklists. {LOCAL_MODE_HELP} {EXIT_CODES_HELP}",
+    help=f"Tasks and their checklists. {LOCAL_MODE_HELP} {SERVER_MODE_HELP} {EXIT_CODES_HELP}",
     no_args_is_help=True,
 )
 
@@ -72,21 +80,34 @@ def add_command(
     after: AfterOption = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Add an open task at the end of its siblings, or before/after one. Editors and owners."""
-    with session(database, json_output, actor=actor) as s:
-        task = s.tasks.create(
-            s.actor,
-            list_ref,
-            title,
-            description=description,
-            parent=parent,
-            section=section,
-            tags=tag or [],
-            before=before,
-            after=after,
-        )
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        if isinstance(s, Remote):
+            body = {
+                "title": title,
+                "description": description,
+                "parent": parent,
+                "section": section,
+                "tags": tag or [],
+                "before": before,
+                "after": after,
+            }
+            task = values.task(s.post(f"/api/lists/{s.list_id(list_ref)}/tasks", body))
+        else:
+            task = s.tasks.create(
+                s.actor,
+                list_ref,
+                title,
+                description=description,
+                parent=parent,
+                section=section,
+                tags=tag or [],
+                before=before,
+                after=after,
+            )
         report_task(s, task, "added")
 
 
@@ -110,34 +131,59 @@ def ls_command(
     trashed: Annotated[bool, typer.Option("--trashed", help="Show the trash too.")] = False,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Print a list's checklist as a tree; filters keep matching tasks and their ancestors.
 
     A timed due value counts on its local date. With --json: the nested trees.
     """
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
         if status is not None and status not in {v.value for v in TaskStatus}:
             raise InvalidInput(f"status: open or completed, got {status!r}", field="status")
-
-        def read() -> tuple[list[TreeNode], dict[UUID, str], TaskList | None]:
-            nodes: list[TreeNode] = s.tasks.tree(
-                s.actor,
-                list_ref,
+        day_from = parse_date(due_from, "due_from") if due_from is not None else None
+        day_to = parse_date(due_to, "due_to") if due_to is not None else None
+        day = parse_date(planned, "planned") if planned is not None else None
+        if isinstance(s, Remote):
+            list_id = s.list_id(list_ref)
+            got = s.get(
+                f"/api/lists/{list_id}/tasks",
                 section=section,
                 tag=tag,
                 status=status,
-                due_from=parse_date(due_from, "due_from") if due_from is not None else None,
-                due_to=parse_date(due_to, "due_to") if due_to is not None else None,
-                planned=parse_date(planned, "planned") if planned is not None else None,
-                include_trashed=trashed,
+                dueFrom=day_from,
+                dueTo=day_to,
+                planned=day,
+                trashed=trashed,
             )
-            if json_output:
-                return nodes, {}, None
-            names = {x.id: x.name for x in s.directory.sections(s.actor, list_ref)}
-            return nodes, names, s.directory.get_list(s.actor, list_ref)
+            nodes = [values.tree_node(d) for d in got]
+            sections: dict[UUID, str] = {}
+            task_list: TaskList | None = None
+            if not json_output:
+                found = s.get(f"/api/lists/{list_id}/sections")
+                sections = {UUID(d["id"]): d["name"] for d in found}
+                task_list = values.task_list(s.get(f"/api/lists/{list_id}"))
+        else:
+            local = s
 
-        nodes, sections, task_list = s.atomic(read, write=False)
+            def read() -> tuple[list[TreeNode], dict[UUID, str], TaskList | None]:
+                nodes: list[TreeNode] = local.tasks.tree(
+                    local.actor,
+                    list_ref,
+                    section=section,
+                    tag=tag,
+                    status=status,
+                    due_from=day_from,
+                    due_to=day_to,
+                    planned=day,
+                    include_trashed=trashed,
+                )
+                if json_output:
+                    return nodes, {}, None
+                names = {x.id: x.name for x in local.directory.sections(local.actor, list_ref)}
+                return nodes, names, local.directory.get_list(local.actor, list_ref)
+
+            nodes, sections, task_list = s.atomic(read, write=False)
     if task_list is None:
         emit_json([n.to_json() for n in nodes])
         return
@@ -149,30 +195,49 @@ def show_command(
     ref: TaskArgument,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Show a task: its revision (pass it to --expect), schedule, comments and attachments,
     and its recurring series: rule, status, this task's occurrence, the next date.
     """
-    with session(database, json_output, actor=actor) as s:
-
-        def read() -> tuple[TaskDetail, SeriesView | None]:
-            detail = s.tasks.get(s.actor, ref)
-            return detail, series_of(s, detail.task)
-
-        detail, series = s.atomic(read, write=False)
-        if json_output:
-            occurrence = detail.task.occurrence
-            emit_json(
-                {
-                    **detail.to_json(),
-                    "series": task_series_json(series, occurrence) if series else None,
-                }
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        if isinstance(s, Remote):
+            got = s.get(_task_route(ref))
+            detail = values.task_detail(got)
+            if json_output:
+                emit_json({**detail.to_json(), "series": got["series"]})
+                return
+            task = detail.task
+            series = (
+                values.series_view(s.get(f"/api/series/{task.series_id}"))
+                if task.series_id
+                else None
             )
-            return
-        handles = {a.id: a.handle for a in s.directory.actors()}
-        parent = detail.task.parent_id
-        parent_ref = s.tasks.get(s.actor, parent).task.ref if parent else None
+            handles = _member_handles(s, detail.list.id)
+            parent_ref = (
+                values.task(s.get(f"/api/tasks/{task.parent_id}")).ref if task.parent_id else None
+            )
+        else:
+            local = s
+
+            def read() -> tuple[TaskDetail, SeriesView | None]:
+                detail = local.tasks.get(local.actor, ref)
+                return detail, series_of(local, detail.task)
+
+            detail, series = s.atomic(read, write=False)
+            if json_output:
+                occurrence = detail.task.occurrence
+                emit_json(
+                    {
+                        **detail.to_json(),
+                        "series": task_series_json(series, occurrence) if series else None,
+                    }
+                )
+                return
+            handles = {a.id: a.handle for a in s.directory.actors()}
+            parent = detail.task.parent_id
+            parent_ref = s.tasks.get(s.actor, parent).task.ref if parent else None
     console.print(task_detail(detail, handles, parent_ref, series))
 
 
@@ -190,15 +255,28 @@ def edit_command(
     ] = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Change a task's title, description or tags, all in one transaction."""
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
         revision = expected_revision(expect)
         if title is None and description is None and not tag and not untag:
             raise InvalidInput(
                 "edit: say what to change: --title, --description, --tag or --untag", field="edit"
             )
+        if isinstance(s, Remote):
+            body: dict[str, Any] = {
+                "expectedRevision": revision,
+                "title": title,
+                "description": description,
+            }
+            if tag:
+                body["addTags"] = tag
+            if untag:
+                body["removeTags"] = untag
+            report_task(s, values.task(s.patch(_task_route(ref), body)), "edited")
+            return
 
         def edit() -> Task:
             task: Task | None = None
@@ -238,6 +316,7 @@ def move_command(
     ] = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Move a task among its siblings, into a section, under another parent, or to another list.
@@ -245,7 +324,7 @@ def move_command(
     --list moves a root task and its subtree (editor of both lists; only --section
     combines with it). --parent/--root may combine with --before/--after and --section.
     """
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
         revision = expected_revision(expect)
         if section is not None and no_section:
             raise InvalidInput("section: give --section or --no-section, not both", field="section")
@@ -260,7 +339,15 @@ def move_command(
                     "only --section combines with it",
                     field="list",
                 )
-            task = s.tasks.move_to_list(s.actor, ref, revision, to_list, section=section)
+            if isinstance(s, Remote):
+                body = {
+                    "expectedRevision": revision,
+                    "list": s.list_id(to_list),
+                    "section": section,
+                }
+                task = values.task(s.post(_task_route(ref, "move"), body))
+            else:
+                task = s.tasks.move_to_list(s.actor, ref, revision, to_list, section=section)
             report_task(s, task, "moved")
             return
         if not placed and not reparented:
@@ -269,6 +356,18 @@ def move_command(
                 "--parent/--root or --list",
                 field="move",
             )
+        if isinstance(s, Remote):
+            where = {
+                "expectedRevision": revision,
+                "before": before,
+                "after": after,
+                "section": section,
+                "noSection": no_section,
+                "parent": parent,
+                "root": root,
+            }
+            report_task(s, values.task(s.post(_task_route(ref, "move"), where)), "moved")
+            return
 
         def move() -> Task:
             rev = revision
@@ -301,24 +400,29 @@ def done_command(
     ] = False,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Complete a task. With open checklist items it needs --subtree, which completes them too;
     so does the open occurrence of a recurring series, whose completion creates the next one.
     """
-    with session(database, json_output, actor=actor) as s:
-        try:
-            task = s.tasks.complete(
-                s.actor, ref, expected_revision(expect), complete_subtree=subtree
-            )
-        except OpenDescendants as exc:
-            message = exc.message.replace(
-                "completed only with complete_subtree=true",
-                "completed only as a whole: pass --subtree",
-            )
-            message = message.replace("pass complete_subtree=true", "pass --subtree")
-            message = message.replace("with complete_subtree=true", "with --subtree")
-            raise OpenDescendants(message, **exc.details) from exc
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        revision = expected_revision(expect)
+        if isinstance(s, Remote):
+            body = {"expectedRevision": revision, "completeSubtree": subtree}
+            try:
+                task = values.task(s.post(_task_route(ref, "complete"), body))
+            except ServerError as exc:
+                if exc.code == OpenDescendants.code:
+                    # The server speaks of its body's field; the command line of its option.
+                    said = exc.message.replace('"completeSubtree": true', "complete_subtree=true")
+                    exc.message = _subtree_option(said)
+                raise
+        else:
+            try:
+                task = s.tasks.complete(s.actor, ref, revision, complete_subtree=subtree)
+            except OpenDescendants as exc:
+                raise OpenDescendants(_subtree_option(exc.message), **exc.details) from exc
         report_task(s, task, "completed")
 
 
@@ -328,11 +432,17 @@ def reopen_command(
     expect: ExpectOption = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Reopen a completed task (and its completed ancestors). Reminders are not replayed."""
-    with session(database, json_output, actor=actor) as s:
-        report_task(s, s.tasks.reopen(s.actor, ref, expected_revision(expect)), "reopened")
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        revision = expected_revision(expect)
+        if isinstance(s, Remote):
+            task = values.task(s.post(_task_route(ref, "reopen"), {"expectedRevision": revision}))
+        else:
+            task = s.tasks.reopen(s.actor, ref, revision)
+        report_task(s, task, "reopened")
 
 
 @task_app.command("trash")
@@ -341,11 +451,17 @@ def trash_command(
     expect: ExpectOption = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Put a task (and so its checklist) in the trash; its reminders are cancelled."""
-    with session(database, json_output, actor=actor) as s:
-        report_task(s, s.tasks.trash(s.actor, ref, expected_revision(expect)), "trashed")
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        revision = expected_revision(expect)
+        if isinstance(s, Remote):
+            task = values.task(s.post(_task_route(ref, "trash"), {"expectedRevision": revision}))
+        else:
+            task = s.tasks.trash(s.actor, ref, revision)
+        report_task(s, task, "trashed")
 
 
 @task_app.command("restore")
@@ -354,11 +470,18 @@ def restore_command(
     expect: ExpectOption = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Take a task out of the trash. Cancelled reminders are not replayed."""
-    with session(database, json_output, actor=actor) as s:
-        report_task(s, s.tasks.restore(s.actor, ref, expected_revision(expect)), "restored")
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        revision = expected_revision(expect)
+        if isinstance(s, Remote):
+            body = {"expectedRevision": revision}
+            task = values.task(s.post(_task_route(ref, "restore"), body))
+        else:
+            task = s.tasks.restore(s.actor, ref, revision)
+        report_task(s, task, "restored")
 
 
 @task_app.command("comment")
@@ -367,11 +490,15 @@ def comment_command(
     text: Annotated[str, typer.Argument(metavar="TEXT", help="The comment.")],
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Comment on a task. Comments do not change the task's revision."""
-    with session(database, json_output, actor=actor) as s:
-        made = s.tasks.comment(s.actor, ref, text)
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        if isinstance(s, Remote):
+            made = values.comment(s.post(_task_route(ref, "comments"), {"body": text}))
+        else:
+            made = s.tasks.comment(s.actor, ref, text)
         if json_output:
             emit_json(made.to_json())
             return
@@ -392,10 +519,11 @@ def attach_command(
     ] = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Attach a file's bytes to a task (stored in the database, up to 25 MiB)."""
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
         try:
             data = file.read_bytes()
         except OSError as exc:
@@ -404,7 +532,16 @@ def attach_command(
             ) from exc
         label = name if name is not None else file.name
         guessed = mimetypes.guess_type(label)[0] or "application/octet-stream"
-        made = s.tasks.attach(s.actor, ref, label, media_type or guessed, data)
+        media = media_type or guessed
+        if isinstance(s, Remote):
+            answer = s.upload(
+                _task_route(ref, "attachments"),
+                files={"file": (label, data, media)},
+                data={"name": label, "mediaType": media},
+            )
+            made = values.attachment(answer)
+        else:
+            made = s.tasks.attach(s.actor, ref, label, media, data)
         if json_output:
             emit_json(made.to_json())
             return
@@ -428,13 +565,39 @@ def history_command(
     ref: TaskArgument,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Print a task's append-only history, oldest first."""
-    with session(database, json_output, actor=actor) as s:
-        events = s.tasks.history(s.actor, ref)
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        if isinstance(s, Remote):
+            events = [values.history_event(d) for d in s.get(_task_route(ref, "history"))]
+        else:
+            events = s.tasks.history(s.actor, ref)
         if json_output:
             emit_json([e.to_json() for e in events])
             return
-        handles = {a.id: a.handle for a in s.directory.actors()}
+        if isinstance(s, Remote):
+            handles = _member_handles(s, values.task_detail(s.get(_task_route(ref))).list.id)
+        else:
+            handles = {a.id: a.handle for a in s.directory.actors()}
     console.print(history_table(events, handles))
+
+
+def _task_route(ref: str, *rest: str) -> str:
+    """``/api/tasks/REF[/…]``: the task's route on a server."""
+    return "/".join(("/api/tasks", path_part(ref.strip()), *rest))
+
+
+def _member_handles(r: Remote, list_id: UUID) -> dict[UUID, str]:
+    """The handles of a list's members: who comments, and whom reminders reach, there."""
+    return {UUID(d["id"]): d["handle"] for d in r.get(f"/api/lists/{list_id}/members")}
+
+
+def _subtree_option(message: str) -> str:
+    """The refusal of an open checklist, in terms of the --subtree option."""
+    message = message.replace(
+        "completed only with complete_subtree=true", "completed only as a whole: pass --subtree"
+    )
+    message = message.replace("pass complete_subtree=true", "pass --subtree")
+    return message.replace("with complete_subtree=true", "with --subtree")

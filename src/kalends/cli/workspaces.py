@@ -6,6 +6,7 @@ the workspace; editors create and control schedules; viewers read them.
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -13,14 +14,15 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from kalends.cli import remote_values as values
 from kalends.cli.output import console, emit_json
+from kalends.cli.remote import SERVER_MODE_HELP, Remote, ServerOption, local_or_remote
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
     ActorOption,
     DatabaseOption,
     JsonOption,
-    session,
 )
 from kalends.missions import Member, Workspace
 
@@ -29,7 +31,7 @@ __all__ = ["WorkspaceArgument", "workspace_app"]
 workspace_app = typer.Typer(
     help=(
         "Workspaces: registered directories where schedules run, and their members "
-        f"(owner, editor, viewer). {LOCAL_MODE_HELP} {EXIT_CODES_HELP}"
+        f"(owner, editor, viewer). {LOCAL_MODE_HELP} {SERVER_MODE_HELP} {EXIT_CODES_HELP}"
     ),
     no_args_is_help=True,
 )
@@ -47,7 +49,14 @@ MemberArgument = Annotated[str, typer.Argument(metavar="ACTOR", help="Actor hand
 
 @workspace_app.command("add")
 def add_command(
-    path: Annotated[str, typer.Argument(metavar="PATH", help="An existing directory.")],
+    path: Annotated[
+        str,
+        typer.Argument(
+            metavar="PATH",
+            help="An existing directory (in server mode: of the server's machine; a relative "
+            "path is taken from the current directory).",
+        ),
+    ],
     name: Annotated[
         str | None,
         typer.Option(
@@ -56,14 +65,20 @@ def add_command(
     ] = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Register a directory as a workspace; the acting actor becomes its owner.
 
     The path is stored resolved (absolute, symbolic links followed) and registered once.
+    On a server only its owner account may register directories.
     """
-    with session(database, json_output, actor=actor) as s:
-        added = s.services.workspaces.add(s.actor, path, name)
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        if isinstance(s, Remote):
+            body = {"path": _absolute(path), "name": name}
+            added = values.workspace(s.post("/api/workspaces", body))
+        else:
+            added = s.services.workspaces.add(s.actor, path, name)
         if json_output:
             emit_json(added.to_json())
             return
@@ -76,11 +91,17 @@ def add_command(
 
 @workspace_app.command("ls")
 def ls_command(
-    actor: ActorOption = None, database: DatabaseOption = None, json_output: JsonOption = False
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    server: ServerOption = None,
+    json_output: JsonOption = False,
 ) -> None:
     """List the workspaces the acting actor is a member of, with their role."""
-    with session(database, json_output, actor=actor) as s:
-        found = s.services.workspaces.list(s.actor)
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        if isinstance(s, Remote):
+            found = [values.workspace(d) for d in s.get("/api/workspaces")]
+        else:
+            found = s.services.workspaces.list(s.actor)
     if json_output:
         emit_json([w.to_json() for w in found])
         return
@@ -101,19 +122,25 @@ def show_command(
     workspace: WorkspaceArgument,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Show a workspace: its path, your role, its live schedules and its members.
 
     With --json: the workspace and "members".
     """
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        if isinstance(s, Remote):
+            got = s.get(f"/api/workspaces/{s.workspace_id(workspace)}")
+            found, members = values.workspace(got), [values.member(m) for m in got["members"]]
+        else:
+            local = s
 
-        def read() -> tuple[Workspace, list[Member]]:
-            ws = s.services.workspaces
-            return ws.get(s.actor, workspace), ws.members(s.actor, workspace)
+            def read() -> tuple[Workspace, list[Member]]:
+                ws = local.services.workspaces
+                return ws.get(local.actor, workspace), ws.members(local.actor, workspace)
 
-        found, members = s.atomic(read, write=False)
+            found, members = s.atomic(read, write=False)
     if json_output:
         emit_json({**found.to_json(), "members": [m.to_json() for m in members]})
         return
@@ -139,18 +166,25 @@ def rm_command(
     workspace: WorkspaceArgument,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Unregister a workspace (owners only); refused while it holds schedules. The
     directory itself is left alone."""
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        if isinstance(s, Remote):
+            route = f"/api/workspaces/{s.workspace_id(workspace)}"
+            removed = values.workspace(s.get(route))
+            s.delete(route)
+        else:
+            local = s
 
-        def remove() -> Workspace:
-            found = s.services.workspaces.get(s.actor, workspace)
-            s.services.workspaces.remove(s.actor, found.id)
-            return found
+            def remove() -> Workspace:
+                found = local.services.workspaces.get(local.actor, workspace)
+                local.services.workspaces.remove(local.actor, found.id)
+                return found
 
-        removed = s.atomic(remove)
+            removed = s.atomic(remove)
         if json_output:
             emit_json({"removed": removed.to_json()})
             return
@@ -171,11 +205,23 @@ def member_set_command(
     ],
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Give ACTOR a role on the workspace (owners only); a workspace keeps an owner."""
-    with session(database, json_output, actor=actor) as s:
-        made = s.services.workspaces.set_member(s.actor, workspace, member, role.strip().lower())
+    """Give ACTOR a role on the workspace (owners only); a workspace keeps an owner.
+
+    In server mode a handle is found among the members of your workspaces and lists;
+    someone new is named by actor ID.
+    """
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        if isinstance(s, Remote):
+            wid = s.workspace_id(workspace)
+            route = f"/api/workspaces/{wid}/members/{s.member_id(wid, member)}"
+            made = values.member(s.put(route, {"role": role.strip().lower()}))
+        else:
+            made = s.services.workspaces.set_member(
+                s.actor, workspace, member, role.strip().lower()
+            )
         if json_output:
             emit_json(made.to_json())
             return
@@ -189,11 +235,16 @@ def member_rm_command(
     member: MemberArgument,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Take ACTOR off the workspace (owners only); the last owner stays."""
-    with session(database, json_output, actor=actor) as s:
-        s.services.workspaces.remove_member(s.actor, workspace, member)
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        if isinstance(s, Remote):
+            wid = s.workspace_id(workspace)
+            s.delete(f"/api/workspaces/{wid}/members/{s.member_id(wid, member)}")
+        else:
+            s.services.workspaces.remove_member(s.actor, workspace, member)
         if json_output:
             emit_json({"removed": {"workspace": workspace, "member": member}})
             return
@@ -206,11 +257,16 @@ def member_ls_command(
     workspace: WorkspaceArgument,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """List a workspace's members and their roles."""
-    with session(database, json_output, actor=actor) as s:
-        members = s.services.workspaces.members(s.actor, workspace)
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        if isinstance(s, Remote):
+            got = s.get(f"/api/workspaces/{s.workspace_id(workspace)}/members")
+            members = [values.member(m) for m in got]
+        else:
+            members = s.services.workspaces.members(s.actor, workspace)
     if json_output:
         emit_json([m.to_json() for m in members])
         return
@@ -224,3 +280,8 @@ def _members_table(members: list[Member]) -> Table:
     for m in members:
         table.add_row(Text(m.handle), Text(m.role.value), Text(str(m.actor_id)))
     return table
+
+
+def _absolute(path: str) -> str:
+    """A path the server can find: relative ones are taken from the current directory."""
+    return os.path.abspath(os.path.expanduser(path)) if path.strip() else path

@@ -1,0 +1,465 @@
+"""Server mode: a command runs against a running ``kalends serve`` instead of a database.
+
+``--server URL`` (or ``KALENDS_SERVER``, when no ``--database`` is given) sends the
+command to the server's HTTP API with the API token ``kalends login`` stored for that
+server (or ``KALENDS_TOKEN``). The server checks who may do what: the principal is
+the token's owner, so ``--as`` does not apply. The server answers the domain's own
+JSON, which the command prints as it does in local mode; an error answer
+``{code, message, details}`` exits as local mode would: 2 for bad input, 1 for every
+other refusal, with the same ``error: …`` line and, with ``--json``, the same
+``{"error": …}`` object.
+
+Where the tokens are stored: :mod:`kalends.cli.credentials`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Annotated, Any
+from urllib.parse import quote, urlsplit
+from uuid import UUID
+
+import httpx
+import typer
+from rich.text import Text
+
+from kalends import __version__
+from kalends.cli.credentials import ENV_CREDENTIALS, stored_for
+from kalends.cli.output import error_console
+from kalends.cli.session import Session, report_error, session
+from kalends.errors import InvalidInput, KalendsError, NotFound, Unauthenticated
+
+__all__ = [
+    "ENV_CREDENTIALS",
+    "ENV_SERVER",
+    "ENV_TOKEN",
+    "SERVER_MODE_HELP",
+    "Client",
+    "NoAnswer",
+    "Remote",
+    "ServerError",
+    "ServerInvalid",
+    "ServerOption",
+    "Unreachable",
+    "local_or_remote",
+    "normalize_server",
+    "open_remote",
+    "path_part",
+    "remote_session",
+    "server_url",
+    "token_for",
+]
+
+ENV_SERVER = "KALENDS_SERVER"
+ENV_TOKEN = "KALENDS_TOKEN"
+TIMEOUT_SECONDS = 30.0
+# An upload of the largest attachment over a slow link may take a while.
+UPLOAD_TIMEOUT_SECONDS = 300.0
+
+SERVER_MODE_HELP = (
+    "Server mode: --server URL (or KALENDS_SERVER, unless --database is given) runs the "
+    "command against a running `kalends serve` as the owner of the token `kalends login` "
+    "stored; --as is then ignored."
+)
+ServerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--server",
+        metavar="URL",
+        help=(
+            "Run against a running `kalends serve` at URL (default: $KALENDS_SERVER unless "
+            "--database is given) with the token `kalends login` stored, or $KALENDS_TOKEN; "
+            "the token's owner acts, --as is ignored. Not with --database."
+        ),
+        show_default=False,
+    ),
+]
+
+# On the mission routes the server prefixes two conflict codes (seed 002); the CLI
+# speaks the codes local mode prints, so a script reads one code in both modes.
+_LOCAL_CODES = {
+    "recurrence-revision-conflict": "revision-conflict",
+    "recurrence-control-conflict": "control-conflict",
+}
+# Bad input: exit 2, as local mode exits on InvalidInput (TooLarge is one too).
+_BAD_INPUT = frozenset({400, 413, 422})
+
+
+class ServerError(KalendsError):
+    """The server refused the request; nothing was written."""
+
+    def __init__(self, code: str, message: str, details: Mapping[str, Any], status: int) -> None:
+        super().__init__(message, **details)
+        self.code = code
+        self.status = status
+
+
+class ServerInvalid(InvalidInput):
+    """The server found the input invalid; nothing was written."""
+
+    def __init__(self, code: str, message: str, details: Mapping[str, Any], status: int) -> None:
+        super().__init__(message, **details)
+        self.code = code
+        self.status = status
+
+
+class Unreachable(KalendsError):
+    """The server could not be reached, or its answer could not be read."""
+
+    code = "server-unreachable"
+
+
+class NoAnswer(KalendsError):
+    """The request went out but no answer came back; it may have been applied."""
+
+    code = "server-no-answer"
+
+
+def server_url(server: str | None, database: str | None) -> str | None:
+    """The server a command runs against, or ``None`` for local mode.
+
+    ``--server`` always counts (and is refused beside ``--database``); the environment's
+    ``KALENDS_SERVER`` only when no ``--database`` is given.
+    """
+    if server is not None:
+        return server
+    if database is not None:
+        return None
+    return os.environ.get(ENV_SERVER) or None
+
+
+def normalize_server(url: str) -> str:
+    """``url`` as the key it is stored under: scheme and host lowercase, no trailing slash."""
+    text = url.strip()
+    parts = urlsplit(text)
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        raise InvalidInput(
+            f"server: an http:// or https:// URL such as http://127.0.0.1:8000, got {url!r}",
+            field="server",
+        )
+    if parts.query or parts.fragment:
+        raise InvalidInput(f"server: a URL without query or fragment, got {url!r}", field="server")
+    path = parts.path.rstrip("/")
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}{path}"
+
+
+def path_part(value: str) -> str:
+    """``value`` as one segment of a URL path (a ``/`` in it stays inside the segment)."""
+    return quote(value, safe="")
+
+
+# --- the HTTP client -----------------------------------------------------------------------
+
+
+class Client:
+    """JSON over HTTP to one server, as one principal (a bearer token, or nobody)."""
+
+    def __init__(
+        self, server: str, token: str | None, *, transport: httpx.BaseTransport | None = None
+    ) -> None:
+        self.server = server
+        headers = {"User-Agent": f"kalends-cli/{__version__}", "Accept": "application/json"}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        self._http = httpx.Client(
+            base_url=server, headers=headers, timeout=TIMEOUT_SECONDS, transport=transport
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: Mapping[str, Any] | None = None,
+        files: Mapping[str, Any] | None = None,
+        data: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """The answer's JSON (``None`` for an empty answer); an error answer is raised as
+        :class:`ServerInvalid` (bad input) or :class:`ServerError`."""
+        query = {k: _param(v) for k, v in (params or {}).items() if v is not None}
+        try:
+            response = self._http.request(
+                method,
+                path,
+                json=body,
+                params=query,
+                files=files,
+                data=data,
+                timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
+            )
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            reason = str(exc) or type(exc).__name__
+            raise Unreachable(
+                f"cannot reach the server at {self.server}: {reason}", server=self.server
+            ) from None
+        except httpx.HTTPError as exc:
+            # Sent, perhaps, but unanswered: a write may have been applied.
+            reason = str(exc) or type(exc).__name__
+            raise NoAnswer(
+                f"no answer from the server at {self.server} ({reason}); the request may have "
+                "been applied: read the state before repeating it",
+                server=self.server,
+            ) from None
+        if response.status_code >= 400:
+            raise self._refusal(response)
+        if not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            raise Unreachable(
+                f"the server at {self.server} answered {method} {path} with something not JSON",
+                server=self.server,
+            ) from None
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self.request("GET", path, params=params)
+
+    def post(self, path: str, body: Any = None) -> Any:
+        return self.request("POST", path, body=body)
+
+    def put(self, path: str, body: Any = None) -> Any:
+        return self.request("PUT", path, body=body)
+
+    def patch(self, path: str, body: Any = None) -> Any:
+        return self.request("PATCH", path, body=body)
+
+    def delete(self, path: str, **params: Any) -> Any:
+        return self.request("DELETE", path, params=params)
+
+    def _refusal(self, response: httpx.Response) -> KalendsError:
+        status = response.status_code
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = None
+        if isinstance(answer, dict) and isinstance(answer.get("code"), str):
+            code = _LOCAL_CODES.get(answer["code"]) or str(answer["code"])
+            message = str(answer.get("message") or code)
+            details = answer.get("details")
+            details = details if isinstance(details, dict) else {}
+        else:
+            code = f"http-{status}"
+            message = f"the server answered {status} {response.reason_phrase}".strip()
+            details = {}
+        if status == 401:
+            message += f" (`kalends login --server {self.server}` stores a new token)"
+        cls = ServerInvalid if status in _BAD_INPUT else ServerError
+        return cls(code, message, details, status)
+
+
+def _param(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+# --- a command's remote session ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Remote:
+    """One command's client, the principal's handle (when stored) and output mode."""
+
+    client: Client
+    actor: str
+    json_output: bool
+
+    def local_note(self) -> None:
+        """Nothing to remind: the server knows who is acting."""
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self.client.get(path, **params)
+
+    def post(self, path: str, body: Any = None) -> Any:
+        return self.client.post(path, body)
+
+    def put(self, path: str, body: Any = None) -> Any:
+        return self.client.put(path, body)
+
+    def patch(self, path: str, body: Any = None) -> Any:
+        return self.client.patch(path, body)
+
+    def delete(self, path: str, **params: Any) -> Any:
+        return self.client.delete(path, **params)
+
+    def upload(self, path: str, *, files: Mapping[str, Any], data: Mapping[str, Any]) -> Any:
+        """A multipart POST (an attachment's bytes)."""
+        return self.client.request(
+            "POST", path, files=files, data=data, timeout=UPLOAD_TIMEOUT_SECONDS
+        )
+
+    # The API names lists, workspaces and schedules by ID; the command line also by name.
+
+    def list_id(self, ref: str) -> str:
+        """A list by ID, or by exact name among the caller's lists (as local mode finds it)."""
+        as_id = _as_uuid(ref)
+        if as_id is not None:
+            return as_id
+        found = [d["id"] for d in self.get("/api/lists") if d["name"] == ref]
+        if not found:
+            raise NotFound(f"list: you have no list named {ref!r}", field="list")
+        if len(found) > 1:
+            raise InvalidInput(
+                f"list: several of your lists are named {ref!r}; use its ID", field="list"
+            )
+        return str(found[0])
+
+    def workspace_id(self, ref: str) -> str:
+        """A workspace by ID, or by exact name among the caller's workspaces."""
+        as_id = _as_uuid(ref)
+        if as_id is not None:
+            return as_id
+        found = [d["id"] for d in self.get("/api/workspaces") if d["name"] == ref]
+        if not found:
+            raise NotFound(f"workspace: no workspace {ref!r}", field="workspace")
+        if len(found) > 1:
+            raise InvalidInput(
+                f"workspace: several workspaces are named {ref!r}; give its ID", field="workspace"
+            )
+        return str(found[0])
+
+    def schedule(self, ref: str) -> tuple[str, dict[str, Any]]:
+        """A schedule's route (``/api/workspaces/W/missions/M/schedule``) and its detail.
+
+        The API addresses a schedule through its workspace, which the command line does
+        not name: each of the caller's workspaces is asked in turn.
+        """
+        mission = _as_uuid(ref.strip())
+        if mission is None:
+            raise InvalidInput(f"schedule: not a mission ID: {ref!r}", field="schedule")
+        workspaces = sorted(self.get("/api/workspaces"), key=lambda d: d["schedules"] == 0)
+        for ws in workspaces:
+            route = f"/api/workspaces/{ws['id']}/missions/{mission}/schedule"
+            try:
+                return route, self.get(route)
+            except ServerError as exc:
+                if exc.status != 404:
+                    raise
+        raise NotFound(f"schedule: no schedule {mission}", field="schedule")
+
+    def member_id(self, workspace_id: str, ref: str) -> str:
+        """An actor by ID, or by handle among the members of the caller's workspaces and
+        lists (the API has no directory of actors)."""
+        as_id = _as_uuid(ref)
+        if as_id is not None:
+            return as_id
+        handle = ref.strip()
+        routes = [f"/api/workspaces/{workspace_id}/members"]
+        routes += [
+            f"/api/workspaces/{d['id']}/members"
+            for d in self.get("/api/workspaces")
+            if d["id"] != workspace_id
+        ]
+        for route in routes:
+            for m in self.get(route):
+                if m["handle"] == handle:
+                    return str(m["actorId"])
+        for listed in self.get("/api/lists"):
+            for m in self.get(f"/api/lists/{listed['id']}/members"):
+                if m["handle"] == handle:
+                    return str(m["id"])
+        raise NotFound(
+            f"actor: no actor {handle!r} among the members of your workspaces and lists; "
+            "in server mode give a new member's actor ID",
+            field="actor",
+        )
+
+
+def _as_uuid(text: str) -> str | None:
+    try:
+        return str(UUID(text))
+    except ValueError:
+        return None
+
+
+def token_for(server: str) -> tuple[str, str]:
+    """The token to send to ``server`` and its owner's handle (``""`` when unknown)."""
+    given = os.environ.get(ENV_TOKEN)
+    if given:
+        return given, ""
+    found = stored_for(server)
+    if found is None:
+        raise Unauthenticated(
+            f"no token stored for {server}: run `kalends login --server {server}` "
+            f"(or set {ENV_TOKEN})",
+            server=server,
+        )
+    return found.token, found.handle
+
+
+def open_remote(
+    server: str, json_output: bool, *, database: str | None, actor: str | None
+) -> Remote:
+    """A remote session on ``server``; refused beside ``--database``. A ``--as`` naming
+    someone other than the token's owner is noted on stderr and ignored."""
+    if database is not None:
+        raise InvalidInput(
+            "server: give --server URL or --database, not both (the server has its own database)",
+            field="server",
+        )
+    url = normalize_server(server)
+    token, handle = token_for(url)
+    client = Client(url, token)
+    try:
+        if not handle:  # a token from the environment: ask whose it is
+            handle = str(client.get("/api/auth/me")["actor"]["handle"])
+    except BaseException:
+        client.close()
+        raise
+    if actor is not None and actor.strip() and actor.strip() != handle:
+        error_console.print(
+            Text(f"server mode: acting as {handle}; --as {actor.strip()} is ignored", style="dim"),
+            soft_wrap=True,
+            highlight=False,
+        )
+    return Remote(client=client, actor=handle, json_output=json_output)
+
+
+@contextmanager
+def remote_session(
+    server: str, json_output: bool, *, database: str | None = None, actor: str | None = None
+) -> Iterator[Remote]:
+    """The remote twin of :func:`kalends.cli.session.session`: a kalends error (the
+    server's refusal included) becomes its exit code."""
+    try:
+        remote = open_remote(server, json_output, database=database, actor=actor)
+        try:
+            yield remote
+        finally:
+            remote.client.close()
+    except KalendsError as exc:
+        report_error(exc, json_output)
+
+
+@contextmanager
+def local_or_remote(
+    database: str | None,
+    server: str | None,
+    json_output: bool,
+    *,
+    actor: str | None = None,
+) -> Iterator[Session | Remote]:
+    """The one seam of server mode: a :class:`Remote` when a server is in effect (see
+    :func:`server_url`), else the local :class:`Session` on the database."""
+    url = server_url(server, database)
+    if url is not None:
+        with remote_session(url, json_output, database=database, actor=actor) as remote:
+            yield remote
+        return
+    with session(database, json_output, actor=actor) as local:
+        yield local
