@@ -299,3 +299,41 @@ class TestLoginLink:
     def test_a_bad_base_url_exits_2_and_writes_nothing(self, world: World, base: str) -> None:
         error = world.refused(2, "login-link", "--base-url", base)
         assert (error["code"], error["details"]["field"]) == ("invalid-input", "base_url")
+
+
+def _password(world: World, text: str, *extra: str, actor: str = "alice") -> Result:
+    return runner.invoke(
+        app,
+        ["password", "--password-stdin", *extra, "--as", actor, "--database", world.url],
+        env=CLEAN_ENV,
+        input=text,
+    )
+
+
+def test_password_sets_one_that_logs_in_and_resets_a_forgotten_one(world: World) -> None:
+    first = _password(world, "first long secret\n", "--json")
+    assert first.exit_code == 0, (first.stdout, first.stderr)
+    assert json.loads(first.stdout) == {"handle": "alice", "passwordSet": True}
+    grant = world.accounts.login("alice", "first long secret")
+    assert grant.principal.handle == "alice"
+    # Local mode resets without the current password; the old one stops working and the
+    # sessions opened with it end.
+    second = _password(world, "second long secret\n")
+    assert second.exit_code == 0 and "password set for alice" in second.stdout
+    with pytest.raises(Unauthenticated):
+        world.accounts.login("alice", "first long secret")
+    with pytest.raises(Unauthenticated):
+        world.accounts.authenticate_session(grant.secret)
+    assert world.accounts.login("alice", "second long secret").principal.handle == "alice"
+
+
+@pytest.mark.parametrize(
+    ("text", "actor", "code"),
+    [("short\n", "alice", 2), ("x" * 1025 + "\n", "alice", 2), ("long enough pw\n", "nobody", 1)],
+)
+def test_password_refusals_write_nothing(world: World, text: str, actor: str, code: int) -> None:
+    before = snapshot(world.services)
+    result = _password(world, text, "--json", actor=actor)
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    assert snapshot(world.services) == before
+    assert result.stderr.startswith("error: ")

@@ -172,12 +172,14 @@ class Accounts:
         current_password: str | None,
         keep_session: UUID | None = None,
         remote: str = "",
+        reset: bool = False,
     ) -> None:
         """Set the account's password and revoke every session of the actor but ``keep_session``.
 
         When the account has a password, ``current_password`` must match it, else
         :class:`Unauthenticated`, counted by the throttle as a failed login from
-        ``remote``. Unredeemed login links are voided too; API tokens stay.
+        ``remote``; ``reset`` skips that check (whoever runs the CLI on the database
+        itself, local mode). Unredeemed login links are voided too; API tokens stay.
         """
         password = check_new_password(new_password)
         keep = None if keep_session is None else parse_uuid(keep_session, "keep_session")
@@ -190,7 +192,7 @@ class Accounts:
 
         actor_id, row = self.store.run(read, write=False)
         stored: str | None = row.password_hash
-        if stored is not None:
+        if stored is not None and not reset:
 
             def verify() -> None:
                 if current_password is None or not self.passwords.verify(stored, current_password):

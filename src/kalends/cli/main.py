@@ -16,7 +16,7 @@ from kalends.cli.report import report_command
 from kalends.cli.schedules import schedule_app
 from kalends.cli.serve import serve_command
 from kalends.cli.tasks import task_app
-from kalends.cli.tokens import login_link_command, token_app
+from kalends.cli.tokens import login_link_command, password_command, token_app
 from kalends.cli.worker import worker_command
 from kalends.cli.workspaces import workspace_app
 
@@ -41,6 +41,7 @@ app.command("report")(report_command)
 app.command("serve")(serve_command)
 app.add_typer(token_app, name="token")
 app.command("login-link")(login_link_command)
+app.command("password")(password_command)
 app.command("login")(login_command)
 app.command("logout")(logout_command)
 app.command("whoami")(whoami_command)

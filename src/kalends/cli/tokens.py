@@ -19,6 +19,7 @@ from sqlalchemy import select
 
 from kalends.auth.credentials import digest
 from kalends.auth.links import LOGIN_LINK_TTL
+from kalends.auth.passwords import check_new_password
 from kalends.auth.tokens import (
     MAX_TOKEN_LIFETIME,
     check_token_id,
@@ -45,6 +46,7 @@ __all__ = [
     "DEFAULT_TOKEN_DAYS",
     "login_link_command",
     "parse_days",
+    "password_command",
     "token_app",
 ]
 
@@ -248,3 +250,38 @@ def login_link_command(
     typer.echo(f"open this link once to log in as {handle}: {url}")
     minutes = int(LOGIN_LINK_TTL.total_seconds() // 60)
     console.print(Text(f"valid for {minutes} minutes", style="dim"), soft_wrap=True)
+
+
+def password_command(
+    password_stdin: Annotated[
+        bool,
+        typer.Option(
+            "--password-stdin",
+            help="Read the new password from the first line of standard input (no prompt).",
+        ),
+    ] = False,
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Set the acting actor's password for `kalends serve` (local mode: no current one asked).
+
+    The actor gets an account unless it has one; their other login sessions end. With
+    --json: {"handle", "passwordSet": true}.
+    """
+    if password_stdin:
+        line = typer.get_text_stream("stdin").readline()
+        new_password = line[:-1] if line.endswith("\n") else line
+    else:
+        new_password = typer.prompt("new password", hide_input=True, confirmation_prompt=True)
+    with session(database, json_output, actor=actor) as s:
+        accounts = _accounts(s)
+        check_new_password(new_password)
+        accounts.ensure_account(s.actor)
+        # Whoever runs the CLI on the database is trusted (local mode), as for tokens.
+        accounts.set_password(s.actor, new_password, current_password=None, reset=True)
+        handle = s.directory.actor(s.actor).handle
+    if json_output:
+        emit_json({"handle": handle, "passwordSet": True})
+        return
+    console.print(Text(f"password set for {handle}"), soft_wrap=True)
