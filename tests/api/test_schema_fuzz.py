@@ -16,8 +16,9 @@ from typing import Any, cast
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings
-from schemathesis import Case
+from hypothesis import HealthCheck, given, settings
+from schemathesis import APIOperation, Case
+from schemathesis.core.result import Err
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from api.conftest import ApiWorld, make_api_world
@@ -50,17 +51,49 @@ def fuzz_world(tmp_path: Path) -> Iterator[ApiWorld]:
     store.close()
 
 
-@schema.parametrize()
-@settings(
-    max_examples=FUZZ_EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    derandomize=True,
-)
-def test_every_route_answers_within_its_contract(case: Case[Any], fuzz_world: ApiWorld) -> None:
-    case.call_and_validate(
-        headers=fuzz_world.headers("alice"),
-        # The services validate past what a schema can say (a path must be a directory,
-        # a schedule's configuration must hold together): such a 422 is the contract.
-        excluded_checks=[positive_data_acceptance],
+# One pytest item per operation, parametrized here rather than by schemathesis' own
+# pytest integration, which folds every operation into one item under pytest-xdist.
+def _operations() -> list[APIOperation[Any, Any, Any, Any]]:
+    found = []
+    for result in schema.get_all_operations():
+        if isinstance(result, Err):
+            raise result.err()  # the schema itself is wrong: fail at collection
+        found.append(result.ok())
+    return found
+
+
+OPERATIONS = _operations()
+
+
+@pytest.mark.parametrize("operation", OPERATIONS, ids=[op.label for op in OPERATIONS])
+def test_every_route_answers_within_its_contract(
+    operation: APIOperation[Any, Any, Any, Any], fuzz_world: ApiWorld
+) -> None:
+    headers = fuzz_world.headers("alice")
+
+    @given(case=operation.as_strategy())
+    @settings(
+        max_examples=FUZZ_EXAMPLES,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+        derandomize=True,
+        database=None,
     )
+    def answers(case: Case[Any]) -> None:
+        case.call_and_validate(
+            headers=headers,
+            # The services validate past what a schema can say (a path must be a
+            # directory, a configuration must hold together): such a 422 is the contract.
+            excluded_checks=[positive_data_acceptance],
+        )
+
+    answers()
+
+
+def test_every_operation_is_fuzzed() -> None:
+    assert len(OPERATIONS) == sum(len(v) for v in APP.openapi()["paths"].values())
+    assert {op.label for op in OPERATIONS} >= {
+        "POST /api/workspaces/{id}/missions/{missionID}/schedule",
+        "GET /api/lists/{list_id}/tasks",
+        "POST /api/passages/report",
+    }
