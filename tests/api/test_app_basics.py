@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
 
-from api.conftest import ApiWorld
-from kalends.api.context import MAX_BODY_BYTES
+from anyio import to_thread
+
+from api.conftest import ApiWorld, make_api_world
+from kalends.api.context import MAX_BODY_BYTES, MAX_REQUEST_THREADS, default_request_threads
+from kalends.bootstrap import build
+from kalends.clock import FakeClock
 from kalends.storage.testing import nothing_written
+from kalends.storage.unit_of_work import Store
 
 
 def test_healthz_and_readyz(api: ApiWorld) -> None:
@@ -76,3 +83,24 @@ def test_openapi_describes_the_security_schemes_and_error_bodies(api: ApiWorld) 
     assert login["responses"]["401"]["content"]["application/json"]["schema"]["$ref"].endswith(
         "/ErrorBody"
     )
+
+
+def test_the_request_thread_pool_is_sized_from_the_settings(
+    store: Store, fake_clock: FakeClock, tmp_path: Path
+) -> None:
+    world = make_api_world(build(store), fake_clock, tmp_path)
+    ctx = world.client.app.state.kalends  # type: ignore[attr-defined]
+    ctx.settings = replace(ctx.settings, request_threads=3)
+
+    async def tokens() -> float:
+        return to_thread.current_default_thread_limiter().total_tokens
+
+    # The limiter belongs to the client's event loop, which the lifespan sized.
+    with world.client:
+        seen = world.client.portal.call(tokens)  # type: ignore[union-attr]
+        assert world.client.get("/healthz").status_code == 200
+    assert seen == 3
+
+
+def test_default_request_threads_follow_the_cpus() -> None:
+    assert 4 <= default_request_threads() <= MAX_REQUEST_THREADS

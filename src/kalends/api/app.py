@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
+from anyio import to_thread
 from fastapi import FastAPI
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -108,7 +111,15 @@ class AccessLog:
 
 def create_app(ctx: ApiContext, *, access_log_enabled: bool = True) -> FastAPI:
     """The kalends HTTP API on one context (services, accounts, settings)."""
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        # Routes and blocking dependencies run in this pool: size it to the machine.
+        to_thread.current_default_thread_limiter().total_tokens = ctx.settings.request_threads
+        yield
+
     app = FastAPI(
+        lifespan=lifespan,
         title="kalends",
         version=__version__,
         description=(

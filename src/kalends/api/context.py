@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +30,17 @@ CSRF_HEADER = "X-CSRF-Token"
 MAX_BODY_BYTES = 1024 * 1024
 
 
+def default_request_threads() -> int:
+    """Threads that run requests: four per CPU, at most 32. The routes are mostly Python
+    work under one interpreter lock, so more threads only queue and switch; waits on
+    PostgreSQL release the lock, which is what the extra threads are for."""
+    return min(MAX_REQUEST_THREADS, 4 * (os.cpu_count() or 1))
+
+
+# The most request threads a server runs (the framework's own default is 40).
+MAX_REQUEST_THREADS = 32
+
+
 @dataclass(frozen=True, slots=True)
 class ApiSettings:
     """How the server presents itself: cookies, limits, the public base URL."""
@@ -39,6 +51,8 @@ class ApiSettings:
     max_body_bytes: int = MAX_BODY_BYTES
     # Where this server's passages live (report callbacks verify their token there).
     runtime_dir: Path | None = None
+    # How many requests run at once (in the thread pool); the rest wait their turn.
+    request_threads: int = field(default_factory=default_request_threads)
     # Readiness also needs the workers when the process runs them.
     workers: tuple[str, ...] = field(default_factory=tuple)
 
