@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
 from anyio import to_thread
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from starlette.exceptions import HTTPException
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kalends import __version__
@@ -109,6 +110,22 @@ class AccessLog:
                 )
 
 
+def _flat_routes(router: APIRouter) -> Iterator[BaseRoute]:
+    """The router's routes, with those of the routers it includes, as one flat list.
+
+    The routers here add no prefix, tag or dependency when they include one another, so
+    each route is complete as defined; placed on the application's own router they are
+    matched directly, not through a wrapper per included router (which costs several
+    times more per route tried on every request).
+    """
+    for route in router.routes:
+        included = getattr(route, "original_router", None)
+        if isinstance(included, APIRouter):
+            yield from _flat_routes(included)
+        else:
+            yield route
+
+
 def create_app(ctx: ApiContext, *, access_log_enabled: bool = True) -> FastAPI:
     """The kalends HTTP API on one context (services, accounts, settings)."""
 
@@ -133,7 +150,7 @@ def create_app(ctx: ApiContext, *, access_log_enabled: bool = True) -> FastAPI:
     app.state.kalends = ctx
     install_error_handlers(app)
     for module in (health, auth, tasks, missions, passages):
-        app.include_router(module.router)
+        app.router.routes.extend(_flat_routes(module.router))
     app.add_middleware(BodyLimit, limit=ctx.settings.max_body_bytes)
     if access_log_enabled:
         app.add_middleware(AccessLog)

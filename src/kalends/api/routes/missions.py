@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlalchemy import select
@@ -602,6 +603,7 @@ def create_schedule(
 @router.get(
     SCHEDULED,
     summary="A page of at most eight schedules in mission-ID order (tombstones included)",
+    response_model=PageOut,
     responses=error_responses(401, 403, 404, 422, 503),
 )
 def page_schedules(
@@ -612,9 +614,9 @@ def page_schedules(
         UUID | None, Query(description="The last mission ID of the previous page.")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Page size.")] = MAX_PAGE,
-) -> PageOut:
+) -> JSONResponse:
     page = ctx.services.schedules.page(who.actor_id, workspace, after=after, limit=limit)
-    return PageOut(**page.to_json())
+    return JSONResponse(page.to_json())
 
 
 @router.get(
@@ -689,11 +691,12 @@ def capabilities(workspace: WorkspaceID, ctx: ContextDep, who: PrincipalDep) -> 
 @router.get(
     SCHEDULE,
     summary="A schedule's detail: state, policy, counters, pending passage, 30 results, actions",
+    response_model=Document,
     responses=error_responses(401, 403, 404, 422, 503),
 )
 def schedule_detail(
     workspace: WorkspaceID, mission: MissionID, ctx: ContextDep, who: PrincipalDep
-) -> Document:
+) -> JSONResponse:
     doc = _scoped(
         ctx,
         who,
@@ -702,12 +705,14 @@ def schedule_detail(
         lambda: ctx.services.schedules.detail(who.actor_id, mission),
         write=False,
     )
-    return _with_log_tail(ctx, doc)
+    # The service's JSON as is: no second validation pass over a document of up to 256 KiB.
+    return JSONResponse(_with_log_tail(ctx, doc))
 
 
 @router.post(
     SCHEDULE,
     summary="Apply a control: play, pause, stop, resume, check, configure or delete",
+    response_model=ControlOut,
     description=(
         "Idempotent by `requestID`: a repeat answers the original outcome (`repeated: true`) "
         "and acts once; the same requestID with another action, revision or changes is 409 "
@@ -731,7 +736,7 @@ def control_schedule(
     _refused: Annotated[None, Depends(_refuse_run_now)],
     body: ControlBody,
     ctx: ContextDep,
-) -> ControlOut:
+) -> JSONResponse:
     if body.changes is not None and body.action != Action.CONFIGURE.value:
         raise InvalidInput("changes: only configure takes changes", field="changes")
     service = ctx.services.schedules
@@ -754,7 +759,7 @@ def control_schedule(
             expected_revision=body.expectedRevision,
         )
 
-    return _control_out(_scoped(ctx, who, workspace, mission, act, write=True))
+    return JSONResponse(_scoped(ctx, who, workspace, mission, act, write=True).to_json())
 
 
 @router.post(
