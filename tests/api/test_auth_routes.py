@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import func, select
 
 from api.conftest import PASSWORD, ApiWorld
+from kalends.api.security import DeferredPrincipal, resolve_principals
+from kalends.auth import Principal
+from kalends.errors import Unauthenticated
 from kalends.storage.auth_tables import api_tokens, auth_sessions
 from kalends.storage.testing import nothing_written
 
@@ -236,3 +241,46 @@ def test_a_login_link_works_once_and_redirects_with_a_session(api: ApiWorld) -> 
     again = api.client.get(f"/api/auth/link?token={secret}", follow_redirects=False)
     assert again.status_code == 401
     assert api.client.get("/api/auth/link", follow_redirects=False).status_code == 422
+
+
+def test_credentials_are_looked_up_once_in_the_routes_own_thread(api: ApiWorld) -> None:
+    seen: list[str] = []
+    real = api.accounts.authenticate_token
+
+    def spy(secret: str) -> Principal:
+        seen.append(threading.current_thread().name)
+        return real(secret)
+
+    api.accounts.authenticate_token = spy  # type: ignore[method-assign]
+    reply = api.client.get("/api/lists", headers=api.headers("bob"))
+    assert reply.status_code == 200
+    # Once, and not on the event loop's thread (which runs no route code).
+    assert len(seen) == 1
+    assert seen[0] != api.client.portal.call(_loop_thread_name)  # type: ignore[union-attr]
+
+
+async def _loop_thread_name() -> str:
+    return threading.current_thread().name
+
+
+def test_a_deferred_principal_resolves_before_the_route_body_runs() -> None:
+    calls: list[str] = []
+
+    def lookup() -> Principal:
+        calls.append("lookup")
+        raise Unauthenticated("the API token is unknown, expired or revoked")
+
+    def route(who: Principal) -> str:
+        calls.append("route")
+        return who.handle
+
+    wrapped = resolve_principals(route)
+    with pytest.raises(Unauthenticated):
+        wrapped(who=DeferredPrincipal("token", lookup))
+    assert calls == ["lookup"]
+
+
+def test_an_expired_token_on_a_session_route_is_401_before_403(api: ApiWorld) -> None:
+    with nothing_written(api.store):
+        reply = api.client.post("/api/tokens", json={"name": "x"}, headers=api.headers("erin"))
+    assert reply.status_code == 401 and reply.json()["code"] == "unauthenticated"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -9,6 +10,7 @@ from contextlib import asynccontextmanager
 
 from anyio import to_thread
 from fastapi import APIRouter, FastAPI
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -17,6 +19,7 @@ from kalends import __version__
 from kalends.api.context import ApiContext
 from kalends.api.errors import error_response, install_error_handlers
 from kalends.api.routes import auth, health, missions, passages, tasks
+from kalends.api.security import resolve_principals
 from kalends.tasks.values import MAX_ATTACHMENT_BYTES
 
 __all__ = ["create_app"]
@@ -150,7 +153,15 @@ def create_app(ctx: ApiContext, *, access_log_enabled: bool = True) -> FastAPI:
     app.state.kalends = ctx
     install_error_handlers(app)
     for module in (health, auth, tasks, missions, passages):
-        app.router.routes.extend(_flat_routes(module.router))
+        for route in _flat_routes(module.router):
+            if not isinstance(route, APIRoute):
+                app.router.routes.append(route)
+                continue
+            call = route.dependant.call
+            if call is not None and not inspect.iscoroutinefunction(call):
+                # Looked up in the route's thread: one trip through the pool per request.
+                route.dependant.call = resolve_principals(call)
+            app.router.routes.append(route)
     app.add_middleware(BodyLimit, limit=ctx.settings.max_body_bytes)
     if access_log_enabled:
         app.add_middleware(AccessLog)

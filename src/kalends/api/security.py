@@ -9,8 +9,11 @@ request, before any service runs.
 
 from __future__ import annotations
 
+import functools
 import hmac
-from typing import Annotated
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, TypeVar, cast
 
 from fastapi import Depends, Request
 from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
@@ -26,6 +29,8 @@ __all__ = [
     "context",
     "principal",
 ]
+
+T = TypeVar("T")
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -65,37 +70,84 @@ class SessionRequired(Forbidden):
     code = "session-required"
 
 
-def principal(
+@dataclass(frozen=True, slots=True)
+class DeferredPrincipal:
+    """Credentials whose form was checked; :func:`resolve_principals` looks them up in the
+    route's own thread, so a request takes one trip through the thread pool, not two."""
+
+    kind: Literal["session", "token"]
+    resolve: Callable[[], Principal]
+
+
+async def principal(
     request: Request,
     ctx: ContextDep,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     cookie: Annotated[str | None, Depends(_cookie)],
 ) -> Principal:
-    """The authenticated caller; 401 without valid credentials, 403 on a CSRF failure."""
+    """The caller: 401 without valid credentials, 403 on a CSRF failure, before the route
+    does anything.
+
+    What needs no database is checked here, on the event loop; the session or token is
+    looked up (expiry, revocation, the CSRF token's value) when the route starts, in its
+    thread (the returned object is a :class:`DeferredPrincipal` until then).
+    """
     header = request.headers.get("authorization")
     if header is not None:
         if bearer is None or bearer.scheme.lower() != "bearer" or not bearer.credentials:
             raise Unauthenticated("the Authorization header must be `Bearer <token>`")
-        return ctx.accounts.authenticate_token(bearer.credentials)
+        secret = bearer.credentials
+        return cast(
+            Principal,
+            DeferredPrincipal("token", lambda: ctx.accounts.authenticate_token(secret)),
+        )
     if not cookie:
         raise Unauthenticated("log in, or send an API token as `Authorization: Bearer <token>`")
-    found = ctx.accounts.authenticate_session(cookie)
-    if request.method not in SAFE_METHODS:
-        sent = request.headers.get(CSRF_HEADER, "")
-        if not found.csrf_token or not hmac.compare_digest(
-            sent.encode(), found.csrf_token.encode()
+    unsafe = request.method not in SAFE_METHODS
+    sent = request.headers.get(CSRF_HEADER, "")
+    if unsafe and not sent:
+        raise CsrfFailed(f"send the session's CSRF token in the {CSRF_HEADER} header")
+
+    def resolve() -> Principal:
+        found = ctx.accounts.authenticate_session(cookie)
+        if unsafe and (
+            not found.csrf_token
+            or not hmac.compare_digest(sent.encode(), found.csrf_token.encode())
         ):
             raise CsrfFailed(f"send the session's CSRF token in the {CSRF_HEADER} header")
-    return found
+        return found
+
+    return cast(Principal, DeferredPrincipal("session", resolve))
+
+
+def resolve_principals(call: Callable[..., T]) -> Callable[..., T]:
+    """``call`` (a synchronous route) with its deferred principals looked up first."""
+
+    @functools.wraps(call)
+    def run(**values: Any) -> T:
+        for name, value in values.items():
+            if isinstance(value, DeferredPrincipal):
+                values[name] = value.resolve()
+        return call(**values)
+
+    return run
 
 
 PrincipalDep = Annotated[Principal, Depends(principal)]
 
 
 async def session_principal(found: PrincipalDep) -> Principal:
-    if found.kind != "session":
-        raise SessionRequired()
-    return found
+    if found.kind == "session":
+        return found
+    if isinstance(found, DeferredPrincipal):
+        token = found
+
+        def refuse() -> Principal:
+            token.resolve()  # an unknown, expired or revoked token is 401 first
+            raise SessionRequired()
+
+        return cast(Principal, DeferredPrincipal("token", refuse))
+    raise SessionRequired()
 
 
 SessionPrincipalDep = Annotated[Principal, Depends(session_principal)]
