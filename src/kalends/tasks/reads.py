@@ -270,11 +270,31 @@ def _filters(
     return query
 
 
+# The detail's statements, built once (a task detail is the API's hottest read).
+_LIST_OF = select(lists).where(lists.c.id == bindparam("list_id"))
+_SECTION_NAME = select(sections.c.name).where(sections.c.id == bindparam("section_id"))
+_COMMENTS_OF = (
+    select(comments)
+    .where(comments.c.task_id == bindparam("task_id"))
+    .order_by(comments.c.created_at)
+)
+_ATTACHMENTS_OF = (
+    select(attachments)
+    .where(attachments.c.task_id == bindparam("task_id"))
+    .order_by(attachments.c.created_at)
+)
+_LIVE_CHILDREN = (
+    select(func.count())
+    .select_from(tasks)
+    .where(tasks.c.parent_id == bindparam("task_id"), tasks.c.trashed.is_(False))
+)
+
+
 def read_detail(conn: Connection, row: Any) -> TaskDetail:
     task = _build(conn, [row], [row.id])[0]
-    list_row = conn.execute(select(lists).where(lists.c.id == row.list_id)).one()
+    list_row = conn.execute(_LIST_OF, {"list_id": row.list_id}).one()
     section = (
-        conn.execute(select(sections.c.name).where(sections.c.id == row.section_id)).scalar()
+        conn.execute(_SECTION_NAME, {"section_id": row.section_id}).scalar()
         if row.section_id
         else None
     )
@@ -282,9 +302,7 @@ def read_detail(conn: Connection, row: Any) -> TaskDetail:
         Comment(
             id=c.id, task_id=c.task_id, author_id=c.author_id, body=c.body, created_at=c.created_at
         )
-        for c in conn.execute(
-            select(comments).where(comments.c.task_id == row.id).order_by(comments.c.created_at)
-        )
+        for c in conn.execute(_COMMENTS_OF, {"task_id": row.id})
     )
     found_attachments = tuple(
         Attachment(
@@ -297,17 +315,9 @@ def read_detail(conn: Connection, row: Any) -> TaskDetail:
             sha256=a.sha256,
             created_at=a.created_at,
         )
-        for a in conn.execute(
-            select(attachments)
-            .where(attachments.c.task_id == row.id)
-            .order_by(attachments.c.created_at)
-        )
+        for a in conn.execute(_ATTACHMENTS_OF, {"task_id": row.id})
     )
-    children = conn.execute(
-        select(func.count())
-        .select_from(tasks)
-        .where(tasks.c.parent_id == row.id, tasks.c.trashed.is_(False))
-    ).scalar_one()
+    children = conn.execute(_LIVE_CHILDREN, {"task_id": row.id}).scalar_one()
     return TaskDetail(
         task=task,
         list=TaskList(

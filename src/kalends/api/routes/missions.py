@@ -23,7 +23,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.engine import Connection
 
 from kalends.api.context import ApiContext
@@ -382,10 +382,13 @@ class PassageLogOut(BaseModel):
 # --- helpers ----------------------------------------------------------------------------------
 
 
+_WORKSPACE_OF = select(schedules.c.workspace_id).where(schedules.c.id == bindparam("mission"))
+
+
 def _within(conn: Connection, actor_id: UUID, workspace: UUID, mission: UUID) -> None:
     """The caller may read ``workspace`` and the schedule belongs to it; else 403/404."""
     workspace_role(conn, actor_id, workspace, Role.VIEWER)
-    owner = conn.execute(select(schedules.c.workspace_id).where(schedules.c.id == mission)).scalar()
+    owner = conn.execute(_WORKSPACE_OF, {"mission": mission}).scalar()
     if owner != workspace:
         raise NotFound(
             f"missionID: no schedule {mission} in workspace {workspace}", field="missionID"
