@@ -177,7 +177,7 @@ def test_only_owners_manage_members_and_an_owner_stays(api: ApiWorld) -> None:
             f"{home}/{dave}", json={"role": "admin"}, headers=api.headers("alice")
         )
         bad_id = api.client.put(
-            f"{home}/dave", json={"role": "viewer"}, headers=api.headers("alice")
+            f"{home}/no%20way", json={"role": "viewer"}, headers=api.headers("alice")
         )
     error(by_editor, 403, "forbidden")
     error(by_viewer, 403, "forbidden")
@@ -220,3 +220,24 @@ def test_only_the_server_owner_account_registers_directories(api: ApiWorld, who:
             "/api/workspaces", json={"path": str(api.root / "mine")}, headers=api.headers(who)
         )
     assert error(reply, 403, "forbidden")["message"].startswith("only the server's owner")
+
+
+def test_members_are_named_by_handle_or_id(api: ApiWorld) -> None:
+    home = f"/api/workspaces/{api.home.id}/members"
+    by_handle = api.client.put(
+        f"{home}/dave", json={"role": "viewer"}, headers=api.headers("alice")
+    )
+    assert by_handle.status_code == 200, by_handle.text
+    assert by_handle.json()["actorId"] == str(api.actors["dave"].id)
+    assert members_of(api, api.home.id)["dave"] == "viewer"
+    with nothing_written(api.store):
+        ghost = api.client.put(
+            f"{home}/ghost", json={"role": "viewer"}, headers=api.headers("alice")
+        )
+        odd = api.client.put(
+            f"{home}/no%20way", json={"role": "viewer"}, headers=api.headers("alice")
+        )
+    error(ghost, 404, "not-found")
+    assert error(odd, 422, "invalid-input")["details"]["field"] == "actorID"
+    assert api.client.delete(f"{home}/dave", headers=api.headers("alice")).status_code == 204
+    assert "dave" not in members_of(api, api.home.id)

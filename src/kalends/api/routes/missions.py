@@ -29,6 +29,7 @@ from sqlalchemy.engine import Connection
 from kalends.api.context import ApiContext
 from kalends.api.errors import ErrorBody, error_response, error_responses
 from kalends.api.routes.passages import RuntimeDown, runtime_root
+from kalends.api.routes.tasks_models import ACTOR_KEY
 from kalends.api.security import ContextDep, PrincipalDep
 from kalends.auth import Principal
 from kalends.civil import MAX_CALENDARS
@@ -544,7 +545,9 @@ def list_members(workspace: WorkspaceID, ctx: ContextDep, who: PrincipalDep) -> 
 )
 def set_member(
     workspace: WorkspaceID,
-    member: Annotated[UUID, Path(alias="actorID", description="The member's actor ID.")],
+    member: Annotated[
+        str, Path(alias="actorID", pattern=ACTOR_KEY, description="The member's handle or ID.")
+    ],
     body: MemberBody,
     ctx: ContextDep,
     who: PrincipalDep,
@@ -562,7 +565,9 @@ def set_member(
 )
 def remove_member(
     workspace: WorkspaceID,
-    member: Annotated[UUID, Path(alias="actorID", description="The member's actor ID.")],
+    member: Annotated[
+        str, Path(alias="actorID", pattern=ACTOR_KEY, description="The member's handle or ID.")
+    ],
     ctx: ContextDep,
     who: PrincipalDep,
 ) -> Response:
