@@ -9,7 +9,12 @@ from pathlib import Path
 from anyio import to_thread
 
 from api.conftest import ApiWorld, make_api_world
-from kalends.api.context import MAX_BODY_BYTES, MAX_REQUEST_THREADS, default_request_threads
+from kalends.api.context import (
+    MAX_BODY_BYTES,
+    MAX_REQUEST_THREADS,
+    SQLITE_REQUEST_THREADS,
+    default_request_threads,
+)
 from kalends.bootstrap import build
 from kalends.clock import FakeClock
 from kalends.storage.testing import nothing_written
@@ -102,5 +107,14 @@ def test_the_request_thread_pool_is_sized_from_the_settings(
     assert seen == 3
 
 
-def test_default_request_threads_follow_the_cpus() -> None:
-    assert 4 <= default_request_threads() <= MAX_REQUEST_THREADS
+def test_default_request_threads_follow_the_database() -> None:
+    assert default_request_threads("sqlite") == SQLITE_REQUEST_THREADS
+    assert 4 <= default_request_threads("postgresql") <= MAX_REQUEST_THREADS
+
+
+def test_without_a_setting_the_pool_is_sized_for_the_database(api: ApiWorld) -> None:
+    async def tokens() -> float:
+        return to_thread.current_default_thread_limiter().total_tokens
+
+    seen = api.client.portal.call(tokens)  # type: ignore[union-attr]
+    assert seen == default_request_threads(api.store.dialect)

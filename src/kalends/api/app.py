@@ -16,7 +16,7 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kalends import __version__
-from kalends.api.context import ApiContext
+from kalends.api.context import ApiContext, default_request_threads
 from kalends.api.errors import error_response, install_error_handlers
 from kalends.api.routes import auth, health, missions, passages, tasks
 from kalends.api.security import resolve_principals
@@ -135,7 +135,10 @@ def create_app(ctx: ApiContext, *, access_log_enabled: bool = True) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         # Routes and blocking dependencies run in this pool: size it to the machine.
-        to_thread.current_default_thread_limiter().total_tokens = ctx.settings.request_threads
+        threads = ctx.settings.request_threads or default_request_threads(
+            ctx.services.store.dialect
+        )
+        to_thread.current_default_thread_limiter().total_tokens = threads
         yield
 
     app = FastAPI(
