@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import exc as exc_module
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.pool import ConnectionPoolEntry
 
@@ -140,7 +141,15 @@ def _sqlite_engine(url: str, busy_timeout_ms: int, echo: bool, synchronous: str)
         if state.get("query_only") is not query_only:
             connection.exec_driver_sql(f"PRAGMA query_only = {'ON' if query_only else 'OFF'}")
             state["query_only"] = query_only
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+        # Straight to the driver (every transaction runs this): its error is wrapped as
+        # SQLAlchemy's own, so a busy database is recognised and retried as usual.
+        begin = "BEGIN IMMEDIATE" if write else "BEGIN"
+        try:
+            connection.connection.driver_connection.execute(begin)  # type: ignore[union-attr]
+        except sqlite3.Error as exc:
+            raise exc_module.DBAPIError.instance(
+                begin, None, exc, sqlite3.Error, dialect=connection.dialect
+            ) from exc
 
     return engine
 
