@@ -22,7 +22,8 @@ from schemathesis.core.result import Err
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from api.conftest import ApiWorld, make_api_world
-from kalends.api import ApiContext, create_app
+from kalends.api import ApiContext, ApiSettings, create_app
+from kalends.api.context import SQLITE_REQUEST_THREADS
 from kalends.auth import Accounts
 from kalends.bootstrap import Services, build
 from kalends.clock import FakeClock
@@ -35,7 +36,12 @@ FUZZ_EXAMPLES = int(os.environ.get("KALENDS_FUZZ_EXAMPLES", "8"))
 # The schema is read once, at collection, from an application whose context each test
 # replaces with its own freshly seeded world (the routes read it on every request).
 APP = create_app(
-    ApiContext(services=cast(Services, None), accounts=cast(Accounts, None)),
+    ApiContext(
+        services=cast(Services, None),
+        accounts=cast(Accounts, None),
+        # Named, so that starting this placeholder reads no database to size its pool.
+        settings=ApiSettings(request_threads=SQLITE_REQUEST_THREADS),
+    ),
     access_log_enabled=False,
 )
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
