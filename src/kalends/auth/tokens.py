@@ -14,6 +14,7 @@ from uuid import UUID
 
 from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Connection
+from sqlalchemy.sql.elements import BindParameter
 
 from kalends.auth.credentials import digest, new_secret
 from kalends.auth.values import TokenInfo
@@ -83,7 +84,7 @@ def check_token_id(token_id: object) -> UUID:
     return parsed
 
 
-def _live(now: datetime) -> Any:
+def _live(now: datetime | BindParameter[Any]) -> Any:
     return and_(
         api_tokens.c.revoked_at.is_(None),
         or_(api_tokens.c.expires_at.is_(None), api_tokens.c.expires_at > now),
@@ -169,11 +170,7 @@ def revoke_token(conn: Connection, actor_id: UUID, token_id: UUID, now: datetime
 _FIND = (
     select(api_tokens, actors.c.handle)
     .join(actors, actors.c.id == api_tokens.c.actor_id)
-    .where(
-        api_tokens.c.secret_hash == bindparam("hash"),
-        api_tokens.c.revoked_at.is_(None),
-        or_(api_tokens.c.expires_at.is_(None), api_tokens.c.expires_at > bindparam("now")),
-    )
+    .where(api_tokens.c.secret_hash == bindparam("hash"), _live(bindparam("now")))
 )
 
 

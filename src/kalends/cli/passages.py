@@ -15,8 +15,6 @@ import shlex
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -36,21 +34,22 @@ from kalends.cli.remote import (
 )
 from kalends.cli.session import ActorOption, report_error
 from kalends.config import ENV_RUNTIME_DIR, resolve_runtime_dir
-from kalends.errors import InvalidInput, KalendsError, NotFound
-from kalends.missions.runtime.base import Observation
-from kalends.missions.runtime.process import PASSAGES, ProcessRuntime, valid_session_id
+from kalends.errors import InvalidInput, KalendsError
+from kalends.missions.runtime.passages import (
+    Passage,
+    created_key,
+    env_names,
+    find_passage,
+    parse_instant,
+    passage_dirs,
+    read_passage,
+)
+from kalends.missions.runtime.process import ProcessRuntime
 from kalends.missions.runtime.shim import (
-    EXIT,
-    INTERRUPT,
     OUTPUT,
-    REPORT,
-    SHIM,
-    START,
-    CorruptRecord,
-    read_json,
 )
 
-__all__ = ["RuntimeDirOption", "passage_app", "passage_log_tail", "runtime_root"]
+__all__ = ["RuntimeDirOption", "passage_app", "runtime_root"]
 
 FOLLOW_POLL_SECONDS = 0.5
 DEFAULT_LIST_LIMIT = 50
@@ -94,229 +93,6 @@ def runtime_root(explicit: str | None) -> Path:
     return resolve_runtime_dir(explicit)
 
 
-def passage_log_tail(root: Path, session_id: str) -> str | None:
-    """The end of a passage's output, when its directory is in ``root``; ``None`` when it
-    is not (another machine's runtime, not admitted yet) or cannot be read. Never creates
-    anything."""
-    if not valid_session_id(session_id):
-        return None
-    try:
-        if not (root / PASSAGES / session_id).is_dir():
-            return None
-        return ProcessRuntime(root).observe(session_id).log_tail
-    except (KalendsError, OSError):
-        return None
-
-
-# --- reading a passage directory ---------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Passage:
-    """One passage directory, read once."""
-
-    directory: Path
-    start: Mapping[str, Any]
-    shim: Mapping[str, Any]
-    exit: Mapping[str, Any] | None
-    report: Mapping[str, Any] | None
-    interrupt: Mapping[str, Any] | None
-    observation: Observation | None
-    problem: str | None
-
-    @property
-    def session_id(self) -> str:
-        return self.directory.name
-
-    @property
-    def status(self) -> str:
-        """admitted (not launched yet), running, exited, lost (the shim died without
-        recording the end) or unreadable."""
-        obs = self.observation
-        if obs is None:
-            return "unreadable"
-        if obs.error == "lost":
-            return "lost"
-        if obs.exited:
-            return "exited"
-        if obs.launched:
-            return "running"
-        return "admitted"
-
-    @property
-    def created(self) -> datetime | None:
-        return _instant(self.start.get("createdAt"))
-
-    def status_text(self) -> str:
-        """The status in words: ``running``, ``exited 0``, ``killed by signal 15``, …"""
-        status = self.status
-        if status == "unreadable":
-            return f"unreadable: {self.problem}"
-        if status == "lost":
-            return "lost: the shim ended without recording the command's end"
-        if status == "admitted":
-            return "admitted, not launched yet (a scheduler launches it)"
-        if status == "running":
-            return "running"
-        ended = self.exit or {}
-        code, sig, error = ended.get("status"), ended.get("signal"), ended.get("error")
-        if sig is not None:
-            text = f"killed by signal {sig}"
-        elif code is not None:
-            text = f"exited {code}"
-        else:
-            text = "ended"
-        if error:
-            text += f" ({error})"
-        obs = self.observation
-        if obs is not None and obs.descendants:
-            text += "; processes of its session still run"
-        return text
-
-    def to_json(self, *, log: str | None = None) -> dict[str, Any]:
-        """The records as JSON (environment values never shown)."""
-        start, shim, ended = self.start, self.shim, self.exit or {}
-        obs = self.observation
-        out: dict[str, Any] = {
-            "passageId": start.get("passageId"),
-            "sessionId": self.session_id,
-            "messageId": start.get("messageId"),
-            "scheduleId": start.get("scheduleId"),
-            "directory": str(self.directory),
-            "status": self.status,
-            "exitStatus": ended.get("status"),
-            "signal": ended.get("signal"),
-            "error": ended.get("error") or (obs.error if obs is not None else None),
-            "descendants": obs.descendants if obs is not None else None,
-            "problem": self.problem,
-            "command": list(start.get("command") or []),
-            "envNames": _env_names(start),
-            "workspace": start.get("workspace"),
-            "cwd": start.get("cwd"),
-            "createdAt": start.get("createdAt"),
-            "startedAt": shim.get("startedAt"),
-            "endedAt": ended.get("endedAt"),
-            "pid": shim.get("commandPid"),
-            "report": None
-            if self.report is None
-            else {k: self.report.get(k) for k in ("outcome", "summary", "at")},
-            "interrupted": None
-            if self.interrupt is None
-            else {k: self.interrupt.get(k) for k in ("at", "grace")},
-        }
-        if log is not None:
-            out["log"] = log
-        return out
-
-
-def _instant(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        found = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return found if found.tzinfo is not None else found.replace(tzinfo=UTC)
-
-
-def _env_names(start: Mapping[str, Any]) -> list[str]:
-    names = []
-    for pair in start.get("env") or []:
-        if isinstance(pair, list | tuple) and pair:
-            names.append(str(pair[0]))
-    return sorted(names)
-
-
-def _record(directory: Path, name: str, problems: list[str]) -> dict[str, Any] | None:
-    try:
-        return read_json(directory / name)
-    except (CorruptRecord, OSError) as exc:
-        problems.append(str(exc))
-        return None
-
-
-def read_passage(runtime: ProcessRuntime, directory: Path) -> Passage:
-    """Every record of one passage directory, and what ``observe`` sees of it now."""
-    problems: list[str] = []
-    start = _record(directory, START, problems) or {}
-    shim = _record(directory, SHIM, problems) or {}
-    ended = _record(directory, EXIT, problems)
-    report = _record(directory, REPORT, problems)
-    interrupt = _record(directory, INTERRUPT, problems)
-    observation: Observation | None = None
-    try:
-        observation = runtime.observe(directory.name)
-    except KalendsError as exc:
-        problems.append(exc.message)
-    return Passage(
-        directory=directory,
-        start=start,
-        shim=shim,
-        exit=ended,
-        report=report,
-        interrupt=interrupt,
-        observation=observation,
-        problem="; ".join(problems) or None,
-    )
-
-
-def _passage_dirs(root: Path) -> list[Path]:
-    """The passage directories of ``root`` (admissions in progress left out)."""
-    passages = root / PASSAGES
-    try:
-        entries = list(passages.iterdir())
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise KalendsError(f"cannot read {passages}: {exc.strerror}") from exc
-    return [p for p in entries if valid_session_id(p.name) and p.is_dir()]
-
-
-def _created(directory: Path) -> tuple[float, str]:
-    """The sort key of a passage directory: when it was admitted, else its change time."""
-    try:
-        found = _instant((read_json(directory / START) or {}).get("createdAt"))
-    except (CorruptRecord, OSError):
-        found = None
-    if found is not None:
-        return found.timestamp(), directory.name
-    try:
-        return directory.stat().st_mtime, directory.name
-    except OSError:
-        return 0.0, directory.name
-
-
-def _not_here(what: str, root: Path) -> NotFound:
-    return NotFound(
-        f"no passage {what} in the runtime directory {root}: give the passage or session ID "
-        "that `kalends schedule show` names, and --runtime-dir (or KALENDS_RUNTIME_DIR) of "
-        "the machine that ran it",
-        passage=what,
-        runtime_dir=str(root),
-    )
-
-
-def find_passage(root: Path, ident: str) -> Path:
-    """The directory of a passage by session ID, or by passage ID (its ``start.json``)."""
-    text = ident.strip()
-    if not text:
-        raise InvalidInput("passage: give a passage ID (psg_…) or a session ID (ses_…)")
-    passages = root / PASSAGES
-    if valid_session_id(text) and (passages / text).is_dir():
-        return passages / text
-    found: list[Path] = []
-    for directory in _passage_dirs(root):
-        try:
-            start = read_json(directory / START)
-        except (CorruptRecord, OSError):
-            continue
-        if start is not None and start.get("passageId") == text:
-            found.append(directory)
-    if not found:
-        raise _not_here(repr(text), root)
-    return max(found, key=_created)
-
-
 def _runtime(root: Path) -> ProcessRuntime:
     """The runtime of ``root``, whose passages directory exists (so nothing is created)."""
     return ProcessRuntime(root)
@@ -336,7 +112,7 @@ def _read_log(path: Path, offset: int = 0) -> bytes:
 
 def _local(value: object) -> str:
     """An instant in this machine's local time, ``—`` when absent."""
-    found = _instant(value)
+    found = parse_instant(value)
     if found is None:
         return "—"
     return found.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z").strip()
@@ -363,7 +139,7 @@ def _records_view(p: Passage) -> Table:
     row("status", p.status_text())
     if start.get("command"):
         row("command", shlex.join(str(a) for a in start["command"]))
-    names = _env_names(start)
+    names = env_names(start)
     if names:
         row("environment", ", ".join(names) + " (values hidden)")
     if start.get("workspace"):
@@ -620,7 +396,7 @@ def ls_command(
     try:
         root = runtime_root(runtime_dir)
         size = _limit(limit)
-        dirs = sorted(_passage_dirs(root), key=_created, reverse=True)
+        dirs = sorted(passage_dirs(root), key=created_key, reverse=True)
         total = len(dirs)
         if size:
             dirs = dirs[:size]

@@ -33,7 +33,7 @@ from kalends.civil import get_zone
 from kalends.civil.zones import to_naive_datetime
 from kalends.cli import remote_values as values
 from kalends.cli.output import console, emit_json, error_console
-from kalends.cli.passages import RuntimeDirOption, passage_log_tail, runtime_root
+from kalends.cli.passages import RuntimeDirOption, runtime_root
 from kalends.cli.remote import (
     SERVER_MODE_HELP,
     Remote,
@@ -61,6 +61,7 @@ from kalends.missions import (
     config_from_json,
 )
 from kalends.missions.limits import MAX_PAGE
+from kalends.missions.runtime.passages import passage_log_tail
 
 __all__ = ["detail_view", "schedule_app"]
 

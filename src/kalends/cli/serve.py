@@ -43,6 +43,7 @@ from kalends.cli.session import DatabaseOption, report_error
 from kalends.cli.worker import EXIT_INTERRUPTED, default_owner
 from kalends.config import resolve_runtime_dir
 from kalends.errors import Conflict, InvalidInput, KalendsError
+from kalends.tasks.directory import HANDLE_PATTERN
 
 if TYPE_CHECKING:
     import uvicorn
@@ -75,8 +76,6 @@ LATER_START_HINT = (
 GRACEFUL_SECONDS = 10
 # How long a stopping server waits for each background loop.
 LOOP_JOIN_SECONDS = 15.0
-# As kalends.tasks.directory checks it: lowercase letters, digits, '.', '_', '-'.
-_HANDLE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 _NOT_HANDLE = re.compile(r"[^a-z0-9._-]+")
 # Links name the loopback address when the server listens on every address.
 _WILDCARD_HOSTS = {"0.0.0.0": "127.0.0.1", "::": "::1"}
@@ -90,7 +89,7 @@ _log = logging.getLogger("kalends.serve")
 def check_handle(text: str) -> str:
     """``text`` as an owner handle, else :class:`InvalidInput`."""
     handle = text.strip()
-    if _HANDLE.fullmatch(handle) is None:
+    if HANDLE_PATTERN.fullmatch(handle) is None:
         raise InvalidInput(
             f"owner: a handle of 1-64 lowercase letters, digits, '.', '_' or '-', got {text!r}",
             field="owner",
@@ -113,7 +112,7 @@ def default_owner_handle(environ: Mapping[str, str] | None = None) -> str:
             (environ[k] for k in ("LOGNAME", "USER", "LNAME", "USERNAME") if environ.get(k)), ""
         )
     handle = _NOT_HANDLE.sub("-", name.strip().lower()).strip("._-")[:64].rstrip("._-")
-    return handle if _HANDLE.fullmatch(handle) else FALLBACK_OWNER
+    return handle if HANDLE_PATTERN.fullmatch(handle) else FALLBACK_OWNER
 
 
 def _port(text: str) -> int:

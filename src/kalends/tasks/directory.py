@@ -17,7 +17,8 @@ from kalends.tasks.access import parse_uuid, require_list_role, resolve_actor
 from kalends.tasks.models import Actor, Section, TaskList
 from kalends.tasks.values import ListStatus, Role, check_name
 
-_HANDLE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+# An actor handle: lowercase letters, digits, '.', '_' or '-', at most 64.
+HANDLE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 # Sections are ordered by position, spaced so that inserting needs no renumbering.
 POSITION_GAP = 1 << 20
@@ -33,7 +34,7 @@ class Directory:
 
     def add_actor(self, handle: str, display_name: str, email: str | None = None) -> Actor:
         """Creates an actor; handles are unique, lowercase ``[a-z0-9._-]``."""
-        if not isinstance(handle, str) or not _HANDLE.match(handle):
+        if not isinstance(handle, str) or not HANDLE_PATTERN.match(handle):
             raise InvalidInput(
                 f"handle: 1-64 lowercase letters, digits, '.', '_' or '-', got {handle!r}",
                 field="handle",

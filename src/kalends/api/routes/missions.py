@@ -59,6 +59,7 @@ from kalends.missions.limits import (
     MIN_EVERY_SECONDS,
     MIN_REQUEST_ID,
 )
+from kalends.missions.runtime.passages import find_passage, passage_log_tail, read_passage
 from kalends.missions.runtime.process import MAX_SUMMARY_CHARS, ProcessRuntime
 from kalends.missions.workspaces import MAX_NAME, workspace_role
 from kalends.storage.mission_tables import schedules
@@ -445,7 +446,6 @@ def _control_out(o: ControlOutcome) -> ControlOut:
 def _with_log_tail(ctx: ApiContext, doc: Document) -> Document:
     """The detail with the end of the pending passage's output, when this server's runtime
     directory holds it (as ``kalends schedule show`` does)."""
-    from kalends.cli.passages import passage_log_tail  # noqa: PLC0415 (CLI: on use)
 
     pending = doc.get("pending")
     if not isinstance(pending, dict) or not isinstance(pending.get("sessionId"), str):
@@ -914,7 +914,6 @@ def passage_log(
     ctx: ContextDep,
     who: PrincipalDep,
 ) -> PassageLogOut:
-    from kalends.cli.passages import find_passage, read_passage  # noqa: PLC0415 (on use)
 
     ctx.services.store.run(
         lambda conn: _within(conn, who.actor_id, workspace, mission), write=False
