@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 
+import anyio
 import pytest
 from sqlalchemy import func, select
 
 from api.conftest import PASSWORD, ApiWorld
-from kalends.api.security import DeferredPrincipal, resolve_principals
+from kalends.api import ApiContext
+from kalends.api.dispatch import dispatched
+from kalends.api.security import DeferredPrincipal
 from kalends.auth import Principal
 from kalends.errors import Unauthenticated
 from kalends.storage.auth_tables import api_tokens, auth_sessions
@@ -243,30 +247,68 @@ def test_a_login_link_works_once_and_redirects_with_a_session(api: ApiWorld) -> 
     assert api.client.get("/api/auth/link", follow_redirects=False).status_code == 422
 
 
-def test_credentials_are_looked_up_once_in_the_routes_own_thread(api: ApiWorld) -> None:
-    seen: list[str] = []
-    real = api.accounts.authenticate_token
-
-    def spy(secret: str) -> Principal:
-        seen.append(threading.current_thread().name)
-        return real(secret)
-
-    api.accounts.authenticate_token = spy  # type: ignore[method-assign]
-    reply = api.client.get("/api/lists", headers=api.headers("bob"))
-    assert reply.status_code == 200
-    # Once, and not on the event loop's thread (which runs no route code).
-    assert len(seen) == 1
-    assert seen[0] != api.client.portal.call(_loop_thread_name)  # type: ignore[union-attr]
-
-
 async def _loop_thread_name() -> str:
     return threading.current_thread().name
+
+
+def _spy_on_token_checks(api: ApiWorld) -> list[str]:
+    """The threads the token lookups run in, and (as ``touch:…``) those of the writes
+    recording a use."""
+    seen: list[str] = []
+    real = api.accounts.check_token
+
+    def spy(secret: str) -> tuple[Principal, Callable[[], None] | None]:
+        seen.append(threading.current_thread().name)
+        found, touch = real(secret)
+        if touch is None:
+            return found, None
+        recorded = touch
+
+        def spied_touch() -> None:
+            seen.append("touch:" + threading.current_thread().name)
+            recorded()
+
+        return found, spied_touch
+
+    api.accounts.check_token = spy  # type: ignore[method-assign]
+    return seen
+
+
+def test_a_pooled_route_looks_its_credentials_up_once_in_its_own_thread(api: ApiWorld) -> None:
+    seen = _spy_on_token_checks(api)
+    loop = api.client.portal.call(_loop_thread_name)  # type: ignore[union-attr]
+    # A write runs in the thread pool on every database: the lookup and the use with it.
+    reply = api.client.post("/api/lists", json={"name": "Errands"}, headers=api.headers("bob"))
+    assert reply.status_code == 201
+    assert len(seen) == 2 and seen[0] != loop
+    assert seen[1] == "touch:" + seen[0]
+
+
+def test_a_short_read_runs_on_the_event_loop_on_sqlite_only(api: ApiWorld) -> None:
+    seen = _spy_on_token_checks(api)
+    loop = api.client.portal.call(_loop_thread_name)  # type: ignore[union-attr]
+    first = api.client.get("/api/lists", headers=api.headers("bob"))
+    second = api.client.get("/api/lists", headers=api.headers("bob"))
+    assert first.status_code == second.status_code == 200
+    assert first.json() == second.json()
+    lookups = [name for name in seen if not name.startswith("touch:")]
+    touches = [name for name in seen if name.startswith("touch:")]
+    assert len(lookups) == 2
+    # The first use in a minute is recorded once, never on the event loop.
+    assert len(touches) == 1 and touches[0] != "touch:" + loop
+    ctx: ApiContext = api.client.app.state.kalends  # type: ignore[attr-defined]
+    if api.store.dialect == "sqlite":
+        assert ctx.inline_reads
+        assert lookups == [loop, loop]
+    else:
+        assert not ctx.inline_reads
+        assert loop not in lookups
 
 
 def test_a_deferred_principal_resolves_before_the_route_body_runs() -> None:
     calls: list[str] = []
 
-    def lookup() -> Principal:
+    def lookup() -> tuple[Principal, Callable[[], None] | None]:
         calls.append("lookup")
         raise Unauthenticated("the API token is unknown, expired or revoked")
 
@@ -274,9 +316,9 @@ def test_a_deferred_principal_resolves_before_the_route_body_runs() -> None:
         calls.append("route")
         return who.handle
 
-    wrapped = resolve_principals(route)
+    wrapped = dispatched(route)
     with pytest.raises(Unauthenticated):
-        wrapped(who=DeferredPrincipal("token", lookup))
+        anyio.run(lambda: wrapped(who=DeferredPrincipal("token", lookup)))
     assert calls == ["lookup"]
 
 

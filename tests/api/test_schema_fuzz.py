@@ -39,8 +39,8 @@ APP = create_app(
     ApiContext(
         services=cast(Services, None),
         accounts=cast(Accounts, None),
-        # Named, so that starting this placeholder reads no database to size its pool.
-        settings=ApiSettings(request_threads=SQLITE_REQUEST_THREADS),
+        # Named, so that building and starting this placeholder reads no database.
+        settings=ApiSettings(request_threads=SQLITE_REQUEST_THREADS, inline_reads=False),
     ),
     access_log_enabled=False,
 )

@@ -19,7 +19,6 @@ from kalends import __version__
 from kalends.api.context import ApiContext, default_request_threads
 from kalends.api.errors import error_response, install_error_handlers
 from kalends.api.routes import auth, health, missions, passages, tasks
-from kalends.api.security import resolve_principals
 from kalends.tasks.values import MAX_ATTACHMENT_BYTES
 
 __all__ = ["create_app"]
@@ -153,6 +152,8 @@ def create_app(ctx: ApiContext, *, access_log_enabled: bool = True) -> FastAPI:
         docs_url="/docs",
         redoc_url=None,
     )
+    inline = ctx.settings.inline_reads
+    ctx.inline_reads = ctx.services.store.dialect == "sqlite" if inline is None else inline
     app.state.kalends = ctx
     install_error_handlers(app)
     for module in (health, auth, tasks, missions, passages):
@@ -162,8 +163,10 @@ def create_app(ctx: ApiContext, *, access_log_enabled: bool = True) -> FastAPI:
                 continue
             call = route.dependant.call
             if call is not None and not inspect.iscoroutinefunction(call):
-                # Looked up in the route's thread: one trip through the pool per request.
-                route.dependant.call = resolve_principals(call)
+                raise TypeError(
+                    f"the synchronous route {route.path} is not dispatched: "
+                    "give its router route_class=DispatchedRoute"
+                )
             app.router.routes.append(route)
     app.add_middleware(BodyLimit, limit=ctx.settings.max_body_bytes)
     if access_log_enabled:

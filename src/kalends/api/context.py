@@ -64,6 +64,9 @@ class ApiSettings:
     # How many requests run at once (in the thread pool); the rest wait their turn.
     # (``None``: :func:`default_request_threads` for the database)
     request_threads: int | None = None
+    # Whether short reads run on the event loop (``kalends.api.dispatch``).
+    # (``None``: on SQLite, whose reads never wait for a lock nor on a network)
+    inline_reads: bool | None = None
     # Readiness also needs the workers when the process runs them.
     workers: tuple[str, ...] = field(default_factory=tuple)
 
@@ -78,3 +81,5 @@ class ApiContext:
     runtime: ProcessRuntime | None = None
     # Set by the server once its background loops run; /readyz reports them.
     ready: dict[str, bool] = field(default_factory=dict)
+    # Set from the settings by ``create_app``.
+    inline_reads: bool = False

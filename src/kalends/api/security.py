@@ -9,28 +9,27 @@ request, before any service runs.
 
 from __future__ import annotations
 
-import functools
 import hmac
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, TypeVar, cast
+from typing import Annotated, Literal, cast
 
 from fastapi import Depends, Request
 from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
 
 from kalends.api.context import CSRF_HEADER, SESSION_COOKIE, ApiContext
 from kalends.auth import Principal
+from kalends.auth.accounts import Touch
 from kalends.errors import Forbidden, Unauthenticated
 
 __all__ = [
     "ContextDep",
+    "DeferredPrincipal",
     "PrincipalDep",
     "SessionPrincipalDep",
     "context",
     "principal",
 ]
-
-T = TypeVar("T")
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -72,11 +71,23 @@ class SessionRequired(Forbidden):
 
 @dataclass(frozen=True, slots=True)
 class DeferredPrincipal:
-    """Credentials whose form was checked; :func:`resolve_principals` looks them up in the
-    route's own thread, so a request takes one trip through the thread pool, not two."""
+    """Credentials whose form was checked, looked up when the route starts
+    (:mod:`kalends.api.dispatch`), in the route's own thread: one trip through the thread
+    pool per request, not two, or none for a read run on the event loop.
+
+    ``check`` is the lookup as a read only: the principal and the write recording the
+    use, when one is due (:meth:`~kalends.auth.Accounts.check_token`).
+    """
 
     kind: Literal["session", "token"]
-    resolve: Callable[[], Principal]
+    check: Callable[[], tuple[Principal, Touch | None]]
+
+    def resolve(self) -> Principal:
+        """The principal, the use recorded."""
+        found, touch = self.check()
+        if touch is not None:
+            touch()
+        return found
 
 
 async def principal(
@@ -99,7 +110,7 @@ async def principal(
         secret = bearer.credentials
         return cast(
             Principal,
-            DeferredPrincipal("token", lambda: ctx.accounts.authenticate_token(secret)),
+            DeferredPrincipal("token", lambda: ctx.accounts.check_token(secret)),
         )
     if not cookie:
         raise Unauthenticated("log in, or send an API token as `Authorization: Bearer <token>`")
@@ -108,29 +119,16 @@ async def principal(
     if unsafe and not sent:
         raise CsrfFailed(f"send the session's CSRF token in the {CSRF_HEADER} header")
 
-    def resolve() -> Principal:
-        found = ctx.accounts.authenticate_session(cookie)
+    def check() -> tuple[Principal, Touch | None]:
+        found, touch = ctx.accounts.check_session(cookie)
         if unsafe and (
             not found.csrf_token
             or not hmac.compare_digest(sent.encode(), found.csrf_token.encode())
         ):
             raise CsrfFailed(f"send the session's CSRF token in the {CSRF_HEADER} header")
-        return found
+        return found, touch
 
-    return cast(Principal, DeferredPrincipal("session", resolve))
-
-
-def resolve_principals(call: Callable[..., T]) -> Callable[..., T]:
-    """``call`` (a synchronous route) with its deferred principals looked up first."""
-
-    @functools.wraps(call)
-    def run(**values: Any) -> T:
-        for name, value in values.items():
-            if isinstance(value, DeferredPrincipal):
-                values[name] = value.resolve()
-        return call(**values)
-
-    return run
+    return cast(Principal, DeferredPrincipal("session", check))
 
 
 PrincipalDep = Annotated[Principal, Depends(principal)]
@@ -142,8 +140,8 @@ async def session_principal(found: PrincipalDep) -> Principal:
     if isinstance(found, DeferredPrincipal):
         token = found
 
-        def refuse() -> Principal:
-            token.resolve()  # an unknown, expired or revoked token is 401 first
+        def refuse() -> tuple[Principal, Touch | None]:
+            token.check()  # an unknown, expired or revoked token is 401 first
             raise SessionRequired()
 
         return cast(Principal, DeferredPrincipal("token", refuse))

@@ -42,6 +42,8 @@ MAX_HANDLE_LENGTH = 64
 _BOOTSTRAP_LOCK_KEY = 0x6B616C2D6F776E
 
 T = TypeVar("T")
+# A write that records a credential's use, left to the caller (see Accounts.check_token).
+Touch = Callable[[], None]
 
 
 class Accounts:
@@ -260,6 +262,15 @@ class Accounts:
     def authenticate_session(self, secret: str) -> Principal:
         """The principal of the live session whose cookie secret is ``secret``; else
         :class:`Unauthenticated`. A use moves the session's expiry to SESSION_TTL from now."""
+        found, touch = self.check_session(secret)
+        if touch is not None:
+            touch()
+        return found
+
+    def check_session(self, secret: str) -> tuple[Principal, Touch | None]:
+        """:meth:`authenticate_session` as a read only: the principal, and the write that
+        records the use (``None`` when none is due) for the caller to run, in a thread that
+        may wait for the database's write lock."""
         refused = Unauthenticated("the session is unknown, expired or revoked; sign in again")
         if not usable(secret):
             raise refused
@@ -267,9 +278,13 @@ class Accounts:
         row = self.store.run(lambda conn: sessions.find_session(conn, secret, now), write=False)
         if row is None:
             raise refused
+        touch: Touch | None = None
         if now - row.last_seen_at >= sessions.TOUCH_INTERVAL:
-            self.store.run(lambda conn: sessions.touch_session(conn, row, now))
-        return sessions.session_principal(row, secret)
+
+            def touch() -> None:
+                self.store.run(lambda conn: sessions.touch_session(conn, row, now))
+
+        return sessions.session_principal(row, secret), touch
 
     def logout(self, secret: str) -> None:
         """Revoke the session whose cookie secret is ``secret``; an unknown one is no error."""
@@ -314,6 +329,14 @@ class Accounts:
 
     def authenticate_token(self, secret: str) -> Principal:
         """The principal of the live API token ``secret``; else :class:`Unauthenticated`."""
+        found, touch = self.check_token(secret)
+        if touch is not None:
+            touch()
+        return found
+
+    def check_token(self, secret: str) -> tuple[Principal, Touch | None]:
+        """:meth:`authenticate_token` as a read only: the principal, and the write that
+        records the use (``None`` when none is due), as :meth:`check_session` does."""
         refused = Unauthenticated("the API token is unknown, expired or revoked")
         if not usable(secret, tokens.TOKEN_PREFIX):
             raise refused
@@ -321,15 +344,20 @@ class Accounts:
         row = self.store.run(lambda conn: tokens.find_token(conn, secret, now), write=False)
         if row is None:
             raise refused
+        touch: Touch | None = None
         if row.last_used_at is None or now - row.last_used_at >= sessions.TOUCH_INTERVAL:
-            self.store.run(lambda conn: tokens.touch_token(conn, row, now))
-        return Principal(
+
+            def touch() -> None:
+                self.store.run(lambda conn: tokens.touch_token(conn, row, now))
+
+        found = Principal(
             actor_id=row.actor_id,
             handle=row.handle,
             kind="token",
             credential_id=row.id,
             csrf_token=None,
         )
+        return found, touch
 
     # --- helpers -----------------------------------------------------------------------
 

@@ -11,11 +11,12 @@ from fastapi.responses import RedirectResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from kalends.api.context import CSRF_COOKIE, SESSION_COOKIE, ApiContext
+from kalends.api.dispatch import DispatchedRoute
 from kalends.api.errors import error_responses
 from kalends.api.security import ContextDep, PrincipalDep, SessionPrincipalDep
 from kalends.auth import MAX_PASSWORD_LENGTH, SessionGrant
 
-router = APIRouter(prefix="/api", tags=["auth"])
+router = APIRouter(prefix="/api", tags=["auth"], route_class=DispatchedRoute)
 
 # A token lives at most a year (and a day, for leap years); the CLI asks for 90 days.
 MAX_TOKEN_DAYS = 366

@@ -9,10 +9,11 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from kalends import __version__
+from kalends.api.dispatch import DispatchedRoute
 from kalends.api.security import ContextDep
 from kalends.errors import KalendsError
 
-router = APIRouter(tags=["health"])
+router = APIRouter(tags=["health"], route_class=DispatchedRoute)
 
 
 @router.get("/", include_in_schema=False)

@@ -21,12 +21,12 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlalchemy import bindparam, select
 from sqlalchemy.engine import Connection
 
 from kalends.api.context import ApiContext
+from kalends.api.dispatch import DispatchedRoute, inline_read
 from kalends.api.errors import ErrorBody, error_response, error_responses
 from kalends.api.routes.passages import RuntimeDown, runtime_root
 from kalends.api.routes.tasks_models import ACTOR_KEY
@@ -96,7 +96,7 @@ class _RunNowElsewhere(Exception):
     """The control route was asked for Run now, which has its own route."""
 
 
-class _MissionRoute(APIRoute):
+class _MissionRoute(DispatchedRoute):
     """Answers :class:`_RunNowElsewhere` with 400 ``run-now-own-route`` (the error handlers
     have no 400 for a domain error, and the refusal must come before body validation)."""
 
@@ -469,6 +469,7 @@ def _with_log_tail(ctx: ApiContext, doc: Document) -> Document:
     tags=["workspaces"],
     responses=error_responses(401, 503),
 )
+@inline_read()
 def list_workspaces(ctx: ContextDep, who: PrincipalDep) -> list[WorkspaceOut]:
     return [_workspace_out(w) for w in ctx.services.workspaces.list(who.actor_id)]
 
@@ -505,6 +506,7 @@ def add_workspace(body: WorkspaceBody, ctx: ContextDep, who: PrincipalDep) -> Wo
     tags=["workspaces"],
     responses=error_responses(401, 403, 404, 422, 503),
 )
+@inline_read()
 def get_workspace(workspace: WorkspaceID, ctx: ContextDep, who: PrincipalDep) -> WorkspaceDetailOut:
     ws = ctx.services.workspaces
 
@@ -614,6 +616,7 @@ def create_schedule(
     response_model=PageOut,
     responses=error_responses(401, 403, 404, 422, 503),
 )
+@inline_read()
 def page_schedules(
     workspace: WorkspaceID,
     ctx: ContextDep,
@@ -636,6 +639,7 @@ def page_schedules(
     ),
     responses=error_responses(401, 403, 404, 422, 503),
 )
+@inline_read()
 def creation_receipt(
     workspace: WorkspaceID, request_id: RequestIDPath, ctx: ContextDep, who: PrincipalDep
 ) -> ReceiptOut:
@@ -647,6 +651,7 @@ def creation_receipt(
     summary="What this server supports: controls, policy kinds, limits, page size, runtimes",
     responses=error_responses(401, 403, 404, 422, 503),
 )
+@inline_read()
 def capabilities(workspace: WorkspaceID, ctx: ContextDep, who: PrincipalDep) -> CapabilitiesOut:
     ctx.services.workspaces.get(who.actor_id, workspace)
     try:
@@ -702,6 +707,7 @@ def capabilities(workspace: WorkspaceID, ctx: ContextDep, who: PrincipalDep) -> 
     response_model=Document,
     responses=error_responses(401, 403, 404, 422, 503),
 )
+@inline_read()
 def schedule_detail(
     workspace: WorkspaceID, mission: MissionID, ctx: ContextDep, who: PrincipalDep
 ) -> JSONResponse:
@@ -812,6 +818,7 @@ def run_now(
     ),
     responses=error_responses(401, 403, 404, 422, 503),
 )
+@inline_read()
 def control_status(
     workspace: WorkspaceID,
     mission: MissionID,

@@ -17,6 +17,7 @@ from fastapi.security import APIKeyHeader
 from pydantic import BaseModel, ConfigDict, Field
 
 from kalends.api.context import ApiContext
+from kalends.api.dispatch import DispatchedRoute
 from kalends.api.errors import error_responses
 from kalends.api.security import ContextDep
 from kalends.errors import NotFound, StorageError, Unauthenticated
@@ -33,7 +34,7 @@ __all__ = [
     "runtime_root",
 ]
 
-router = APIRouter(prefix="/api/passages", tags=["passages"])
+router = APIRouter(prefix="/api/passages", tags=["passages"], route_class=DispatchedRoute)
 
 PASSAGE_SCHEME = "passage"
 

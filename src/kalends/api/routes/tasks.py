@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from kalends.api.dispatch import DispatchedRoute
 from kalends.api.routes import tasks_files, tasks_items, tasks_lists, tasks_schedule
 
 __all__ = ["router"]
 
-router = APIRouter()
+router = APIRouter(route_class=DispatchedRoute)
 for _module in (tasks_lists, tasks_items, tasks_schedule, tasks_files):
     router.include_router(_module.router)

@@ -18,6 +18,7 @@ from uuid import UUID
 from fastapi import APIRouter, File, Form, Query, UploadFile
 from fastapi.responses import JSONResponse, Response
 
+from kalends.api.dispatch import DispatchedRoute
 from kalends.api.errors import error_responses
 from kalends.api.routes.tasks_models import (
     NO_NUL,
@@ -32,7 +33,7 @@ from kalends.errors import InvalidInput, TooLarge
 from kalends.reminders.outbox import MAX_ATTEMPTS, Intent, Outbox
 from kalends.tasks.values import MAX_ATTACHMENT_BYTES
 
-router = APIRouter(prefix="/api", tags=["attachments and reminders"])
+router = APIRouter(prefix="/api", tags=["attachments and reminders"], route_class=DispatchedRoute)
 
 # type/subtype with optional parameters: safe to send back as a Content-Type header.
 MEDIA_TYPE = (

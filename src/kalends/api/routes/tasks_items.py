@@ -14,6 +14,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
+from kalends.api.dispatch import DispatchedRoute, inline_read
 from kalends.api.errors import error_responses
 from kalends.api.routes.tasks_models import (
     CommentOut,
@@ -37,7 +38,7 @@ from kalends.errors import InvalidInput
 from kalends.tasks import Task, TaskDetail
 from kalends.tasks.series import SeriesView
 
-router = APIRouter(prefix="/api", tags=["tasks"])
+router = APIRouter(prefix="/api", tags=["tasks"], route_class=DispatchedRoute)
 
 
 def task_series_json(view: SeriesView, occurrence: int | None) -> dict[str, Any]:
@@ -111,6 +112,7 @@ def create_task(list_id: UUID, body: NewTask, ctx: ContextDep, who: PrincipalDep
     response_model=TaskDetailOut,
     responses=error_responses(401, 403, 404, 422),
 )
+@inline_read()
 def get_task(task: TaskPath, ctx: ContextDep, who: PrincipalDep) -> JSONResponse:
     def read() -> tuple[TaskDetail, SeriesView | None]:
         detail = ctx.services.tasks.get(who.actor_id, task)

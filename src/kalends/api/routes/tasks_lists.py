@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
+from kalends.api.dispatch import DispatchedRoute, inline_read
 from kalends.api.errors import error_responses
 from kalends.api.routes.tasks_models import (
     ActorPath,
@@ -23,7 +24,7 @@ from kalends.api.routes.tasks_models import (
 )
 from kalends.api.security import ContextDep, PrincipalDep
 
-router = APIRouter(prefix="/api", tags=["lists"])
+router = APIRouter(prefix="/api", tags=["lists"], route_class=DispatchedRoute)
 
 
 @router.get(
@@ -32,6 +33,7 @@ router = APIRouter(prefix="/api", tags=["lists"])
     response_model=list[ListOut],
     responses=error_responses(401, 422),
 )
+@inline_read()
 def list_lists(
     ctx: ContextDep,
     who: PrincipalDep,
@@ -58,6 +60,7 @@ def create_list(body: NewList, ctx: ContextDep, who: PrincipalDep) -> JSONRespon
     response_model=ListOut,
     responses=error_responses(401, 403, 404, 422),
 )
+@inline_read()
 def get_list(list_id: UUID, ctx: ContextDep, who: PrincipalDep) -> JSONResponse:
     return answer(ctx.services.directory.get_list(who.actor_id, list_id).to_json())
 

@@ -15,6 +15,7 @@ from uuid import UUID
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
+from kalends.api.dispatch import DispatchedRoute
 from kalends.api.errors import error_responses
 from kalends.api.routes.tasks_models import (
     CompleteBody,
@@ -37,7 +38,7 @@ from kalends.errors import InvalidInput, NotFound, OpenDescendants
 from kalends.tasks import Task, parse_schedule
 from kalends.tasks.series import SeriesView
 
-router = APIRouter(prefix="/api", tags=["schedules"])
+router = APIRouter(prefix="/api", tags=["schedules"], route_class=DispatchedRoute)
 
 
 def _check_zones(data: dict[str, Any]) -> None:
