@@ -298,10 +298,10 @@ def test_a_short_read_runs_on_the_event_loop_on_sqlite_only(api: ApiWorld) -> No
     assert len(touches) == 1 and touches[0] != "touch:" + loop
     ctx: ApiContext = api.client.app.state.kalends  # type: ignore[attr-defined]
     if api.store.dialect == "sqlite":
-        assert ctx.inline_reads
+        assert ctx.inline_routes
         assert lookups == [loop, loop]
     else:
-        assert not ctx.inline_reads
+        assert not ctx.inline_routes
         assert loop not in lookups
 
 

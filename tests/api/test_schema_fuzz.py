@@ -40,7 +40,7 @@ APP = create_app(
         services=cast(Services, None),
         accounts=cast(Accounts, None),
         # Named, so that building and starting this placeholder reads no database.
-        settings=ApiSettings(request_threads=SQLITE_REQUEST_THREADS, inline_reads=False),
+        settings=ApiSettings(request_threads=SQLITE_REQUEST_THREADS, inline_routes=False),
     ),
     access_log_enabled=False,
 )

@@ -152,8 +152,8 @@ def create_app(ctx: ApiContext, *, access_log_enabled: bool = True) -> FastAPI:
         docs_url="/docs",
         redoc_url=None,
     )
-    inline = ctx.settings.inline_reads
-    ctx.inline_reads = ctx.services.store.dialect == "sqlite" if inline is None else inline
+    inline = ctx.settings.inline_routes
+    ctx.inline_routes = ctx.services.store.dialect == "sqlite" if inline is None else inline
     app.state.kalends = ctx
     install_error_handlers(app)
     for module in (health, auth, tasks, missions, passages):

@@ -66,7 +66,7 @@ class ApiSettings:
     request_threads: int | None = None
     # Whether short reads run on the event loop (``kalends.api.dispatch``).
     # (``None``: on SQLite, whose reads never wait for a lock nor on a network)
-    inline_reads: bool | None = None
+    inline_routes: bool | None = None
     # Readiness also needs the workers when the process runs them.
     workers: tuple[str, ...] = field(default_factory=tuple)
 
@@ -82,4 +82,4 @@ class ApiContext:
     # Set by the server once its background loops run; /readyz reports them.
     ready: dict[str, bool] = field(default_factory=dict)
     # Set from the settings by ``create_app``.
-    inline_reads: bool = False
+    inline_routes: bool = False

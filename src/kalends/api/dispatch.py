@@ -5,14 +5,15 @@ The services are synchronous. A synchronous route would go through the thread po
 costs: a task detail took 1.18 ms of CPU through a pool of one thread and 0.78 ms run
 on the event loop, 1.84 ms with two threads contending for the interpreter lock.
 Reads in WAL mode never wait for a lock, so a route marked :func:`inline_read` runs
-on the event loop when its context allows it (:attr:`ApiContext.inline_reads`: SQLite
+on the event loop when its context allows it (:attr:`ApiContext.inline_routes`: SQLite
 by default). Everything else runs in the pool: writes, which may wait for the write
 lock, reads whose cost grows with the data, and every route on PostgreSQL, where each
 statement waits on the network and the pool overlaps those waits.
 
 The credentials (a :class:`~kalends.api.security.DeferredPrincipal`) are looked up
-where the route runs, just before it. On the event loop the lookup is a read only: the
-write that records a credential's use (at most once a minute) goes to the pool first.
+where the route runs, just before it. On the event loop the lookup and the route's
+reads share one read transaction, and the write that records a credential's use (at
+most once a minute) goes to the pool after them.
 """
 
 from __future__ import annotations
@@ -20,20 +21,30 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from anyio import to_thread
 from fastapi.routing import APIRoute
+from sqlalchemy.engine import Connection
 
 from kalends.api.context import ApiContext
 from kalends.api.security import DeferredPrincipal
+from kalends.auth.accounts import Touch
+from kalends.errors import DatabaseBusy
 
-__all__ = ["DispatchedRoute", "dispatched", "inline_read"]
+__all__ = ["DispatchedRoute", "dispatched", "inline_read", "inline_write"]
 
 T = TypeVar("T")
 Values = dict[str, Any]
 
-_INLINE = "__kalends_inline_read__"
+_INLINE = "__kalends_inline__"
+
+
+@dataclass(frozen=True, slots=True)
+class _Inline:
+    write: bool
+    when: Callable[[Values], bool] | None
 
 
 def inline_read(
@@ -44,16 +55,24 @@ def inline_read(
     ``when`` narrows it to some requests (given the route's arguments): a read whose
     cost grows with the data it returns is short only when paged.
     """
+    return _mark(_Inline(write=False, when=when))
 
+
+def inline_write(
+    when: Callable[[Values], bool] | None = None,
+) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """Marks a route as a short write, with no effect outside the database, that may run
+    on the event loop when the database's write lock is free at once (else in the pool,
+    where waiting for it blocks nothing else)."""
+    return _mark(_Inline(write=True, when=when))
+
+
+def _mark(inline: _Inline) -> Callable[[Callable[..., T]], Callable[..., T]]:
     def mark(call: Callable[..., T]) -> Callable[..., T]:
-        setattr(call, _INLINE, when or _always)
+        setattr(call, _INLINE, inline)
         return call
 
     return mark
-
-
-def _always(_values: Values) -> bool:
-    return True
 
 
 def _context(values: Values) -> ApiContext | None:
@@ -73,20 +92,43 @@ def _resolved(call: Callable[..., T], values: Values) -> T:
 
 def dispatched(call: Callable[..., T]) -> Callable[..., Coroutine[Any, Any, T]]:
     """The synchronous route ``call`` as a coroutine that runs it where it belongs."""
-    inline: Callable[[Values], bool] | None = getattr(call, _INLINE, None)
+    inline: _Inline | None = getattr(call, _INLINE, None)
 
     @functools.wraps(call)
     async def run(**values: Any) -> T:
         ctx = _context(values)
-        if inline is not None and ctx is not None and ctx.inline_reads and inline(values):
+        if (
+            inline is None
+            or ctx is None
+            or not ctx.inline_routes
+            or (inline.when is not None and not inline.when(values))
+        ):
+            return await to_thread.run_sync(functools.partial(_resolved, call, values))
+        store = ctx.services.store
+        if inline.write:
+            try:
+                # One write transaction for the credentials (their use recorded) and the
+                # route, begun only if the write lock is free now.
+                return store.run(lambda _conn: _resolved(call, values), wait=False)
+            except DatabaseBusy:
+                # Held elsewhere: wait for it in the pool, not on the event loop.
+                return await to_thread.run_sync(functools.partial(_resolved, call, values))
+        touches: list[Touch] = []
+
+        def read(_conn: Connection) -> T:
             for name, value in values.items():
                 if isinstance(value, DeferredPrincipal):
                     found, touch = value.check()
                     if touch is not None:
-                        await to_thread.run_sync(touch)
+                        touches.append(touch)
                     values[name] = found
             return call(**values)
-        return await to_thread.run_sync(functools.partial(_resolved, call, values))
+
+        # One read transaction for the credentials and the route's reads.
+        result = store.run(read, write=False)
+        for touch in touches:
+            await to_thread.run_sync(touch)
+        return result
 
     return run
 

@@ -246,6 +246,23 @@ _CAS = (
     )
 )
 _COUNT_CONTROLS = select(func.count()).where(_sc.c.schedule_id == bindparam("schedule_id"))
+# Eviction past the bound of control records: a long-lived schedule evicts on every control.
+_OLDEST_COMPLETE = (
+    select(_sc.c.request_id, _sc.c.recorded_revision)
+    .where(_sc.c.schedule_id == bindparam("schedule_id"), _sc.c.complete)
+    .order_by(_sc.c.recorded_revision)
+    .limit(bindparam("excess"))
+)
+_EVICT = delete(_sc).where(
+    _sc.c.schedule_id == bindparam("schedule_id"),
+    _sc.c.request_id.in_(bindparam("request_ids", expanding=True)),
+)
+_RAISE_EVICTED = {
+    dialect: update(_S)
+    .where(_S.c.id == bindparam("b_schedule_id"))
+    .values(evicted_control_revision=greatest(_S.c.evicted_control_revision, bindparam("bound")))
+    for dialect, greatest in (("sqlite", func.max), ("postgresql", func.greatest))
+}
 _INSERT_CONTROL = insert(_sc)
 _SUPERSEDE = (
     update(_sc)
@@ -914,12 +931,7 @@ class ScheduleService:
         bound = 0
         if count >= MAX_CONTROL_RECORDS:
             excess = count - MAX_CONTROL_RECORDS + 1
-            oldest = conn.execute(
-                select(_sc.c.request_id, _sc.c.recorded_revision)
-                .where(_sc.c.schedule_id == row.id, _sc.c.complete)
-                .order_by(_sc.c.recorded_revision)
-                .limit(excess)
-            ).all()
+            oldest = conn.execute(_OLDEST_COMPLETE, {"schedule_id": row.id, "excess": excess}).all()
             if len(oldest) < excess:
                 raise LimitReached(
                     f"schedule {row.id}: {MAX_CONTROL_RECORDS} controls are unresolved; "
@@ -927,17 +939,12 @@ class ScheduleService:
                     limit=MAX_CONTROL_RECORDS,
                 )
             conn.execute(
-                delete(_sc).where(
-                    _sc.c.schedule_id == row.id,
-                    _sc.c.request_id.in_([o.request_id for o in oldest]),
-                )
+                _EVICT,
+                {"schedule_id": row.id, "request_ids": [o.request_id for o in oldest]},
             )
             bound = max(o.recorded_revision for o in oldest)
-            greatest = func.max if conn.dialect.name == "sqlite" else func.greatest
             conn.execute(
-                update(_S)
-                .where(_S.c.id == row.id)
-                .values(evicted_control_revision=greatest(_S.c.evicted_control_revision, bound))
+                _RAISE_EVICTED[conn.dialect.name], {"b_schedule_id": row.id, "bound": bound}
             )
         if act in (Action.PAUSE, Action.STOP) and not complete:
             # Seed 002: a schedule admits a single unresolved Pause/Stop; the newest one

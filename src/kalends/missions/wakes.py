@@ -62,6 +62,18 @@ def error_delay(failures: int) -> timedelta:
     return ERROR_BACKOFF[min(max(failures, 1), len(ERROR_BACKOFF)) - 1]
 
 
+def _arm_statement(dialect: Any) -> Any:
+    insert = dialect.insert(schedule_wakes)
+    return insert.on_conflict_do_update(
+        index_elements=[schedule_wakes.c.schedule_id],
+        set_={"due_at": insert.excluded.due_at, "polls": 0, "armed": schedule_wakes.c.armed + 1},
+    )
+
+
+# Built once per dialect: every control arms a wake.
+_ARM = {"postgresql": _arm_statement(postgresql), "sqlite": _arm_statement(sqlite)}
+
+
 def arm(conn: Connection, schedule_id: UUID, now: datetime) -> None:
     """Make the schedule's wake due now (creating it), keeping its owner and lastError;
     wakes the schedulers when the transaction commits. ``armed`` counts these, so a
@@ -77,10 +89,5 @@ def arm(conn: Connection, schedule_id: UUID, now: datetime) -> None:
         "failures": 0,
         "polls": 0,
     }
-    dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(schedule_wakes).on_conflict_do_update(
-        index_elements=[schedule_wakes.c.schedule_id],
-        set_={"due_at": now, "polls": 0, "armed": schedule_wakes.c.armed + 1},
-    )
-    conn.execute(statement, values)
+    conn.execute(_ARM[conn.dialect.name], values)
     notify(conn, MISSIONS_CHANNEL)

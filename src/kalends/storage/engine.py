@@ -31,6 +31,7 @@ from kalends.errors import InvalidInput
 
 __all__ = [
     "DEFAULT_BUSY_TIMEOUT_MS",
+    "NOWAIT_OPTION",
     "WRITE_OPTION",
     "create_engine_for",
     "dialect_name",
@@ -40,6 +41,9 @@ DEFAULT_BUSY_TIMEOUT_MS = 5000
 """How long a statement waits for another writer's lock before the database reports busy."""
 
 WRITE_OPTION = "kalends_write"
+# With this execution option true, a SQLite write transaction that cannot take the write
+# lock at once fails busy instead of waiting for it (a caller that must not block).
+NOWAIT_OPTION = "kalends_nowait"
 """Execution option read by the ``begin`` hook: true for a write, false for a read-only one."""
 
 _WAL_RETRY_SECONDS = 0.01
@@ -144,8 +148,17 @@ def _sqlite_engine(url: str, busy_timeout_ms: int, echo: bool, synchronous: str)
         # Straight to the driver (every transaction runs this): its error is wrapped as
         # SQLAlchemy's own, so a busy database is recognised and retried as usual.
         begin = "BEGIN IMMEDIATE" if write else "BEGIN"
+        driver = connection.connection.driver_connection
+        nowait = write and connection.get_execution_options().get(NOWAIT_OPTION)
         try:
-            connection.connection.driver_connection.execute(begin)  # type: ignore[union-attr]
+            if nowait:
+                driver.execute("PRAGMA busy_timeout = 0")  # type: ignore[union-attr]
+                try:
+                    driver.execute(begin)  # type: ignore[union-attr]
+                finally:
+                    driver.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")  # type: ignore[union-attr]
+            else:
+                driver.execute(begin)  # type: ignore[union-attr]
         except sqlite3.Error as exc:
             raise exc_module.DBAPIError.instance(
                 begin, None, exc, sqlite3.Error, dialect=connection.dialect

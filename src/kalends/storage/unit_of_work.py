@@ -31,7 +31,7 @@ from sqlalchemy.sql.selectable import GenerativeSelect
 
 from kalends.clock import Clock, SystemClock
 from kalends.errors import DatabaseBusy, InvalidInput, KalendsError, StorageError
-from kalends.storage.engine import WRITE_OPTION
+from kalends.storage.engine import NOWAIT_OPTION, WRITE_OPTION
 
 __all__ = [
     "BACKOFF_BASE_SECONDS",
@@ -119,7 +119,7 @@ class Store:
         return self._active.get(None) is not None
 
     @contextmanager
-    def transaction(self, write: bool = True) -> Iterator[Connection]:
+    def transaction(self, write: bool = True, *, wait: bool = True) -> Iterator[Connection]:
         """Yield a connection inside a transaction; commit on clean exit, else roll back.
 
         Inside a running transaction a write block opens a SAVEPOINT instead, rolled
@@ -127,6 +127,9 @@ class Store:
         it is. A write transaction cannot nest inside a read one. Busy errors become
         :class:`DatabaseBusy`, other operational errors :class:`StorageError`; either
         way nothing was written. Not retried: use :meth:`run` for that.
+
+        Without ``wait``, a SQLite write transaction whose write lock another connection
+        holds fails busy at once instead of waiting for it.
         """
         active = self._active.get(None)
         if active is not None:
@@ -141,7 +144,7 @@ class Store:
             return
         try:
             with self.engine.connect() as connection:
-                options: dict[str, Any] = {WRITE_OPTION: write}
+                options: dict[str, Any] = {WRITE_OPTION: write, NOWAIT_OPTION: not wait}
                 if self.dialect == "postgresql":
                     options["postgresql_readonly"] = not write
                 connection.execution_options(**options)
@@ -157,16 +160,22 @@ class Store:
                 raise
             raise translated from exc
 
-    def run(self, fn: Callable[[Connection], T], *, write: bool = True) -> T:
+    def run(self, fn: Callable[[Connection], T], *, write: bool = True, wait: bool = True) -> T:
         """Return ``fn(connection)`` run in a transaction, retried whole while busy.
 
         ``fn`` may run several times, so it must have no effect outside the
         database. After :attr:`max_attempts` busy attempts this raises
         :class:`DatabaseBusy` with nothing written. Inside a running transaction
         ``fn`` runs once in a savepoint; the outermost ``run`` does the retrying.
+
+        Without ``wait`` nothing waits: a busy database (on SQLite, a write lock held
+        elsewhere) raises :class:`DatabaseBusy` at once, nothing written, not retried.
         """
         if self.in_transaction:
             with self.transaction(write) as connection:
+                return fn(connection)
+        if not wait:
+            with self.transaction(write, wait=False) as connection:
                 return fn(connection)
         attempt = 1
         while True:

@@ -11,6 +11,7 @@ from kalends.tasks.models import (
     TaskDetail,
     TaskList,
     TreeNode,
+    TreePage,
 )
 from kalends.tasks.service import AfterTaskUpdate, TaskChange, TaskService
 from kalends.tasks.values import (
@@ -45,5 +46,6 @@ __all__ = [
     "TaskStatus",
     "TimedValue",
     "TreeNode",
+    "TreePage",
     "parse_schedule",
 ]

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Select, bindparam, select
+from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from kalends.errors import Forbidden, InvalidInput, ListArchived, NotFound
-from kalends.storage.task_tables import actors, list_members, lists, tasks
+from kalends.storage.task_tables import actors, list_members, lists, sections, tasks
 from kalends.tasks.values import ListStatus, Role
 
 
@@ -40,6 +40,20 @@ def resolve_actor(conn: Connection, actor: UUID | str, field: str = "actor") -> 
     return found  # type: ignore[no-any-return]
 
 
+# Built once: every list operation starts with this read.
+_LIST_WITH_ROLE = (
+    select(lists, list_members.c.role)
+    .select_from(
+        lists.outerjoin(
+            list_members,
+            (list_members.c.list_id == lists.c.id)
+            & (list_members.c.actor_id == bindparam("actor_id")),
+        )
+    )
+    .where(lists.c.id == bindparam("list_id"))
+)
+
+
 def require_list_role(
     conn: Connection, actor_id: UUID, list_id: UUID, minimum: Role, *, write: bool
 ) -> tuple[Role, Any]:
@@ -48,16 +62,7 @@ def require_list_role(
     A write to an archived list is refused with :class:`ListArchived`. A
     non-member learns nothing about the list beyond :class:`Forbidden`.
     """
-    row = conn.execute(
-        select(lists, list_members.c.role)
-        .select_from(
-            lists.outerjoin(
-                list_members,
-                (list_members.c.list_id == lists.c.id) & (list_members.c.actor_id == actor_id),
-            )
-        )
-        .where(lists.c.id == list_id)
-    ).first()
+    row = conn.execute(_LIST_WITH_ROLE, {"list_id": list_id, "actor_id": actor_id}).first()
     if row is None:
         raise NotFound(f"list: no list {list_id}", field="list")
     return _check(row, minimum, write), row
@@ -74,13 +79,14 @@ def _check(row: Any, minimum: Role, write: bool) -> Role:
     return role
 
 
-def _task_with_role(condition: ColumnElement[bool]) -> Select[Any]:
+def _task_with_role(condition: ColumnElement[bool], *extra: Any) -> Select[Any]:
     return (
         select(
             tasks,
             lists.c.status.label("list_status"),
             lists.c.name.label("list_name"),
             list_members.c.role,
+            *extra,
         )
         .select_from(
             tasks.join(lists, lists.c.id == tasks.c.list_id).outerjoin(
@@ -97,13 +103,45 @@ def _task_with_role(condition: ColumnElement[bool]) -> Select[Any]:
 _TASK_BY_ID = _task_with_role(tasks.c.id == bindparam("key"))
 _TASK_BY_REF = _task_with_role(tasks.c.ref == bindparam("key"))
 
+_child = tasks.alias("child")
+_section = sections.alias("section")
+# A task's detail also shows its list's revision, its section's name and how many live
+# children it has: read with the task, not after it.
+_DETAIL_EXTRA = (
+    lists.c.revision.label("list_revision"),
+    select(_section.c.name)
+    .where(_section.c.id == tasks.c.section_id)
+    .scalar_subquery()
+    .label("section_name"),
+    select(func.count())
+    .select_from(_child)
+    .where(_child.c.parent_id == tasks.c.id, _child.c.trashed.is_(False))
+    .scalar_subquery()
+    .label("live_children"),
+)
+_DETAIL_BY_ID = _task_with_role(tasks.c.id == bindparam("key"), *_DETAIL_EXTRA)
+_DETAIL_BY_REF = _task_with_role(tasks.c.ref == bindparam("key"), *_DETAIL_EXTRA)
+
 
 def task_with_role(
-    conn: Connection, actor_id: UUID, task: UUID | str, minimum: Role, *, write: bool
+    conn: Connection,
+    actor_id: UUID,
+    task: UUID | str,
+    minimum: Role,
+    *,
+    write: bool,
+    detail: bool = False,
 ) -> Any:
-    """The task row (given by ID or short reference) once the actor's role allows ``minimum``."""
+    """The task row (given by ID or short reference) once the actor's role allows ``minimum``.
+
+    With ``detail`` the row also has ``list_revision``, ``section_name`` and
+    ``live_children`` (what :func:`~kalends.tasks.reads.read_detail` shows).
+    """
     as_id = parse_uuid(task, "task")
-    statement = _TASK_BY_ID if as_id is not None else _TASK_BY_REF
+    if detail:
+        statement = _DETAIL_BY_ID if as_id is not None else _DETAIL_BY_REF
+    else:
+        statement = _TASK_BY_ID if as_id is not None else _TASK_BY_REF
     key = as_id if as_id is not None else str(task).upper()
     row = conn.execute(statement, {"actor_id": actor_id, "key": key}).first()
     if row is None:

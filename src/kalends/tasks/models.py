@@ -251,6 +251,14 @@ class TreeNode:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TreePage:
+    """Some of a list's trees, and the cursor of the next page (``None`` on the last)."""
+
+    trees: tuple[TreeNode, ...]
+    next_after: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Comment:
     id: UUID
     task_id: UUID

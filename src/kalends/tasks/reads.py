@@ -19,7 +19,6 @@ from sqlalchemy.sql.elements import BindParameter, ColumnElement
 from kalends.storage.task_tables import (
     attachments,
     comments,
-    lists,
     sections,
     tags,
     task_reminders,
@@ -231,6 +230,96 @@ def read_tree(
     return _assemble(built)
 
 
+# A page of a list's trees is keyed by its last top-level task's sibling order.
+PageKey = tuple[int, str]
+
+# The statements of a page, built once: the next top-level tasks after a key, then
+# their live descendants in one recursive walk.
+_PAGE_TOPS = (
+    select(tasks)
+    .where(
+        tasks.c.list_id == bindparam("list_id"),
+        tasks.c.parent_id.is_(None),
+        tasks.c.trashed.in_(bindparam("trashed", expanding=True)),
+        or_(
+            tasks.c.position > bindparam("position"),
+            and_(tasks.c.position == bindparam("position"), tasks.c.ref > bindparam("ref")),
+        ),
+    )
+    .order_by(tasks.c.position, tasks.c.ref)
+    .limit(bindparam("limit"))
+)
+
+
+def _page_below(include_trashed: bool) -> Select[Any]:
+    """The descendants of the tasks ``ids``; without the trash, none under a trashed task."""
+    live: list[ColumnElement[bool]] = [] if include_trashed else [tasks.c.trashed.is_(False)]
+    below = (
+        select(tasks.c.id).where(tasks.c.parent_id.in_(bindparam("ids", expanding=True)), *live)
+    ).cte("below", recursive=True)
+    below = below.union_all(
+        select(tasks.c.id).join(below, tasks.c.parent_id == below.c.id).where(*live)
+    )
+    return select(tasks).join(below, below.c.id == tasks.c.id)
+
+
+_PAGE_BELOW = {flag: _page_below(flag) for flag in (False, True)}
+# Tags and reminders are read for this many tasks at a time (bound parameters).
+_EXTRAS_CHUNK = 2000
+
+
+def read_tree_page(
+    conn: Connection,
+    list_id: UUID,
+    *,
+    limit: int,
+    after: PageKey | None,
+    include_trashed: bool,
+) -> tuple[list[TreeNode], PageKey | None]:
+    """Up to ``limit`` of the list's trees after the top-level task keyed ``after``, and
+    the key to ask for the next page with (``None`` on the last page).
+
+    Four statements whatever the list's size: the page's top-level tasks (one more, to
+    know whether a next page exists), their descendants, their tags, their reminders.
+    """
+    position, ref = after if after is not None else (_BEFORE_ALL, "")
+    tops = list(
+        conn.execute(
+            _PAGE_TOPS,
+            {
+                "list_id": list_id,
+                "trashed": [False, True] if include_trashed else [False],
+                "position": position,
+                "ref": ref,
+                "limit": limit + 1,
+            },
+        )
+    )
+    more = len(tops) > limit
+    tops = tops[:limit]
+    if not tops:
+        return [], None
+    rows = tops + list(conn.execute(_PAGE_BELOW[include_trashed], {"ids": [r.id for r in tops]}))
+    ids = [r.id for r in rows]
+    tag_map: dict[UUID, tuple[str, ...]] = {}
+    reminder_map: dict[UUID, tuple[Reminder, ...]] = {}
+    for start in range(0, len(ids), _EXTRAS_CHUNK):
+        found_tags, found_reminders = _extras(conn, ids[start : start + _EXTRAS_CHUNK])
+        tag_map.update(found_tags)
+        reminder_map.update(found_reminders)
+    built = []
+    for row in rows:
+        m = dict(zip(TASK_COLUMNS, row, strict=True))
+        task_id = m["id"]
+        built.append(Task.from_mapping(m, tag_map.get(task_id, ()), reminder_map.get(task_id, ())))
+    last = tops[-1]
+    return _assemble(built, {r.id for r in tops}), (last.position, last.ref) if more else None
+
+
+# Lower than any sibling position a task can have.
+_BEFORE_ALL = -(2**63)
+
+
 def _filters(
     query: Select[Any],
     section: str | None,
@@ -271,8 +360,6 @@ def _filters(
 
 
 # The detail's statements, built once (a task detail is the API's hottest read).
-_LIST_OF = select(lists).where(lists.c.id == bindparam("list_id"))
-_SECTION_NAME = select(sections.c.name).where(sections.c.id == bindparam("section_id"))
 _COMMENTS_OF = (
     select(comments)
     .where(comments.c.task_id == bindparam("task_id"))
@@ -283,21 +370,12 @@ _ATTACHMENTS_OF = (
     .where(attachments.c.task_id == bindparam("task_id"))
     .order_by(attachments.c.created_at)
 )
-_LIVE_CHILDREN = (
-    select(func.count())
-    .select_from(tasks)
-    .where(tasks.c.parent_id == bindparam("task_id"), tasks.c.trashed.is_(False))
-)
 
 
 def read_detail(conn: Connection, row: Any) -> TaskDetail:
+    """The detail of the task ``row``, read by ``task_with_role(..., detail=True)`` (which
+    brings the list's revision, the section's name and the count of live children)."""
     task = _build(conn, [row], [row.id])[0]
-    list_row = conn.execute(_LIST_OF, {"list_id": row.list_id}).one()
-    section = (
-        conn.execute(_SECTION_NAME, {"section_id": row.section_id}).scalar()
-        if row.section_id
-        else None
-    )
     found_comments = tuple(
         Comment(
             id=c.id, task_id=c.task_id, author_id=c.author_id, body=c.body, created_at=c.created_at
@@ -317,18 +395,17 @@ def read_detail(conn: Connection, row: Any) -> TaskDetail:
         )
         for a in conn.execute(_ATTACHMENTS_OF, {"task_id": row.id})
     )
-    children = conn.execute(_LIVE_CHILDREN, {"task_id": row.id}).scalar_one()
     return TaskDetail(
         task=task,
         list=TaskList(
-            id=list_row.id,
-            name=list_row.name,
-            status=ListStatus(list_row.status),
-            revision=list_row.revision,
+            id=row.list_id,
+            name=row.list_name,
+            status=ListStatus(row.list_status),
+            revision=row.list_revision,
             role=Role(row.role) if getattr(row, "role", None) else None,
         ),
-        section=section,
+        section=row.section_name,
         comments=found_comments,
         attachments=found_attachments,
-        children=children,
+        children=row.live_children,
     )

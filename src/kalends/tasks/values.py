@@ -29,6 +29,9 @@ MAX_COMMENT_BYTES = 64 * 1024
 # Attachment bytes live in the database; this bounds one attachment.
 MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024
 MAX_NAME_LENGTH = 200
+# A page of a list's trees holds at most this many top-level tasks (with their
+# descendants); the seeds name no page for tasks.
+MAX_TREE_PAGE = 200
 MAX_TAG_LENGTH = 100
 
 

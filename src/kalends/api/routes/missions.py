@@ -26,7 +26,7 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.engine import Connection
 
 from kalends.api.context import ApiContext
-from kalends.api.dispatch import DispatchedRoute, inline_read
+from kalends.api.dispatch import DispatchedRoute, inline_read, inline_write
 from kalends.api.errors import ErrorBody, error_response, error_responses
 from kalends.api.routes.passages import RuntimeDown, runtime_root
 from kalends.api.routes.tasks_models import ACTOR_KEY
@@ -743,6 +743,7 @@ def schedule_detail(
         **error_responses(401, 403, 404, 409, 413, 422, 503),
     },
 )
+@inline_write()
 def control_schedule(
     workspace: WorkspaceID,
     mission: MissionID,
@@ -785,6 +786,7 @@ def control_schedule(
     ),
     responses=error_responses(401, 403, 404, 409, 422, 503),
 )
+@inline_write()
 def run_now(
     workspace: WorkspaceID,
     mission: MissionID,

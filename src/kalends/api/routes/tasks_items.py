@@ -11,7 +11,7 @@ from datetime import date
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from kalends.api.dispatch import DispatchedRoute, inline_read
@@ -37,6 +37,8 @@ from kalends.api.security import ContextDep, PrincipalDep
 from kalends.errors import InvalidInput
 from kalends.tasks import Task, TaskDetail
 from kalends.tasks.series import SeriesView
+from kalends.tasks.service import PAGE_CURSOR_LENGTH
+from kalends.tasks.values import MAX_TREE_PAGE
 
 router = APIRouter(prefix="/api", tags=["tasks"], route_class=DispatchedRoute)
 
@@ -52,14 +54,39 @@ def task_series_json(view: SeriesView, occurrence: int | None) -> dict[str, Any]
     }
 
 
+TREE_FILTERS = ("section", "tag", "status", "dueFrom", "dueTo", "planned")
+
+
+def _short_tree_read(values: dict[str, Any]) -> bool:
+    """An unfiltered page is a few statements over its own tasks: a short read."""
+    return values["limit"] is not None and all(values[name] is None for name in TREE_FILTERS)
+
+
 @router.get(
     "/lists/{list_id}/tasks",
     summary="A list's checklist as trees; filters keep matching tasks and their ancestors",
+    description=(
+        "The whole list, or with `limit` a page of up to `limit` top-level tasks with "
+        "their descendants. A page that is not the last has a `Link` header with "
+        '`rel="next"`: the same request with `after` set to the next page\'s cursor.'
+    ),
     response_model=list[TreeNodeOut],
-    responses=error_responses(401, 403, 404, 422),
+    responses={
+        200: {
+            "headers": {
+                "Link": {
+                    "description": 'The next page, as `<URL>; rel="next"` (pages only).',
+                    "schema": {"type": "string"},
+                }
+            }
+        },
+        **error_responses(401, 403, 404, 422),
+    },
 )
+@inline_read(when=_short_tree_read)
 def task_tree(
     list_id: UUID,
+    request: Request,
     ctx: ContextDep,
     who: PrincipalDep,
     section: Annotated[Name | None, Query(description="Only tasks in this section.")] = None,
@@ -69,19 +96,42 @@ def task_tree(
     dueTo: Annotated[date | None, Query(description="Due on or before this day.")] = None,
     planned: Annotated[date | None, Query(description="Planned for this day.")] = None,
     trashed: Annotated[bool, Query(description="Show the trash too.")] = False,
+    limit: Annotated[
+        int | None,
+        Query(
+            ge=1,
+            le=MAX_TREE_PAGE,
+            description="A page of at most this many top-level tasks (the whole list without).",
+        ),
+    ] = None,
+    after: Annotated[
+        str | None,
+        Query(
+            max_length=PAGE_CURSOR_LENGTH,
+            description="The cursor of the page to read, from the previous page's `Link`.",
+        ),
+    ] = None,
 ) -> JSONResponse:
-    nodes = ctx.services.tasks.tree(
-        who.actor_id,
-        list_id,
-        section=section,
-        tag=tag,
-        status=status,
-        due_from=dueFrom,
-        due_to=dueTo,
-        planned=planned,
-        include_trashed=trashed,
-    )
-    return answer([n.to_json() for n in nodes])
+    filters: dict[str, Any] = {
+        "section": section,
+        "tag": tag,
+        "status": status,
+        "due_from": dueFrom,
+        "due_to": dueTo,
+        "planned": planned,
+        "include_trashed": trashed,
+    }
+    if limit is None:
+        if after is not None:
+            raise InvalidInput("after: a page cursor needs a limit", field="after")
+        nodes = ctx.services.tasks.tree(who.actor_id, list_id, **filters)
+        return answer([n.to_json() for n in nodes])
+    page = ctx.services.tasks.tree_page(who.actor_id, list_id, limit=limit, after=after, **filters)
+    reply = answer([n.to_json() for n in page.trees])
+    if page.next_after is not None:
+        following = request.url.include_query_params(after=page.next_after)
+        reply.headers["Link"] = f'<{following}>; rel="next"'
+    return reply
 
 
 @router.post(
