@@ -7,9 +7,11 @@ import logging
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from anyio import to_thread
 from fastapi import APIRouter, FastAPI
+from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute
@@ -19,6 +21,7 @@ from kalends import __version__
 from kalends.api.context import ApiContext, default_request_threads
 from kalends.api.errors import error_response, install_error_handlers
 from kalends.api.routes import auth, health, missions, passages, tasks
+from kalends.api.security import SECURITY_SCHEMES, principal
 from kalends.tasks.values import MAX_ATTACHMENT_BYTES
 
 __all__ = ["create_app"]
@@ -128,6 +131,34 @@ def _flat_routes(router: APIRouter) -> Iterator[BaseRoute]:
             yield route
 
 
+def _needs_credentials(dependant: Dependant) -> bool:
+    return any(dep.call is principal or _needs_credentials(dep) for dep in dependant.dependencies)
+
+
+def document_security(app: FastAPI) -> None:
+    """Name the credentials of every route that reads them in the OpenAPI document.
+
+    :func:`~kalends.api.security.principal` reads the header and the cookie itself (no
+    dependency per scheme to solve on every request), so the document is told here.
+    """
+    for route in app.router.routes:
+        if isinstance(route, APIRoute) and _needs_credentials(route.dependant):
+            extra = dict(route.openapi_extra or {})
+            extra["security"] = [{name: []} for name in SECURITY_SCHEMES]
+            route.openapi_extra = extra
+    plain = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = plain()
+            components = schema.setdefault("components", {})
+            components.setdefault("securitySchemes", {}).update(SECURITY_SCHEMES)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
 def create_app(ctx: ApiContext, *, access_log_enabled: bool = True) -> FastAPI:
     """The kalends HTTP API on one context (services, accounts, settings)."""
 
@@ -168,6 +199,7 @@ def create_app(ctx: ApiContext, *, access_log_enabled: bool = True) -> FastAPI:
                     "give its router route_class=DispatchedRoute"
                 )
             app.router.routes.append(route)
+    document_security(app)
     app.add_middleware(BodyLimit, limit=ctx.settings.max_body_bytes)
     if access_log_enabled:
         app.add_middleware(AccessLog)

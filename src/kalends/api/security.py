@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Annotated, Literal, cast
 
 from fastapi import Depends, Request
-from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
 
 from kalends.api.context import CSRF_HEADER, SESSION_COOKIE, ApiContext
 from kalends.auth import Principal
@@ -26,6 +25,7 @@ __all__ = [
     "ContextDep",
     "DeferredPrincipal",
     "PrincipalDep",
+    "SECURITY_SCHEMES",
     "SessionPrincipalDep",
     "context",
     "principal",
@@ -33,20 +33,24 @@ __all__ = [
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
-_bearer = HTTPBearer(
-    auto_error=False,
-    scheme_name="token",
-    description="An API token (`kalends token create`): `Authorization: Bearer kal_…`.",
-)
-_cookie = APIKeyCookie(
-    name=SESSION_COOKIE,
-    auto_error=False,
-    scheme_name="session",
-    description=(
-        "A login session cookie (`POST /api/auth/login`); unsafe methods also need the "
-        f"`{CSRF_HEADER}` header with the session's CSRF token."
-    ),
-)
+# How the OpenAPI document describes the two kinds of credentials (:func:`principal`
+# reads them straight from the request; see ``kalends.api.app.document_security``).
+SECURITY_SCHEMES: dict[str, dict[str, str]] = {
+    "token": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "An API token (`kalends token create`): `Authorization: Bearer kal_…`.",
+    },
+    "session": {
+        "type": "apiKey",
+        "in": "cookie",
+        "name": SESSION_COOKIE,
+        "description": (
+            "A login session cookie (`POST /api/auth/login`); unsafe methods also need the "
+            f"`{CSRF_HEADER}` header with the session's CSRF token."
+        ),
+    },
+}
 
 
 async def context(request: Request) -> ApiContext:
@@ -90,12 +94,7 @@ class DeferredPrincipal:
         return found
 
 
-async def principal(
-    request: Request,
-    ctx: ContextDep,
-    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-    cookie: Annotated[str | None, Depends(_cookie)],
-) -> Principal:
+async def principal(request: Request) -> Principal:
     """The caller: 401 without valid credentials, 403 on a CSRF failure, before the route
     does anything.
 
@@ -103,15 +102,18 @@ async def principal(
     looked up (expiry, revocation, the CSRF token's value) when the route starts, in its
     thread (the returned object is a :class:`DeferredPrincipal` until then).
     """
+    ctx: ApiContext = request.app.state.kalends
     header = request.headers.get("authorization")
     if header is not None:
-        if bearer is None or bearer.scheme.lower() != "bearer" or not bearer.credentials:
+        scheme, _, secret = header.partition(" ")
+        secret = secret.strip()
+        if scheme.lower() != "bearer" or not secret:
             raise Unauthenticated("the Authorization header must be `Bearer <token>`")
-        secret = bearer.credentials
         return cast(
             Principal,
             DeferredPrincipal("token", lambda: ctx.accounts.check_token(secret)),
         )
+    cookie = request.cookies.get(SESSION_COOKIE)
     if not cookie:
         raise Unauthenticated("log in, or send an API token as `Authorization: Bearer <token>`")
     unsafe = request.method not in SAFE_METHODS

@@ -7,12 +7,12 @@ tasks, then their tags, then their reminders.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date
+from datetime import UTC, date
 from types import SimpleNamespace
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Select, and_, bindparam, func, or_, select
+from sqlalchemy import Select, String, and_, bindparam, func, or_, select, type_coerce
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import BindParameter, ColumnElement
 
@@ -233,39 +233,72 @@ def read_tree(
 # A page of a list's trees is keyed by its last top-level task's sibling order.
 PageKey = tuple[int, str]
 
-# The statements of a page, built once: the next top-level tasks after a key, then
-# their live descendants in one recursive walk.
-_PAGE_TOPS = (
-    select(tasks)
-    .where(
-        tasks.c.list_id == bindparam("list_id"),
-        tasks.c.parent_id.is_(None),
-        tasks.c.trashed.in_(bindparam("trashed", expanding=True)),
-        or_(
-            tasks.c.position > bindparam("position"),
-            and_(tasks.c.position == bindparam("position"), tasks.c.ref > bindparam("ref")),
-        ),
+
+# The statements of a page, built once (no list of IDs to bind): the page's top-level
+# tasks are the first ``size`` after a key in sibling order; a recursive walk from them
+# gives the page's tasks, and the same walk selects their tags and reminders.
+def _after_key() -> ColumnElement[bool]:
+    return or_(
+        tasks.c.position > bindparam("position"),
+        and_(tasks.c.position == bindparam("position"), tasks.c.ref > bindparam("ref")),
     )
-    .order_by(tasks.c.position, tasks.c.ref)
-    .limit(bindparam("limit"))
-)
 
 
-def _page_below(include_trashed: bool) -> Select[Any]:
-    """The descendants of the tasks ``ids``; without the trash, none under a trashed task."""
-    live: list[ColumnElement[bool]] = [] if include_trashed else [tasks.c.trashed.is_(False)]
-    below = (
-        select(tasks.c.id).where(tasks.c.parent_id.in_(bindparam("ids", expanding=True)), *live)
-    ).cte("below", recursive=True)
-    below = below.union_all(
-        select(tasks.c.id).join(below, tasks.c.parent_id == below.c.id).where(*live)
+def _tops(include_trashed: bool) -> Select[Any]:
+    live = [] if include_trashed else [tasks.c.trashed.is_(False)]
+    return select(tasks.c.id).where(
+        tasks.c.list_id == bindparam("list_id"), tasks.c.parent_id.is_(None), _after_key(), *live
     )
-    return select(tasks).join(below, below.c.id == tasks.c.id)
 
 
-_PAGE_BELOW = {flag: _page_below(flag) for flag in (False, True)}
-# Tags and reminders are read for this many tasks at a time (bound parameters).
-_EXTRAS_CHUNK = 2000
+def _page_statements(include_trashed: bool) -> tuple[Select[Any], ...]:
+    live = [] if include_trashed else [tasks.c.trashed.is_(False)]
+    tops = (
+        _tops(include_trashed)
+        .order_by(tasks.c.position, tasks.c.ref)
+        .limit(bindparam("size"))
+        .subquery("tops")
+    )
+    page = select(tops.c.id).cte("page", recursive=True)
+    page = page.union_all(
+        select(tasks.c.id).join(page, tasks.c.parent_id == page.c.id).where(*live)
+    )
+    mine = tasks.c.id.in_(select(page.c.id))
+    # Whether a top-level task follows the page's last one (keyed by it).
+    following = _tops(include_trashed).limit(1)
+    ids = select(page.c.id)
+    raw_reminders = select(*_RAW_REMINDER_COLUMNS).where(task_reminders.c.task_id.in_(ids))
+    return (
+        select(tasks).where(mine),
+        following,
+        _tags_of(ids),
+        _reminders_of(ids),
+        select(*_RAW_TASK_COLUMNS).where(mine),
+        raw_reminders.order_by(task_reminders.c.task_id, task_reminders.c.position),
+    )
+
+
+# The page read as JSON (the HTTP API's): IDs, instants and dates come as the database
+# gives them, with no value object made and formatted again for each (on SQLite:
+# text; on PostgreSQL: the driver's objects), then formatted as the domain's JSON.
+_AS_STORED = {"id", "list_id", "section_id", "parent_id", "series_id", "created_by"} | {
+    "completed_at",
+    "created_at",
+    "updated_at",
+    "due_at",
+    "planned_date",
+    "due_date",
+}
+_RAW_TASK_COLUMNS = [
+    type_coerce(c, String).label(c.name) if c.name in _AS_STORED else c for c in tasks.c
+]
+_RAW_REMINDER_COLUMNS = [
+    type_coerce(c, String).label(c.name) if c.name in {"task_id", "at", "recipient_id"} else c
+    for c in task_reminders.c
+]
+
+
+_PAGE = {flag: _page_statements(flag) for flag in (False, True)}
 
 
 def read_tree_page(
@@ -279,41 +312,154 @@ def read_tree_page(
     """Up to ``limit`` of the list's trees after the top-level task keyed ``after``, and
     the key to ask for the next page with (``None`` on the last page).
 
-    Four statements whatever the list's size: the page's top-level tasks (one more, to
-    know whether a next page exists), their descendants, their tags, their reminders.
+    Four statements whatever the list's size: the page's tasks (one recursive walk),
+    whether another top-level task follows, their tags, their reminders.
     """
+    rows_of, following, tags_of, reminders_of, _raw, _raw_reminders = _PAGE[include_trashed]
     position, ref = after if after is not None else (_BEFORE_ALL, "")
-    tops = list(
-        conn.execute(
-            _PAGE_TOPS,
-            {
-                "list_id": list_id,
-                "trashed": [False, True] if include_trashed else [False],
-                "position": position,
-                "ref": ref,
-                "limit": limit + 1,
-            },
-        )
-    )
-    more = len(tops) > limit
-    tops = tops[:limit]
+    key = {"list_id": list_id, "position": position, "ref": ref, "size": limit}
+    rows = list(conn.execute(rows_of, key))
+    tops = [r for r in rows if r.parent_id is None]
     if not tops:
         return [], None
-    rows = tops + list(conn.execute(_PAGE_BELOW[include_trashed], {"ids": [r.id for r in tops]}))
-    ids = [r.id for r in rows]
-    tag_map: dict[UUID, tuple[str, ...]] = {}
-    reminder_map: dict[UUID, tuple[Reminder, ...]] = {}
-    for start in range(0, len(ids), _EXTRAS_CHUNK):
-        found_tags, found_reminders = _extras(conn, ids[start : start + _EXTRAS_CHUNK])
-        tag_map.update(found_tags)
-        reminder_map.update(found_reminders)
+    last = max((r.position, r.ref) for r in tops)
+    more = conn.execute(
+        following, {"list_id": list_id, "position": last[0], "ref": last[1]}
+    ).first()
+    tag_map: dict[UUID, list[str]] = {}
+    for task_id, name in conn.execute(tags_of, key):
+        tag_map.setdefault(task_id, []).append(name)
+    reminder_map: dict[UUID, list[Reminder]] = {}
+    for row in conn.execute(reminders_of, key):
+        reminder_map.setdefault(row.task_id, []).append(reminder_from_row(row))
     built = []
     for row in rows:
         m = dict(zip(TASK_COLUMNS, row, strict=True))
         task_id = m["id"]
-        built.append(Task.from_mapping(m, tag_map.get(task_id, ()), reminder_map.get(task_id, ())))
-    last = tops[-1]
-    return _assemble(built, {r.id for r in tops}), (last.position, last.ref) if more else None
+        built.append(
+            Task.from_mapping(
+                m, tuple(tag_map.get(task_id, ())), tuple(reminder_map.get(task_id, ()))
+            )
+        )
+    return _assemble(built, {r.id for r in tops}), last if more is not None else None
+
+
+def read_tree_page_json(
+    conn: Connection,
+    list_id: UUID,
+    *,
+    limit: int,
+    after: PageKey | None,
+    include_trashed: bool,
+) -> tuple[list[dict[str, Any]], PageKey | None]:
+    """:func:`read_tree_page` as the trees' JSON (``TreeNode.to_json``), in the same four
+    statements, made straight from the rows: a page's cost is mostly its tasks' values."""
+    _rows, following, tags_of, _reminders, raw_rows, raw_reminders = _PAGE[include_trashed]
+    position, ref = after if after is not None else (_BEFORE_ALL, "")
+    key = {"list_id": list_id, "position": position, "ref": ref, "size": limit}
+    rows = conn.execute(raw_rows, key).all()
+    if not rows:
+        return [], None
+    tag_map: dict[str | None, list[str]] = {}
+    for task_id, name in conn.execute(tags_of, key):
+        tag_map.setdefault(uuid_text(task_id), []).append(name)
+    reminder_map: dict[str | None, list[dict[str, Any]]] = {}
+    for r in conn.execute(raw_reminders, key):
+        reminder_map.setdefault(uuid_text(r.task_id), []).append(
+            {
+                "channel": r.channel,
+                "local": r.local,
+                "zone": r.zone,
+                "at": instant_text(r.at),
+                "recipient_id": uuid_text(r.recipient_id),
+            }
+        )
+    children: dict[str | None, list[tuple[int, str, dict[str, Any]]]] = {}
+    for row in rows:
+        m = dict(zip(TASK_COLUMNS, row, strict=True))
+        task_id = uuid_text(m["id"])
+        parent = uuid_text(m["parent_id"])
+        due: Any = date_text(m["due_date"])
+        if m["due_local"] is not None:
+            due = {"local": m["due_local"], "zone": m["due_zone"]}
+        children.setdefault(parent, []).append(
+            (
+                m["position"],
+                m["ref"],
+                {
+                    "id": task_id,
+                    "ref": m["ref"],
+                    "list_id": uuid_text(m["list_id"]),
+                    "section_id": uuid_text(m["section_id"]),
+                    "parent_id": parent,
+                    "position": m["position"],
+                    "title": m["title"],
+                    "description": m["description"],
+                    "status": m["status"],
+                    "completed_at": instant_text(m["completed_at"]),
+                    "trashed": bool(m["trashed"]),
+                    "revision": m["revision"],
+                    "schedule_revision": m["schedule_revision"],
+                    "priority": m["priority"],
+                    "planned": date_text(m["planned_date"]),
+                    "due": due,
+                    "series_id": uuid_text(m["series_id"]),
+                    "occurrence": m["occurrence"],
+                    "created_at": instant_text(m["created_at"]),
+                    "updated_at": instant_text(m["updated_at"]),
+                    "tags": tag_map.get(task_id, []),
+                    "reminders": reminder_map.get(task_id, []),
+                },
+            )
+        )
+
+    def node(entry: tuple[int, str, dict[str, Any]]) -> dict[str, Any]:
+        found = entry[2]
+        kids = sorted(children.get(found["id"], ()), key=_sibling_order)
+        found["children"] = [node(k) for k in kids]
+        return found
+
+    tops = sorted(children.get(None, ()), key=_sibling_order)
+    last = (tops[-1][0], tops[-1][1])
+    more = conn.execute(
+        following, {"list_id": list_id, "position": last[0], "ref": last[1]}
+    ).first()
+    return [node(t) for t in tops], last if more is not None else None
+
+
+def _sibling_order(entry: tuple[int, str, dict[str, Any]]) -> tuple[int, str]:
+    return entry[0], entry[1]
+
+
+def uuid_text(value: Any) -> str | None:
+    """An ID as JSON text from what the database gave: SQLite's 32 hex digits (or a
+    dashed text), or the driver's UUID."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if len(value) == 32:
+            return f"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"
+        return value.lower()
+    return str(value)
+
+
+def instant_text(value: Any) -> str | None:
+    """An instant as the domain's JSON (``…Z``, microseconds only when not zero) from the
+    stored text (SQLite) or the driver's aware datetime."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value[:-8] + "Z" if value.endswith(".000000Z") else value
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")  # type: ignore[no-any-return]
+
+
+def date_text(value: Any) -> str | None:
+    """A date as ``YYYY-MM-DD`` from the stored text (SQLite) or the driver's date."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    return value.isoformat()  # type: ignore[no-any-return]
 
 
 # Lower than any sibling position a task can have.

@@ -9,6 +9,7 @@ import hashlib
 import re
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 from uuid import UUID
@@ -48,6 +49,7 @@ from kalends.tasks.reads import (
     read_detail,
     read_tree,
     read_tree_page,
+    read_tree_page_json,
     subtree_tree,
 )
 from kalends.tasks.refs import new_refs
@@ -156,42 +158,84 @@ class TaskService(Transitions):
         survives its task being moved or trashed. Unfiltered, a page costs four
         statements whatever the list's size; filtered, the whole list is read.
         """
-        if isinstance(limit, bool) or not isinstance(limit, int):
-            raise InvalidInput("limit: a whole number is expected", field="limit")
-        if not 1 <= limit <= MAX_TREE_PAGE:
-            raise InvalidInput(f"limit: 1 to {MAX_TREE_PAGE}, got {limit}", field="limit")
-        key = parse_page_cursor(after) if after is not None else None
-        filtered = any(v is not None for v in (section, tag, status, due_from, due_to, planned))
-        if filtered:
-            trees = self.tree(
-                actor,
-                list_ref,
-                section=section,
-                tag=tag,
-                status=status,
-                due_from=due_from,
-                due_to=due_to,
-                planned=planned,
-                include_trashed=include_trashed,
-            )
-            later = [n for n in trees if key is None or (n.task.position, n.task.ref) > key]
-            page = later[:limit]
-            more = len(later) > limit
-            last = page[-1].task if page else None
-            cursor = _page_cursor((last.position, last.ref)) if more and last else None
-            return TreePage(trees=tuple(page), next_after=cursor)
+        key = _page_request(limit, after)
+        filters = _TreeFilters(section, tag, status, due_from, due_to, planned, include_trashed)
+        if filters.any:
+            return self._filtered_page(actor, list_ref, limit, key, filters)
 
         def run(conn: Connection) -> TreePage:
-            actor_id = resolve_actor(conn, actor)
-            list_id = find_list(conn, actor_id, list_ref)
-            require_list_role(conn, actor_id, list_id, Role.VIEWER, write=False)
+            list_id = self._readable_list(conn, actor, list_ref)
             nodes, following = read_tree_page(
                 conn, list_id, limit=limit, after=key, include_trashed=include_trashed
             )
-            cursor = _page_cursor(following) if following is not None else None
-            return TreePage(trees=tuple(nodes), next_after=cursor)
+            return TreePage(trees=tuple(nodes), next_after=_next_cursor(following))
 
         return self.store.run(run, write=False)
+
+    def tree_page_json(
+        self,
+        actor: ActorRef,
+        list_ref: UUID | str,
+        *,
+        limit: int,
+        after: str | None = None,
+        section: str | None = None,
+        tag: str | None = None,
+        status: TaskStatus | str | None = None,
+        due_from: date | None = None,
+        due_to: date | None = None,
+        planned: date | None = None,
+        include_trashed: bool = False,
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """:meth:`tree_page` as JSON (each tree's ``to_json()``) and the next cursor, made
+        straight from the rows: what the HTTP API answers, without value objects."""
+        key = _page_request(limit, after)
+        filters = _TreeFilters(section, tag, status, due_from, due_to, planned, include_trashed)
+        if filters.any:
+            page = self._filtered_page(actor, list_ref, limit, key, filters)
+            return [n.to_json() for n in page.trees], page.next_after
+
+        def run(conn: Connection) -> tuple[list[dict[str, Any]], str | None]:
+            list_id = self._readable_list(conn, actor, list_ref)
+            trees, following = read_tree_page_json(
+                conn, list_id, limit=limit, after=key, include_trashed=include_trashed
+            )
+            return trees, _next_cursor(following)
+
+        return self.store.run(run, write=False)
+
+    def _readable_list(self, conn: Connection, actor: ActorRef, list_ref: UUID | str) -> UUID:
+        actor_id = resolve_actor(conn, actor)
+        list_id = find_list(conn, actor_id, list_ref)
+        require_list_role(conn, actor_id, list_id, Role.VIEWER, write=False)
+        return list_id
+
+    def _filtered_page(
+        self,
+        actor: ActorRef,
+        list_ref: UUID | str,
+        limit: int,
+        key: PageKey | None,
+        filters: _TreeFilters,
+    ) -> TreePage:
+        trees = self.tree(
+            actor,
+            list_ref,
+            section=filters.section,
+            tag=filters.tag,
+            status=filters.status,
+            due_from=filters.due_from,
+            due_to=filters.due_to,
+            planned=filters.planned,
+            include_trashed=filters.include_trashed,
+        )
+        later = [n for n in trees if key is None or (n.task.position, n.task.ref) > key]
+        page = later[:limit]
+        last = page[-1].task if page and len(later) > limit else None
+        return TreePage(
+            trees=tuple(page),
+            next_after=_next_cursor((last.position, last.ref) if last else None),
+        )
 
     def checklist(self, actor: ActorRef, task: TaskRef) -> TreeNode:
         """The task and its live descendants as one ordered tree."""
@@ -709,13 +753,37 @@ class TaskService(Transitions):
 __all__ = ["AfterTaskUpdate", "TaskChange", "TaskService"]
 
 
+@dataclass(frozen=True, slots=True)
+class _TreeFilters:
+    section: str | None
+    tag: str | None
+    status: TaskStatus | str | None
+    due_from: date | None
+    due_to: date | None
+    planned: date | None
+    include_trashed: bool
+
+    @property
+    def any(self) -> bool:
+        values = (self.section, self.tag, self.status, self.due_from, self.due_to, self.planned)
+        return any(v is not None for v in values)
+
+
 # A page cursor: the sibling position and reference of a page's last top-level task.
 _CURSOR = re.compile(r"(-?[0-9]{1,19}):([0-9A-Z]{1,12})")
 PAGE_CURSOR_LENGTH = 33
 
 
-def _page_cursor(key: PageKey) -> str:
-    return f"{key[0]}:{key[1]}"
+def _page_request(limit: int, after: str | None) -> PageKey | None:
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise InvalidInput("limit: a whole number is expected", field="limit")
+    if not 1 <= limit <= MAX_TREE_PAGE:
+        raise InvalidInput(f"limit: 1 to {MAX_TREE_PAGE}, got {limit}", field="limit")
+    return parse_page_cursor(after) if after is not None else None
+
+
+def _next_cursor(key: PageKey | None) -> str | None:
+    return f"{key[0]}:{key[1]}" if key is not None else None
 
 
 def parse_page_cursor(value: str) -> PageKey:

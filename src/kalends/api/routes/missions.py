@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlalchemy import bindparam, select
 from sqlalchemy.engine import Connection
 
+from kalends.api.answers import JsonAnswer
 from kalends.api.context import ApiContext
 from kalends.api.dispatch import DispatchedRoute, inline_read, inline_write
 from kalends.api.errors import ErrorBody, error_response, error_responses
@@ -627,7 +628,7 @@ def page_schedules(
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Page size.")] = MAX_PAGE,
 ) -> JSONResponse:
     page = ctx.services.schedules.page(who.actor_id, workspace, after=after, limit=limit)
-    return JSONResponse(page.to_json())
+    return JsonAnswer(page.to_json())
 
 
 @router.get(
@@ -720,7 +721,7 @@ def schedule_detail(
         write=False,
     )
     # The service's JSON as is: no second validation pass over a document of up to 256 KiB.
-    return JSONResponse(_with_log_tail(ctx, doc))
+    return JsonAnswer(_with_log_tail(ctx, doc))
 
 
 @router.post(
@@ -774,7 +775,7 @@ def control_schedule(
             expected_revision=body.expectedRevision,
         )
 
-    return JSONResponse(_scoped(ctx, who, workspace, mission, act, write=True).to_json())
+    return JsonAnswer(_scoped(ctx, who, workspace, mission, act, write=True).to_json())
 
 
 @router.post(

@@ -126,10 +126,12 @@ def task_tree(
             raise InvalidInput("after: a page cursor needs a limit", field="after")
         nodes = ctx.services.tasks.tree(who.actor_id, list_id, **filters)
         return answer([n.to_json() for n in nodes])
-    page = ctx.services.tasks.tree_page(who.actor_id, list_id, limit=limit, after=after, **filters)
-    reply = answer([n.to_json() for n in page.trees])
-    if page.next_after is not None:
-        following = request.url.include_query_params(after=page.next_after)
+    trees, next_after = ctx.services.tasks.tree_page_json(
+        who.actor_id, list_id, limit=limit, after=after, **filters
+    )
+    reply = answer(trees)
+    if next_after is not None:
+        following = request.url.include_query_params(after=next_after)
         reply.headers["Link"] = f'<{following}>; rel="next"'
     return reply
 

@@ -17,6 +17,7 @@ from fastapi import Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, WithJsonSchema
 
+from kalends.api.answers import JsonAnswer
 from kalends.api.context import ApiContext
 from kalends.tasks.values import (
     MAX_NAME_LENGTH,
@@ -96,7 +97,7 @@ def atomic(ctx: ApiContext, fn: Callable[[], T], *, write: bool = True) -> T:
 
 def answer(data: Any, status_code: int = 200) -> JSONResponse:
     """The domain's own JSON, as is (the route's response model documents it)."""
-    return JSONResponse(data, status_code=status_code)
+    return JsonAnswer(data, status_code=status_code)
 
 
 class Strict(BaseModel):

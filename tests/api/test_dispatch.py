@@ -1,0 +1,121 @@
+"""Where routes run: short reads and writes on the event loop on SQLite, the rest (and
+every route on PostgreSQL) in the thread pool; a short write whose lock is taken waits
+for it in the pool, never on the event loop."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import make_url
+
+from api.conftest import ApiWorld
+from api.test_missions_refusals import control_body, create, revision_of, schedule
+from kalends.api import ApiContext
+from kalends.api.dispatch import DispatchedRoute, dispatched, inline_read, inline_write
+from kalends.missions import ScheduleService
+from kalends.storage.testing import StorageTarget
+
+
+async def _loop_thread_name() -> str:
+    return threading.current_thread().name
+
+
+def loop_thread(api: ApiWorld) -> str:
+    name: str = api.client.portal.call(_loop_thread_name)  # type: ignore[union-attr]
+    return name
+
+
+@pytest.fixture
+def control_threads(api: ApiWorld, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The threads the schedule controls' service calls run in."""
+    seen: list[str] = []
+    real = ScheduleService.control
+
+    def spy(self: ScheduleService, *args: Any, **kwargs: Any) -> Any:
+        seen.append(threading.current_thread().name)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ScheduleService, "control", spy)
+    yield seen
+
+
+def test_a_control_runs_on_the_event_loop_on_sqlite_and_in_the_pool_on_postgresql(
+    api: ApiWorld, control_threads: list[str]
+) -> None:
+    mission = create(api, "create-loop")
+    reply = api.client.post(
+        schedule(api.home.id, mission),
+        json=control_body("play", "play-loop", 1),
+        headers=api.headers("bob"),
+    )
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["revision"] == 2 == revision_of(api, mission)
+    loop = loop_thread(api)
+    ctx: ApiContext = api.client.app.state.kalends  # type: ignore[attr-defined]
+    assert ctx.inline_routes is (api.store.dialect == "sqlite")
+    assert len(control_threads) == 1
+    assert (control_threads[0] == loop) is (api.store.dialect == "sqlite")
+
+
+def test_a_control_whose_write_lock_is_held_waits_in_the_pool_and_applies_once(
+    api: ApiWorld, storage_target: StorageTarget, control_threads: list[str]
+) -> None:
+    if storage_target.backend != "sqlite":
+        pytest.skip("the write lock is SQLite's")
+    mission = create(api, "create-held")
+    path = make_url(storage_target.url).database
+    assert path is not None
+    held = sqlite3.connect(path, timeout=0, isolation_level=None, check_same_thread=False)
+    held.execute("BEGIN IMMEDIATE")
+    # Released while the control waits for it (the store's busy timeout is seconds).
+    release = threading.Timer(0.5, lambda: held.execute("ROLLBACK"))
+    release.start()
+    try:
+        reply = api.client.post(
+            schedule(api.home.id, mission),
+            json=control_body("play", "play-held", 1),
+            headers=api.headers("bob"),
+        )
+    finally:
+        release.join()
+        held.close()
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["status"] == "applied" and reply.json()["revision"] == 2
+    assert revision_of(api, mission) == 2
+    # The attempt on the event loop never began; the one run was in the pool.
+    assert len(control_threads) == 1 and control_threads[0] != loop_thread(api)
+    status = api.client.get(
+        schedule(api.home.id, mission, "/requests/play-held"), headers=api.headers("bob")
+    )
+    assert status.status_code == 200 and status.json()["status"] == "applied"
+
+
+def test_a_route_marked_for_some_requests_runs_in_the_pool_for_the_others(
+    api: ApiWorld,
+) -> None:
+    tree = f"/api/lists/{api.home_list.id}/tasks"
+    headers = api.headers("bob")
+    whole = api.client.get(tree, headers=headers)
+    page = api.client.get(tree + "?limit=200", headers=headers)
+    assert whole.status_code == page.status_code == 200
+    assert whole.json() == page.json()
+
+
+def test_synchronous_routes_are_dispatched_and_marks_are_kept() -> None:
+    def read() -> str:
+        return "read"
+
+    def write() -> str:
+        return "write"
+
+    marked_read = inline_read(when=lambda values: True)(read)
+    marked_write = inline_write()(write)
+    assert marked_read is read and marked_write is write
+    route = DispatchedRoute("/x", read, methods=["GET"])
+    assert route.dependant.call is not read
+    assert getattr(route.dependant.call, "__wrapped__", None) is read
+    assert dispatched(write).__wrapped__ is write  # type: ignore[attr-defined]
