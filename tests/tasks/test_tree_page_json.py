@@ -110,3 +110,15 @@ def test_stored_values_format_as_the_domain_formats_them(world: World) -> None:
     assert instant_text(stored) == domain["created_at"]
     assert instant_text("2026-01-02T03:04:05.000000Z") == "2026-01-02T03:04:05Z"
     assert date_text("2026-12-24") == "2026-12-24"
+
+
+@pytest.mark.parametrize("include_trashed", [False, True])
+def test_the_whole_list_as_json_is_the_domain_tree_to_json(
+    world: World, include_trashed: bool
+) -> None:
+    rich_list(world)
+    whole = world.tasks.tree(world.bob.id, world.home.id, include_trashed=include_trashed)
+    raw = world.tasks.tree_json(world.bob.id, world.home.id, include_trashed=include_trashed)
+    assert raw == [n.to_json() for n in whole]
+    assert len(_walk(raw)) >= 10
+    assert world.tasks.tree_json(world.bob.id, world.work.id) == []

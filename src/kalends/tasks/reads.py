@@ -360,11 +360,57 @@ def read_tree_page_json(
     rows = conn.execute(raw_rows, key).all()
     if not rows:
         return [], None
+    trees, last = _json_forest(
+        rows, conn.execute(tags_of, key), conn.execute(raw_reminders, key), include_trashed
+    )
+    more = conn.execute(
+        following, {"list_id": list_id, "position": last[0], "ref": last[1]}
+    ).first()
+    return trees, last if more is not None else None
+
+
+# The whole list read as JSON, in three statements.
+_LIST_IDS = select(tasks.c.id).where(tasks.c.list_id == bindparam("list_id"))
+_LIST_RAW_ROWS = select(*_RAW_TASK_COLUMNS).where(tasks.c.list_id == bindparam("list_id"))
+_LIST_TAGS = _tags_of(_LIST_IDS)
+_LIST_RAW_REMINDERS = (
+    select(*_RAW_REMINDER_COLUMNS)
+    .where(task_reminders.c.task_id.in_(_LIST_IDS))
+    .order_by(task_reminders.c.task_id, task_reminders.c.position)
+)
+
+
+def read_tree_json(
+    conn: Connection, list_id: UUID, *, include_trashed: bool
+) -> list[dict[str, Any]]:
+    """:func:`read_tree` unfiltered, as the trees' JSON, made straight from the rows."""
+    key = {"list_id": list_id}
+    rows = conn.execute(_LIST_RAW_ROWS, key).all()
+    if not rows:
+        return []
+    trees, _last = _json_forest(
+        rows,
+        conn.execute(_LIST_TAGS, key),
+        conn.execute(_LIST_RAW_REMINDERS, key),
+        include_trashed,
+    )
+    return trees
+
+
+_Entry = tuple[int, str, dict[str, Any]]
+
+
+def _json_forest(
+    rows: Sequence[Any], tag_rows: Any, reminder_rows: Any, include_trashed: bool
+) -> tuple[list[dict[str, Any]], PageKey]:
+    """The trees' JSON from raw task rows (a set closed under parents: every task's parent
+    is among them or it is top-level) with their tags' and reminders' rows, and the sibling
+    key of the last tree. Without the trash, a trashed task hides its whole subtree."""
     tag_map: dict[str | None, list[str]] = {}
-    for task_id, name in conn.execute(tags_of, key):
+    for task_id, name in tag_rows:
         tag_map.setdefault(uuid_text(task_id), []).append(name)
     reminder_map: dict[str | None, list[dict[str, Any]]] = {}
-    for r in conn.execute(raw_reminders, key):
+    for r in reminder_rows:
         reminder_map.setdefault(uuid_text(r.task_id), []).append(
             {
                 "channel": r.channel,
@@ -374,9 +420,11 @@ def read_tree_page_json(
                 "recipient_id": uuid_text(r.recipient_id),
             }
         )
-    children: dict[str | None, list[tuple[int, str, dict[str, Any]]]] = {}
+    children: dict[str | None, list[_Entry]] = {}
     for row in rows:
         m = dict(zip(TASK_COLUMNS, row, strict=True))
+        if m["trashed"] and not include_trashed:
+            continue
         task_id = uuid_text(m["id"])
         parent = uuid_text(m["parent_id"])
         due: Any = date_text(m["due_date"])
@@ -413,21 +461,20 @@ def read_tree_page_json(
             )
         )
 
-    def node(entry: tuple[int, str, dict[str, Any]]) -> dict[str, Any]:
+    # Reached only from a visible parent: a trashed task's subtree is never walked.
+    def node(entry: _Entry) -> dict[str, Any]:
         found = entry[2]
         kids = sorted(children.get(found["id"], ()), key=_sibling_order)
         found["children"] = [node(k) for k in kids]
         return found
 
     tops = sorted(children.get(None, ()), key=_sibling_order)
-    last = (tops[-1][0], tops[-1][1])
-    more = conn.execute(
-        following, {"list_id": list_id, "position": last[0], "ref": last[1]}
-    ).first()
-    return [node(t) for t in tops], last if more is not None else None
+    if not tops:
+        return [], (_BEFORE_ALL, "")
+    return [node(t) for t in tops], (tops[-1][0], tops[-1][1])
 
 
-def _sibling_order(entry: tuple[int, str, dict[str, Any]]) -> tuple[int, str]:
+def _sibling_order(entry: _Entry) -> tuple[int, str]:
     return entry[0], entry[1]
 
 

@@ -48,6 +48,7 @@ from kalends.tasks.reads import (
     load_tasks,
     read_detail,
     read_tree,
+    read_tree_json,
     read_tree_page,
     read_tree_page_json,
     subtree_tree,
@@ -133,6 +134,18 @@ class TaskService(Transitions):
                 planned=planned,
                 include_trashed=include_trashed,
             )
+
+        return self.store.run(run, write=False)
+
+    def tree_json(
+        self, actor: ActorRef, list_ref: UUID | str, *, include_trashed: bool = False
+    ) -> list[dict[str, Any]]:
+        """:meth:`tree` unfiltered as JSON (each tree's ``to_json()``), made straight from
+        the rows in three statements: what the HTTP API answers for a whole list."""
+
+        def run(conn: Connection) -> list[dict[str, Any]]:
+            list_id = self._readable_list(conn, actor, list_ref)
+            return read_tree_json(conn, list_id, include_trashed=include_trashed)
 
         return self.store.run(run, write=False)
 

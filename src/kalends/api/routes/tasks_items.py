@@ -55,6 +55,7 @@ def task_series_json(view: SeriesView, occurrence: int | None) -> dict[str, Any]
 
 
 TREE_FILTERS = ("section", "tag", "status", "dueFrom", "dueTo", "planned")
+TREE_FILTER_ARGS = ("section", "tag", "status", "due_from", "due_to", "planned")
 
 
 def _short_tree_read(values: dict[str, Any]) -> bool:
@@ -124,6 +125,10 @@ def task_tree(
     if limit is None:
         if after is not None:
             raise InvalidInput("after: a page cursor needs a limit", field="after")
+        if all(filters[name] is None for name in TREE_FILTER_ARGS):
+            return answer(
+                ctx.services.tasks.tree_json(who.actor_id, list_id, include_trashed=trashed)
+            )
         nodes = ctx.services.tasks.tree(who.actor_id, list_id, **filters)
         return answer([n.to_json() for n in nodes])
     trees, next_after = ctx.services.tasks.tree_page_json(
