@@ -11,8 +11,10 @@ from datetime import date
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kalends.api.dispatch import DispatchedRoute, inline_read
 from kalends.api.errors import error_responses
@@ -54,13 +56,65 @@ def task_series_json(view: SeriesView, occurrence: int | None) -> dict[str, Any]
     }
 
 
-TREE_FILTERS = ("section", "tag", "status", "dueFrom", "dueTo", "planned")
-TREE_FILTER_ARGS = ("section", "tag", "status", "due_from", "due_to", "planned")
+class TreeQuery(BaseModel):
+    """The query of a list's trees, read in one validation (not one per parameter):
+    filters keep matching tasks and their ancestors; ``limit`` asks for a page."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    section: Name | None = Field(None, description="Only tasks in this section.")
+    tag: TagName | None = Field(None, description="Only tasks with this tag.")
+    status: Literal["open", "completed"] | None = None
+    dueFrom: date | None = Field(None, description="Due on or after this day.")
+    dueTo: date | None = Field(None, description="Due on or before this day.")
+    planned: date | None = Field(None, description="Planned for this day.")
+    trashed: bool = Field(False, description="Show the trash too.")
+    limit: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_TREE_PAGE,
+        description="A page of at most this many top-level tasks (the whole list without).",
+    )
+    after: str | None = Field(
+        None,
+        max_length=PAGE_CURSOR_LENGTH,
+        description="The cursor of the page to read, from the previous page's `Link`.",
+    )
+
+    @property
+    def filtered(self) -> bool:
+        found = (self.section, self.tag, self.status, self.dueFrom, self.dueTo, self.planned)
+        return any(v is not None for v in found)
+
+
+def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
+    """The OpenAPI query parameters of ``model``'s fields, as the framework writes them."""
+    properties = model.model_json_schema()["properties"]
+    out: list[dict[str, Any]] = []
+    for name, found in properties.items():
+        schema = {k: v for k, v in found.items() if not (k == "default" and v is None)}
+        parameter: dict[str, Any] = {"name": name, "in": "query", "required": False}
+        if "description" in schema:
+            parameter["description"] = schema["description"]
+        parameter["schema"] = schema
+        out.append(parameter)
+    return out
+
+
+async def tree_query(request: Request) -> TreeQuery:
+    """The tree query from the request's query string; 422 naming the parameter."""
+    try:
+        return TreeQuery.model_validate(dict(request.query_params))
+    except ValidationError as exc:
+        raise RequestValidationError(
+            [{**error, "loc": ("query", *error["loc"])} for error in exc.errors()]
+        ) from None
 
 
 def _short_tree_read(values: dict[str, Any]) -> bool:
     """An unfiltered page is a few statements over its own tasks: a short read."""
-    return values["limit"] is not None and all(values[name] is None for name in TREE_FILTERS)
+    query: TreeQuery = values["query"]
+    return query.limit is not None and not query.filtered
 
 
 @router.get(
@@ -83,6 +137,7 @@ def _short_tree_read(values: dict[str, Any]) -> bool:
         },
         **error_responses(401, 403, 404, 422),
     },
+    openapi_extra={"parameters": _query_parameters(TreeQuery)},
 )
 @inline_read(when=_short_tree_read)
 def task_tree(
@@ -90,49 +145,26 @@ def task_tree(
     request: Request,
     ctx: ContextDep,
     who: PrincipalDep,
-    section: Annotated[Name | None, Query(description="Only tasks in this section.")] = None,
-    tag: Annotated[TagName | None, Query(description="Only tasks with this tag.")] = None,
-    status: Annotated[Literal["open", "completed"] | None, Query()] = None,
-    dueFrom: Annotated[date | None, Query(description="Due on or after this day.")] = None,
-    dueTo: Annotated[date | None, Query(description="Due on or before this day.")] = None,
-    planned: Annotated[date | None, Query(description="Planned for this day.")] = None,
-    trashed: Annotated[bool, Query(description="Show the trash too.")] = False,
-    limit: Annotated[
-        int | None,
-        Query(
-            ge=1,
-            le=MAX_TREE_PAGE,
-            description="A page of at most this many top-level tasks (the whole list without).",
-        ),
-    ] = None,
-    after: Annotated[
-        str | None,
-        Query(
-            max_length=PAGE_CURSOR_LENGTH,
-            description="The cursor of the page to read, from the previous page's `Link`.",
-        ),
-    ] = None,
+    query: Annotated[TreeQuery, Depends(tree_query)],
 ) -> JSONResponse:
+    tasks = ctx.services.tasks
     filters: dict[str, Any] = {
-        "section": section,
-        "tag": tag,
-        "status": status,
-        "due_from": dueFrom,
-        "due_to": dueTo,
-        "planned": planned,
-        "include_trashed": trashed,
+        "section": query.section,
+        "tag": query.tag,
+        "status": query.status,
+        "due_from": query.dueFrom,
+        "due_to": query.dueTo,
+        "planned": query.planned,
+        "include_trashed": query.trashed,
     }
-    if limit is None:
-        if after is not None:
+    if query.limit is None:
+        if query.after is not None:
             raise InvalidInput("after: a page cursor needs a limit", field="after")
-        if all(filters[name] is None for name in TREE_FILTER_ARGS):
-            return answer(
-                ctx.services.tasks.tree_json(who.actor_id, list_id, include_trashed=trashed)
-            )
-        nodes = ctx.services.tasks.tree(who.actor_id, list_id, **filters)
-        return answer([n.to_json() for n in nodes])
-    trees, next_after = ctx.services.tasks.tree_page_json(
-        who.actor_id, list_id, limit=limit, after=after, **filters
+        if not query.filtered:
+            return answer(tasks.tree_json(who.actor_id, list_id, include_trashed=query.trashed))
+        return answer([n.to_json() for n in tasks.tree(who.actor_id, list_id, **filters)])
+    trees, next_after = tasks.tree_page_json(
+        who.actor_id, list_id, limit=query.limit, after=query.after, **filters
     )
     reply = answer(trees)
     if next_after is not None:
