@@ -28,7 +28,7 @@ from kalends.errors import Conflict, InvalidInput, NotFound, Unauthenticated
 from kalends.storage.auth_tables import accounts
 from kalends.storage.task_tables import actors
 from kalends.storage.unit_of_work import Store, for_update
-from kalends.tasks.access import parse_uuid, resolve_actor
+from kalends.tasks.access import KnownActor, parse_uuid, resolve_actor
 from kalends.tasks.directory import Directory
 from kalends.tasks.models import Actor
 
@@ -351,7 +351,7 @@ class Accounts:
                 self.store.run(lambda conn: tokens.touch_token(conn, row, now))
 
         found = Principal(
-            actor_id=row.actor_id,
+            actor_id=KnownActor.of(row.actor_id),
             handle=row.handle,
             kind="token",
             credential_id=row.id,

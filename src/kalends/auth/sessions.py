@@ -19,6 +19,7 @@ from kalends.auth.values import Principal, SessionGrant
 from kalends.storage.auth_tables import auth_sessions
 from kalends.storage.ids import ids_at
 from kalends.storage.task_tables import actors
+from kalends.tasks.access import KnownActor
 
 __all__ = [
     "SESSION_TTL",
@@ -85,7 +86,7 @@ def find_session(conn: Connection, secret: str, now: datetime) -> Any | None:
 
 def session_principal(row: Any, secret: str) -> Principal:
     return Principal(
-        actor_id=row.actor_id,
+        actor_id=KnownActor.of(row.actor_id),
         handle=row.handle,
         kind="session",
         credential_id=row.id,
