@@ -430,12 +430,19 @@ def _scoped(
     write: bool,
 ) -> T:
     """``operation`` (one service call) after the scope check, in one transaction."""
+    store = ctx.services.store
+    if store.in_transaction:
+        # The request's own transaction (``kalends.api.dispatch``): whatever fails rolls
+        # all of it back, so no savepoint is needed around this part.
+        with store.transaction(write=False) as conn:
+            _within(conn, who.actor_id, workspace, mission)
+        return operation()
 
     def run(conn: Connection) -> T:
         _within(conn, who.actor_id, workspace, mission)
         return operation()
 
-    return ctx.services.store.run(run, write=write)
+    return store.run(run, write=write)
 
 
 @contextmanager
