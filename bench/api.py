@@ -29,8 +29,9 @@ The servers, each a process of its own on 127.0.0.1, both started after the fixt
   kalends' own logs at info, below the level). Ready when it prints ``kalends serving
   on http://HOST:PORT``.
 - bare: a minimal FastAPI application returning a constant JSON object from
-  ``GET /bare``, a plain ``def`` (run in the thread pool, as kalends' routes and
-  dependencies are: the judged figure), and from ``GET /bare-async``, an ``async def``
+  ``GET /bare``, a plain ``def`` (run in the thread pool, as a synchronous route is by
+  default: the judged figure; kalends runs its short reads and controls on the event loop
+  on SQLite, ``kalends.api.dispatch``), and from ``GET /bare-async``, an ``async def``
   (no thread pool hop: the framework's ceiling, shown), served by ``uvicorn.Server`` with
   the settings ``kalends serve`` gives uvicorn (no log config, no access log, lifespan on)
   on a socket bound to port 0 as ``kalends serve`` binds its own (``IPPROTO_TCP``, so
@@ -48,8 +49,12 @@ schedules), one endpoint at a time, in this order:
 
 bare (1)         ``GET /bare`` on the bare server;
 bare async       ``GET /bare-async`` on the bare server;
-list tasks       ``GET /api/lists/{list}/tasks``: the whole list of 1,000 tasks as trees,
-                 no filter (the route does not paginate), the lists in turn;
+list tasks, pages  ``GET /api/lists/{list}/tasks?limit=10[&after=CURSOR]``: every page of
+                 10 top-level tasks (each with its checklist) of every list, in order,
+                 the cursors read through ``TaskService.tree_page`` beforehand (what the
+                 ``Link`` headers give a client scrolling the list): judged;
+list tasks, whole  ``GET /api/lists/{list}/tasks``: the whole list of 1,000 tasks as trees
+                 in one answer, the lists in turn: shown, not judged;
 task detail      ``GET /api/tasks/{id}``: every task of the fixture in a shuffled order;
 schedule detail  ``GET /api/workspaces/{id}/missions/{missionID}/schedule``: every
                  schedule in a shuffled order;
@@ -75,7 +80,8 @@ anything else running: the figures say what one server process does while the lo
 generator takes its share, not what a dedicated host would.
 
 Checked: before the runs, one request each (list tasks: the whole tree of the list, every
-task once; task detail: the task asked for; schedule detail: the revision the service
+task once, and every page of the first list, which together are its tasks in order; task
+detail: the task asked for; schedule detail: the revision the service
 reads; bare: the constant); after each run no socket error, timeout or non-2xx answer;
 after each control run, every schedule read back through the service: its revision went
 up by as many controls as were applied to it (the sum equal to the 2xx answers counted,
@@ -83,7 +89,7 @@ plus at most one per connection for answers wrk stopped waiting for at the end),
 state flipped by their parity.
 
 Targets (issue 8): p99 under 50 ms for each kalends endpoint; each read endpoint (list
-tasks, task detail, schedule detail) at least 40% of the bare ``def`` endpoint's
+tasks in pages, task detail, schedule detail) at least 40% of the bare ``def`` endpoint's
 requests/s (the better of its two runs). Beside the ratio of requests/s, the table gives
 the ratio of server CPU time per request (bare's over the endpoint's), which does not
 move with the share of the machine a server got while others used it. ``--quick`` is

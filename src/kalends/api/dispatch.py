@@ -1,19 +1,25 @@
-"""Where a route's code runs: in the thread pool, or on the event loop for short reads.
+"""Where a route's code runs: in the thread pool, or on the event loop when it is short.
 
 The services are synchronous. A synchronous route would go through the thread pool
 (FastAPI's default for a ``def``), and on SQLite that hop is most of what a short read
 costs: a task detail took 1.18 ms of CPU through a pool of one thread and 0.78 ms run
 on the event loop, 1.84 ms with two threads contending for the interpreter lock.
-Reads in WAL mode never wait for a lock, so a route marked :func:`inline_read` runs
-on the event loop when its context allows it (:attr:`ApiContext.inline_routes`: SQLite
-by default). Everything else runs in the pool: writes, which may wait for the write
-lock, reads whose cost grows with the data, and every route on PostgreSQL, where each
-statement waits on the network and the pool overlaps those waits.
+
+So when its context allows it (:attr:`ApiContext.inline_routes`: SQLite by default):
+
+- a route marked :func:`inline_read` runs on the event loop, in one read transaction
+  with the credential check (reads in WAL mode never wait for a lock);
+- a route marked :func:`inline_write` runs there in one write transaction, begun only
+  if the write lock is free at once; when another connection holds it, the route runs
+  in the pool instead, where waiting for the lock blocks no other request.
+
+Everything else runs in the pool: reads whose cost grows with the data, writes with
+effects outside the database, and every route on PostgreSQL, where each statement
+waits on the network and the pool overlaps those waits.
 
 The credentials (a :class:`~kalends.api.security.DeferredPrincipal`) are looked up
-where the route runs, just before it. On the event loop the lookup and the route's
-reads share one read transaction, and the write that records a credential's use (at
-most once a minute) goes to the pool after them.
+where the route runs, just before it. In a read on the event loop the write that
+records a credential's use (at most once a minute) goes to the pool after the route.
 """
 
 from __future__ import annotations

@@ -41,10 +41,12 @@ DEFAULT_BUSY_TIMEOUT_MS = 5000
 """How long a statement waits for another writer's lock before the database reports busy."""
 
 WRITE_OPTION = "kalends_write"
-# With this execution option true, a SQLite write transaction that cannot take the write
-# lock at once fails busy instead of waiting for it (a caller that must not block).
-NOWAIT_OPTION = "kalends_nowait"
 """Execution option read by the ``begin`` hook: true for a write, false for a read-only one."""
+
+NOWAIT_OPTION = "kalends_nowait"
+"""Execution option read by SQLite's ``begin`` hook: true, a write transaction that cannot
+take the write lock at once fails busy instead of waiting for it (a caller that must not
+block). PostgreSQL ignores it."""
 
 _WAL_RETRY_SECONDS = 0.01
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")

@@ -168,8 +168,8 @@ class Store:
         :class:`DatabaseBusy` with nothing written. Inside a running transaction
         ``fn`` runs once in a savepoint; the outermost ``run`` does the retrying.
 
-        Without ``wait`` nothing waits: a busy database (on SQLite, a write lock held
-        elsewhere) raises :class:`DatabaseBusy` at once, nothing written, not retried.
+        Without ``wait`` it is tried once, not retried, and on SQLite a write lock held
+        elsewhere is not waited for: :class:`DatabaseBusy` at once, nothing written.
         """
         if self.in_transaction:
             with self.transaction(write) as connection:

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Select, String, and_, bindparam, func, or_, select, type_coerce
+from sqlalchemy import Select, String, and_, bindparam, func, not_, or_, select, type_coerce
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import BindParameter, ColumnElement
 
@@ -238,9 +238,11 @@ PageKey = tuple[int, str]
 # tasks are the first ``size`` after a key in sibling order; a recursive walk from them
 # gives the page's tasks, and the same walk selects their tags and reminders.
 def _after_key() -> ColumnElement[bool]:
-    return or_(
-        tasks.c.position > bindparam("position"),
-        and_(tasks.c.position == bindparam("position"), tasks.c.ref > bindparam("ref")),
+    # position > p, or position = p and ref > r; written as a range on position so that
+    # the (list, parent, position) index starts at the key instead of at the list's start.
+    return and_(
+        tasks.c.position >= bindparam("position"),
+        not_(and_(tasks.c.position == bindparam("position"), tasks.c.ref <= bindparam("ref"))),
     )
 
 
@@ -398,6 +400,8 @@ def read_tree_json(
 
 
 _Entry = tuple[int, str, dict[str, Any]]
+# Where each column of the tasks table sits in a raw row.
+_COLUMN = {name: i for i, name in enumerate(TASK_COLUMNS)}
 
 
 def _json_forest(
@@ -421,40 +425,45 @@ def _json_forest(
             }
         )
     children: dict[str | None, list[_Entry]] = {}
+    c = _COLUMN
     for row in rows:
-        m = dict(zip(TASK_COLUMNS, row, strict=True))
-        if m["trashed"] and not include_trashed:
+        trashed = bool(row[c["trashed"]])
+        if trashed and not include_trashed:
             continue
-        task_id = uuid_text(m["id"])
-        parent = uuid_text(m["parent_id"])
-        due: Any = date_text(m["due_date"])
-        if m["due_local"] is not None:
-            due = {"local": m["due_local"], "zone": m["due_zone"]}
+        task_id = uuid_text(row[c["id"]])
+        parent = uuid_text(row[c["parent_id"]])
+        position, ref = row[c["position"]], row[c["ref"]]
+        due_local = row[c["due_local"]]
+        due: Any = (
+            {"local": due_local, "zone": row[c["due_zone"]]}
+            if due_local is not None
+            else date_text(row[c["due_date"]])
+        )
         children.setdefault(parent, []).append(
             (
-                m["position"],
-                m["ref"],
+                position,
+                ref,
                 {
                     "id": task_id,
-                    "ref": m["ref"],
-                    "list_id": uuid_text(m["list_id"]),
-                    "section_id": uuid_text(m["section_id"]),
+                    "ref": ref,
+                    "list_id": uuid_text(row[c["list_id"]]),
+                    "section_id": uuid_text(row[c["section_id"]]),
                     "parent_id": parent,
-                    "position": m["position"],
-                    "title": m["title"],
-                    "description": m["description"],
-                    "status": m["status"],
-                    "completed_at": instant_text(m["completed_at"]),
-                    "trashed": bool(m["trashed"]),
-                    "revision": m["revision"],
-                    "schedule_revision": m["schedule_revision"],
-                    "priority": m["priority"],
-                    "planned": date_text(m["planned_date"]),
+                    "position": position,
+                    "title": row[c["title"]],
+                    "description": row[c["description"]],
+                    "status": row[c["status"]],
+                    "completed_at": instant_text(row[c["completed_at"]]),
+                    "trashed": trashed,
+                    "revision": row[c["revision"]],
+                    "schedule_revision": row[c["schedule_revision"]],
+                    "priority": row[c["priority"]],
+                    "planned": date_text(row[c["planned_date"]]),
                     "due": due,
-                    "series_id": uuid_text(m["series_id"]),
-                    "occurrence": m["occurrence"],
-                    "created_at": instant_text(m["created_at"]),
-                    "updated_at": instant_text(m["updated_at"]),
+                    "series_id": uuid_text(row[c["series_id"]]),
+                    "occurrence": row[c["occurrence"]],
+                    "created_at": instant_text(row[c["created_at"]]),
+                    "updated_at": instant_text(row[c["updated_at"]]),
                     "tags": tag_map.get(task_id, []),
                     "reminders": reminder_map.get(task_id, []),
                 },
