@@ -96,7 +96,8 @@ move with the share of the machine a server got while others used it. ``--quick`
 judged the same, though the targets are stated for the full size. The exit status is 1
 when a target is missed or a check fails.
 
-Run from the repository root: ``python bench/api.py [--json] [--quick]``.
+Run from the repository root: ``python bench/api.py [--json] [--quick] [--only page,task]``
+(``--only``: those kalends endpoints beside the bare ones, for a quicker look at a few).
 """
 
 from __future__ import annotations
@@ -980,7 +981,7 @@ class Report:
         return any(not v.met for v in self.verdicts())
 
 
-def run(sizes: Sizes, directory: Path, rep: Report) -> None:
+def run(sizes: Sizes, directory: Path, rep: Report, only: Sequence[str]) -> None:
     url = f"sqlite:///{directory / 'kalends.db'}"
     fx = build_fixture(url, directory, sizes)
     rep.fixture = {
@@ -1035,7 +1036,8 @@ def run(sizes: Sizes, directory: Path, rep: Report) -> None:
             rep.problems += problems
             if not problems:
                 log("every endpoint answered as the services read: ok")
-            for key in KEYS if not problems else ():
+            wanted = [k for k in KEYS if k in BARE_KEYS or k in only]
+            for key in wanted if not problems else ():
                 try:
                     if key == "control":
                         write_schedules(fx, control_file)
@@ -1301,7 +1303,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--connections", type=positive, help=f"wrk connections (default {DEFAULT.connections})"
     )
+    parser.add_argument(
+        "--only",
+        help="measure only these kalends endpoints (comma-separated, of "
+        f"{', '.join(KALENDS_KEYS + SHOWN)}) beside the bare ones; the targets of the others"
+        " are then not judged",
+    )
     args = parser.parse_args(argv)
+    only: tuple[str, ...] = KALENDS_KEYS + SHOWN
+    if args.only is not None:
+        only = tuple(k.strip() for k in args.only.split(",") if k.strip())
+        unknown = sorted(set(only) - set(KALENDS_KEYS + SHOWN))
+        if unknown or not only:
+            parser.error(f"--only: one or more of {', '.join(KALENDS_KEYS + SHOWN)}")
     base = QUICK if args.quick else DEFAULT
     sizes = Sizes(
         lists=args.lists or base.lists,
@@ -1346,7 +1360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         with tempfile.TemporaryDirectory(prefix="kalends-bench-api-") as tmp:
-            run(sizes, Path(tmp), rep)
+            run(sizes, Path(tmp), rep, only)
     except KeyboardInterrupt as exc:
         log(f"interrupted ({str(exc) or 'Ctrl-C'}): the servers and wrk were stopped")
         return EXIT_INTERRUPTED
