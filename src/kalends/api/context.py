@@ -31,14 +31,16 @@ MAX_BODY_BYTES = 1024 * 1024
 
 
 def default_request_threads(dialect: str) -> int:
-    """How many requests run at once, by database.
+    """How many requests run at once in the thread pool, by database.
 
     The routes are mostly Python work under one interpreter lock: every extra thread
     that runs Python adds lock hand-offs, and on SQLite (reads never wait in WAL mode,
     and there are no network round trips to overlap) a task detail cost 0.7 ms of CPU
-    with one thread, 0.94 ms with two and 1.55 ms with eight. Two keep one request
-    going while another waits for the write lock. On PostgreSQL each statement waits on
-    the network, which is what more threads overlap: four per CPU, at most 32.
+    with one thread, 0.94 ms with two and 1.55 ms with eight. On SQLite the short routes
+    do not use the pool at all (``kalends.api.dispatch``); two threads keep one pooled
+    request going while another waits for the write lock. On PostgreSQL every route runs
+    in the pool and each statement waits on the network, which is what more threads
+    overlap: four per CPU, at most 32.
     """
     if dialect == "sqlite":
         return SQLITE_REQUEST_THREADS
@@ -64,7 +66,7 @@ class ApiSettings:
     # How many requests run at once (in the thread pool); the rest wait their turn.
     # (``None``: :func:`default_request_threads` for the database)
     request_threads: int | None = None
-    # Whether short reads run on the event loop (``kalends.api.dispatch``).
+    # Whether short reads and controls run on the event loop (``kalends.api.dispatch``).
     # (``None``: on SQLite, whose reads never wait for a lock nor on a network)
     inline_routes: bool | None = None
     # Readiness also needs the workers when the process runs them.
