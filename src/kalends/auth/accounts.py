@@ -9,6 +9,7 @@ session or a token reads; it writes (the last use) at most once a minute.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -64,6 +65,9 @@ class Accounts:
         self.store = store
         self.throttle = throttle if throttle is not None else LoginThrottle(store.clock)
         self.passwords = Passwords(hasher)
+        # Credentials whose use is being recorded, and since when (see _touch_once).
+        self._touching: dict[tuple[str, UUID], datetime] = {}
+        self._touching_lock = threading.Lock()
 
     # --- accounts ----------------------------------------------------------------------
 
@@ -280,10 +284,11 @@ class Accounts:
             raise refused
         touch: Touch | None = None
         if now - row.last_seen_at >= sessions.TOUCH_INTERVAL:
-
-            def touch() -> None:
-                self.store.run(lambda conn: sessions.touch_session(conn, row, now))
-
+            touch = self._touch_once(
+                ("session", row.id),
+                now,
+                lambda: self.store.run(lambda conn: sessions.touch_session(conn, row, now)),
+            )
         return sessions.session_principal(row, secret), touch
 
     def logout(self, secret: str) -> None:
@@ -346,9 +351,11 @@ class Accounts:
             raise refused
         touch: Touch | None = None
         if row.last_used_at is None or now - row.last_used_at >= sessions.TOUCH_INTERVAL:
-
-            def touch() -> None:
-                self.store.run(lambda conn: tokens.touch_token(conn, row, now))
+            touch = self._touch_once(
+                ("token", row.id),
+                now,
+                lambda: self.store.run(lambda conn: tokens.touch_token(conn, row, now)),
+            )
 
         found = Principal(
             actor_id=KnownActor.of(row.actor_id),
@@ -360,6 +367,30 @@ class Accounts:
         return found, touch
 
     # --- helpers -----------------------------------------------------------------------
+
+    def _touch_once(
+        self, key: tuple[str, UUID], now: datetime, write: Callable[[], None]
+    ) -> Touch | None:
+        """``write`` (recording a credential's use) unless another request of this process
+        is recording that credential's use already: without this, every request in flight
+        when a use falls due would queue a write of its own and wait for it. A use whose
+        write never ran (its request failed first) is recorded again after TOUCH_INTERVAL.
+        """
+        with self._touching_lock:
+            since = self._touching.get(key)
+            if since is not None and now - since < sessions.TOUCH_INTERVAL:
+                return None
+            self._touching[key] = now
+
+        def touch() -> None:
+            try:
+                write()
+            finally:
+                with self._touching_lock:
+                    if self._touching.get(key) == now:
+                        del self._touching[key]
+
+        return touch
 
     def _throttled(self, key: str, attempt: Callable[[], T]) -> T:
         """Run ``attempt`` counted by the throttle: refused when over, failed unless it returns."""
