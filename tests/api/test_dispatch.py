@@ -18,6 +18,7 @@ from kalends.api import ApiContext
 from kalends.api.dispatch import DispatchedRoute, dispatched, inline_read, inline_write
 from kalends.missions import ScheduleService
 from kalends.storage.testing import StorageTarget
+from kalends.tasks import TaskService
 
 
 async def _loop_thread_name() -> str:
@@ -95,14 +96,29 @@ def test_a_control_whose_write_lock_is_held_waits_in_the_pool_and_applies_once(
 
 
 def test_a_route_marked_for_some_requests_runs_in_the_pool_for_the_others(
-    api: ApiWorld,
+    api: ApiWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    seen: dict[str, str] = {}
+    for name in ("tree_json", "tree_page_json"):
+        real = getattr(TaskService, name)
+
+        def spy(
+            self: TaskService, *args: Any, _real: Any = real, _name: str = name, **kw: Any
+        ) -> Any:
+            seen[_name] = threading.current_thread().name
+            return _real(self, *args, **kw)
+
+        monkeypatch.setattr(TaskService, name, spy)
     tree = f"/api/lists/{api.home_list.id}/tasks"
     headers = api.headers("bob")
     whole = api.client.get(tree, headers=headers)
     page = api.client.get(tree + "?limit=200", headers=headers)
     assert whole.status_code == page.status_code == 200
     assert whole.json() == page.json()
+    loop = loop_thread(api)
+    # The whole list grows with the data: always the pool. An unfiltered page: short.
+    assert seen["tree_json"] != loop
+    assert (seen["tree_page_json"] == loop) is (api.store.dialect == "sqlite")
 
 
 def test_synchronous_routes_are_dispatched_and_marks_are_kept() -> None:
