@@ -27,7 +27,7 @@ from kalends.storage.unit_of_work import Store
 from kalends.tasks.access import parse_uuid, resolve_actor
 from kalends.tasks.values import Role
 
-__all__ = ["Member", "Workspace", "Workspaces", "workspace_role"]
+__all__ = ["WORKSPACE_ROLE", "Member", "Workspace", "Workspaces", "check_role", "workspace_role"]
 
 MAX_NAME = 120
 
@@ -62,7 +62,8 @@ class Member:
         return {"actorId": str(self.actor_id), "handle": self.handle, "role": self.role.value}
 
 
-_ROLE = (
+# A workspace and the actor's role on it (none: not a member); every scope check reads it.
+WORKSPACE_ROLE = (
     select(workspaces.c.id, workspaces.c.name, workspace_members.c.role)
     .select_from(
         workspaces.outerjoin(
@@ -98,7 +99,7 @@ def workspace_role(
 ) -> tuple[UUID, Role]:
     """The workspace's ID and the actor's role, once the role reaches ``minimum``."""
     workspace_id = workspace_id_of(conn, workspace)
-    row = conn.execute(_ROLE, {"actor_id": actor_id, "workspace_id": workspace_id}).first()
+    row = conn.execute(WORKSPACE_ROLE, {"actor_id": actor_id, "workspace_id": workspace_id}).first()
     if row is None:
         raise NotFound(f"workspace: no workspace {workspace}", field="workspace")
     return workspace_id, check_role(row.role, minimum)

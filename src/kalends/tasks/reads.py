@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, date
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from sqlalchemy import Select, String, and_, bindparam, func, not_, or_, select, type_coerce
@@ -72,6 +72,13 @@ def _extras(
     else:
         tag_rows = conn.execute(_tags_of(ids))
         reminder_rows = conn.execute(_reminders_of(ids))
+    return _by_task(tag_rows, reminder_rows)
+
+
+def _by_task(
+    tag_rows: Any, reminder_rows: Any
+) -> tuple[dict[UUID, tuple[str, ...]], dict[UUID, tuple[Reminder, ...]]]:
+    """Tag rows ``(task_id, name)`` and reminder rows, grouped by task in their order."""
     tag_map: dict[UUID, list[str]] = {}
     for task_id, name in tag_rows:
         tag_map.setdefault(task_id, []).append(name)
@@ -84,10 +91,16 @@ def _extras(
     )
 
 
-def _build(conn: Connection, rows: Sequence[Any], ids: Any) -> list[Task]:
-    if not rows:
-        return []
-    tag_map, reminder_map = _extras(conn, ids)
+def _tasks_from(rows: Sequence[Any], tag_rows: Any, reminder_rows: Any) -> list[Task]:
+    """Tasks from ``tasks`` rows with their tag and reminder rows."""
+    return _with_extras(rows, *_by_task(tag_rows, reminder_rows))
+
+
+def _with_extras(
+    rows: Sequence[Any],
+    tag_map: dict[UUID, tuple[str, ...]],
+    reminder_map: dict[UUID, tuple[Reminder, ...]],
+) -> list[Task]:
     built = []
     for row in rows:
         # The tasks columns come first in every row read here; extra columns follow.
@@ -95,6 +108,12 @@ def _build(conn: Connection, rows: Sequence[Any], ids: Any) -> list[Task]:
         task_id = m["id"]
         built.append(Task.from_mapping(m, tag_map.get(task_id, ()), reminder_map.get(task_id, ())))
     return built
+
+
+def _build(conn: Connection, rows: Sequence[Any], ids: Any) -> list[Task]:
+    if not rows:
+        return []
+    return _with_extras(rows, *_extras(conn, ids))
 
 
 def task_after_write(
@@ -137,21 +156,9 @@ def subtree_tree(conn: Connection, root_id: UUID) -> TreeNode:
     """The task and its live descendants as one ordered tree, in three statements."""
     key = {"root_id": root_id}
     rows = list(conn.execute(SUBTREE_ROWS, key))
-    tag_map: dict[UUID, list[str]] = {}
-    for task_id, name in conn.execute(_SUBTREE_TAGS, key):
-        tag_map.setdefault(task_id, []).append(name)
-    reminder_map: dict[UUID, list[Reminder]] = {}
-    for row in conn.execute(SUBTREE_REMINDERS, key):
-        reminder_map.setdefault(row.task_id, []).append(reminder_from_row(row))
-    built = []
-    for row in rows:
-        m = dict(zip(TASK_COLUMNS, row, strict=True))
-        task_id = m["id"]
-        built.append(
-            Task.from_mapping(
-                m, tuple(tag_map.get(task_id, ())), tuple(reminder_map.get(task_id, ()))
-            )
-        )
+    built = _tasks_from(
+        rows, conn.execute(_SUBTREE_TAGS, key), conn.execute(SUBTREE_REMINDERS, key)
+    )
     return _assemble(built, {root_id})[0]
 
 
@@ -253,7 +260,16 @@ def _tops(include_trashed: bool) -> Select[Any]:
     )
 
 
-def _page_statements(include_trashed: bool) -> tuple[Select[Any], ...]:
+class _PageStatements(NamedTuple):
+    rows: Select[Any]
+    following: Select[Any]
+    tags: Select[Any]
+    reminders: Select[Any]
+    raw_rows: Select[Any]
+    raw_reminders: Select[Any]
+
+
+def _page_statements(include_trashed: bool) -> _PageStatements:
     live = [] if include_trashed else [tasks.c.trashed.is_(False)]
     tops = (
         _tops(include_trashed)
@@ -270,13 +286,13 @@ def _page_statements(include_trashed: bool) -> tuple[Select[Any], ...]:
     following = _tops(include_trashed).limit(1)
     ids = select(page.c.id)
     raw_reminders = select(*_RAW_REMINDER_COLUMNS).where(task_reminders.c.task_id.in_(ids))
-    return (
-        select(tasks).where(mine),
-        following,
-        _tags_of(ids),
-        _reminders_of(ids),
-        select(*_RAW_TASK_COLUMNS).where(mine),
-        raw_reminders.order_by(task_reminders.c.task_id, task_reminders.c.position),
+    return _PageStatements(
+        rows=select(tasks).where(mine),
+        following=following,
+        tags=_tags_of(ids),
+        reminders=_reminders_of(ids),
+        raw_rows=select(*_RAW_TASK_COLUMNS).where(mine),
+        raw_reminders=raw_reminders.order_by(task_reminders.c.task_id, task_reminders.c.position),
     )
 
 
@@ -317,33 +333,15 @@ def read_tree_page(
     Four statements whatever the list's size: the page's tasks (one recursive walk),
     whether another top-level task follows, their tags, their reminders.
     """
-    rows_of, following, tags_of, reminders_of, _raw, _raw_reminders = _PAGE[include_trashed]
-    position, ref = after if after is not None else (_BEFORE_ALL, "")
-    key = {"list_id": list_id, "position": position, "ref": ref, "size": limit}
-    rows = list(conn.execute(rows_of, key))
+    page = _PAGE[include_trashed]
+    key = _page_key(list_id, limit, after)
+    rows = list(conn.execute(page.rows, key))
     tops = [r for r in rows if r.parent_id is None]
     if not tops:
         return [], None
     last = max((r.position, r.ref) for r in tops)
-    more = conn.execute(
-        following, {"list_id": list_id, "position": last[0], "ref": last[1]}
-    ).first()
-    tag_map: dict[UUID, list[str]] = {}
-    for task_id, name in conn.execute(tags_of, key):
-        tag_map.setdefault(task_id, []).append(name)
-    reminder_map: dict[UUID, list[Reminder]] = {}
-    for row in conn.execute(reminders_of, key):
-        reminder_map.setdefault(row.task_id, []).append(reminder_from_row(row))
-    built = []
-    for row in rows:
-        m = dict(zip(TASK_COLUMNS, row, strict=True))
-        task_id = m["id"]
-        built.append(
-            Task.from_mapping(
-                m, tuple(tag_map.get(task_id, ())), tuple(reminder_map.get(task_id, ()))
-            )
-        )
-    return _assemble(built, {r.id for r in tops}), last if more is not None else None
+    built = _tasks_from(rows, conn.execute(page.tags, key), conn.execute(page.reminders, key))
+    return _assemble(built, {r.id for r in tops}), _if_more(conn, page, list_id, last)
 
 
 def read_tree_page_json(
@@ -356,19 +354,28 @@ def read_tree_page_json(
 ) -> tuple[list[dict[str, Any]], PageKey | None]:
     """:func:`read_tree_page` as the trees' JSON (``TreeNode.to_json``), in the same four
     statements, made straight from the rows: a page's cost is mostly its tasks' values."""
-    _rows, following, tags_of, _reminders, raw_rows, raw_reminders = _PAGE[include_trashed]
-    position, ref = after if after is not None else (_BEFORE_ALL, "")
-    key = {"list_id": list_id, "position": position, "ref": ref, "size": limit}
-    rows = conn.execute(raw_rows, key).all()
+    page = _PAGE[include_trashed]
+    key = _page_key(list_id, limit, after)
+    rows = conn.execute(page.raw_rows, key).all()
     if not rows:
         return [], None
     trees, last = _json_forest(
-        rows, conn.execute(tags_of, key), conn.execute(raw_reminders, key), include_trashed
+        rows, conn.execute(page.tags, key), conn.execute(page.raw_reminders, key), include_trashed
     )
-    more = conn.execute(
-        following, {"list_id": list_id, "position": last[0], "ref": last[1]}
-    ).first()
-    return trees, last if more is not None else None
+    return trees, _if_more(conn, page, list_id, last)
+
+
+def _page_key(list_id: UUID, limit: int, after: PageKey | None) -> dict[str, Any]:
+    position, ref = after if after is not None else (_BEFORE_ALL, "")
+    return {"list_id": list_id, "position": position, "ref": ref, "size": limit}
+
+
+def _if_more(
+    conn: Connection, page: _PageStatements, list_id: UUID, last: PageKey
+) -> PageKey | None:
+    """``last`` (the page's last key) when another top-level task follows it, else ``None``."""
+    key = {"list_id": list_id, "position": last[0], "ref": last[1]}
+    return last if conn.execute(page.following, key).first() is not None else None
 
 
 # The whole list read as JSON, in three statements.

@@ -9,7 +9,7 @@ import hashlib
 import re
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import date
 from typing import Any
 from uuid import UUID
@@ -120,12 +120,9 @@ class TaskService(Transitions):
         wanted = TaskStatus(status) if status is not None else None
 
         def run(conn: Connection) -> list[TreeNode]:
-            actor_id = resolve_actor(conn, actor)
-            list_id = find_list(conn, actor_id, list_ref)
-            require_list_role(conn, actor_id, list_id, Role.VIEWER, write=False)
             return read_tree(
                 conn,
-                list_id,
+                self._readable_list(conn, actor, list_ref),
                 section=section,
                 tag=tag,
                 status=wanted,
@@ -231,17 +228,7 @@ class TaskService(Transitions):
         key: PageKey | None,
         filters: _TreeFilters,
     ) -> TreePage:
-        trees = self.tree(
-            actor,
-            list_ref,
-            section=filters.section,
-            tag=filters.tag,
-            status=filters.status,
-            due_from=filters.due_from,
-            due_to=filters.due_to,
-            planned=filters.planned,
-            include_trashed=filters.include_trashed,
-        )
+        trees = self.tree(actor, list_ref, **asdict(filters))
         later = [n for n in trees if key is None or (n.task.position, n.task.ref) > key]
         page = later[:limit]
         last = page[-1].task if page and len(later) > limit else None
@@ -768,6 +755,8 @@ __all__ = ["AfterTaskUpdate", "TaskChange", "TaskService"]
 
 @dataclass(frozen=True, slots=True)
 class _TreeFilters:
+    """The filters of :meth:`TaskService.tree`, by its keyword names."""
+
     section: str | None
     tag: str | None
     status: TaskStatus | str | None

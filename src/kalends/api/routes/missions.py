@@ -62,8 +62,8 @@ from kalends.missions.limits import (
 )
 from kalends.missions.runtime.passages import find_passage, passage_log_tail, read_passage
 from kalends.missions.runtime.process import MAX_SUMMARY_CHARS, ProcessRuntime
-from kalends.missions.workspaces import MAX_NAME, check_role
-from kalends.storage.mission_tables import schedules, workspace_members, workspaces
+from kalends.missions.workspaces import MAX_NAME, WORKSPACE_ROLE, check_role
+from kalends.storage.mission_tables import schedules
 from kalends.tasks.values import Role
 
 __all__ = ["router"]
@@ -386,30 +386,18 @@ class PassageLogOut(BaseModel):
 
 
 # The caller's role on the workspace and the workspace the schedule belongs to, in one read.
-_SCOPE = (
-    select(
-        workspaces.c.id,
-        workspace_members.c.role,
-        select(schedules.c.workspace_id)
-        .where(schedules.c.id == bindparam("mission"))
-        .scalar_subquery()
-        .label("owner"),
-    )
-    .select_from(
-        workspaces.outerjoin(
-            workspace_members,
-            (workspace_members.c.workspace_id == workspaces.c.id)
-            & (workspace_members.c.actor_id == bindparam("actor_id")),
-        )
-    )
-    .where(workspaces.c.id == bindparam("workspace"))
+_SCOPE = WORKSPACE_ROLE.add_columns(
+    select(schedules.c.workspace_id)
+    .where(schedules.c.id == bindparam("mission"))
+    .scalar_subquery()
+    .label("owner")
 )
 
 
 def _within(conn: Connection, actor_id: UUID, workspace: UUID, mission: UUID) -> None:
     """The caller may read ``workspace`` and the schedule belongs to it; else 403/404."""
     row = conn.execute(
-        _SCOPE, {"actor_id": actor_id, "workspace": workspace, "mission": mission}
+        _SCOPE, {"actor_id": actor_id, "workspace_id": workspace, "mission": mission}
     ).first()
     if row is None:
         raise NotFound(f"workspace: no workspace {workspace}", field="workspace")
