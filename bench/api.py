@@ -33,7 +33,8 @@ The servers, each a process of its own on 127.0.0.1, both started after the fixt
   default: the judged figure; kalends runs its short reads and controls on the event loop
   on SQLite, ``kalends.api.dispatch``), and from ``GET /bare-async``, an ``async def``
   (no thread pool hop: the framework's ceiling, shown), served by ``uvicorn.Server`` with
-  the settings ``kalends serve`` gives uvicorn (no log config, no access log, lifespan on)
+  the settings ``kalends serve`` gives uvicorn (no log config, no access log, lifespan on,
+  its HTTP parser and event loop: ``kalends.cli.serve.SERVER_HTTP``, ``SERVER_LOOP``)
   on a socket bound to port 0 as ``kalends serve`` binds its own (``IPPROTO_TCP``, so
   asyncio sets ``TCP_NODELAY`` on each connection: without it every answer waits ~40 ms,
   Nagle's algorithm against wrk's delayed ACK).
@@ -140,6 +141,7 @@ from bench.missions import schedule_config  # noqa: E402
 from kalends.auth import Accounts  # noqa: E402
 from kalends.bootstrap import Services, open_services  # noqa: E402
 from kalends.civil import format_local  # noqa: E402
+from kalends.cli.serve import SERVER_HTTP, SERVER_LOOP  # noqa: E402
 from kalends.missions.limits import MAX_SCHEDULES  # noqa: E402
 from kalends.tasks import Task, TreeNode, parse_schedule  # noqa: E402
 
@@ -519,6 +521,8 @@ config = uvicorn.Config(
     access_log=False,
     lifespan="on",
     timeout_graceful_shutdown=10,
+    http={http!r},
+    loop={loop!r},
 )
 Server(config).run(sockets=[sock])
 sys.exit(0)
@@ -623,7 +627,9 @@ def kalends_argv(url: str, directory: Path) -> list[str]:
 
 def bare_argv(directory: Path) -> list[str]:
     script = directory / "bare_server.py"
-    script.write_text(BARE_SERVER.format(body=BARE_BODY, host=HOST))
+    script.write_text(
+        BARE_SERVER.format(body=BARE_BODY, host=HOST, http=SERVER_HTTP, loop=SERVER_LOOP)
+    )
     return [sys.executable, str(script)]
 
 
@@ -1108,9 +1114,9 @@ def _versions() -> dict[str, str]:
             out[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             out[dist] = "?"
-    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
-    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
-    out["uvicorn_loop"], out["uvicorn_http"] = loop, http
+    out["uvicorn_loop"], out["uvicorn_http"] = SERVER_LOOP, SERVER_HTTP
+    for dist in ("httptools",):
+        out[dist] = importlib.metadata.version(dist)
     out["wrk"] = _wrk_version()
     out["platform"] = platform.platform()
     return out

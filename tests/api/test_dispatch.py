@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy.engine import make_url
+from starlette.routing import Match
 
 from api.conftest import ApiWorld
 from api.test_missions_refusals import control_body, create, revision_of, schedule
@@ -135,3 +136,35 @@ def test_synchronous_routes_are_dispatched_and_marks_are_kept() -> None:
     assert route.dependant.call is not read
     assert getattr(route.dependant.call, "__wrapped__", None) is read
     assert dispatched(write).__wrapped__ is write  # type: ignore[attr-defined]
+
+
+class TestRouteMatching:
+    @staticmethod
+    def scope(path: str, method: str = "GET", root_path: str = "") -> dict[str, Any]:
+        return {"type": "http", "path": path, "method": method, "root_path": root_path}
+
+    @staticmethod
+    def route() -> DispatchedRoute:
+        def detail(list_id: str) -> str:
+            return list_id
+
+        return DispatchedRoute("/api/lists/{list_id}/tasks", detail, methods=["GET"])
+
+    def test_a_path_outside_the_routes_literal_start_is_no_match(self) -> None:
+        route = self.route()
+        assert route.literal_start == "/api/lists/"
+        # (a prefix of the start, another area, the start without its slash)
+        for path in ("/api", "/api/tasks/x/tasks", "/api/lists"):
+            assert route.matches(self.scope(path)) == (Match.NONE, {})
+
+    def test_a_path_inside_it_is_matched_as_the_framework_matches_it(self) -> None:
+        route = self.route()
+        full, child = route.matches(self.scope("/api/lists/abc/tasks"))
+        assert full is Match.FULL and child["path_params"] == {"list_id": "abc"}
+        assert route.matches(self.scope("/api/lists/abc/tasks", "POST"))[0] is Match.PARTIAL
+        assert route.matches(self.scope("/api/lists/abc/other"))[0] is Match.NONE
+
+    def test_under_a_root_path_the_framework_strips_it_before_matching(self) -> None:
+        route = self.route()
+        found, child = route.matches(self.scope("/kal/api/lists/abc/tasks", root_path="/kal"))
+        assert found is Match.FULL and child["path_params"] == {"list_id": "abc"}

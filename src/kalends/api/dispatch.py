@@ -33,6 +33,8 @@ from typing import Any, TypeVar
 from anyio import to_thread
 from fastapi.routing import APIRoute
 from sqlalchemy.engine import Connection
+from starlette.routing import Match
+from starlette.types import Scope
 
 from kalends.api.context import ApiContext
 from kalends.api.security import DeferredPrincipal
@@ -141,9 +143,23 @@ def dispatched(call: Callable[..., T]) -> Callable[..., Coroutine[Any, Any, T]]:
 
 class DispatchedRoute(APIRoute):
     """A route whose synchronous endpoint is :func:`dispatched`: every router of the API
-    uses it (``create_app`` refuses a synchronous route without it)."""
+    uses it (``create_app`` refuses a synchronous route without it).
+
+    The router tries its routes in turn until one matches; a route tells it no at once
+    when the path does not start with the route's literal beginning (its text up to the
+    first parameter), which every path it matches does. Trying one of some 70 routes
+    through the framework's own test costs about 0.8 us, so a route near the end of the
+    list took 55 us to find; this test costs a fraction of that.
+    """
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         if not inspect.iscoroutinefunction(endpoint):
             endpoint = dispatched(endpoint)
         super().__init__(path, endpoint, **kwargs)
+        self.literal_start = self.path_format.split("{", 1)[0]
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        # Under a root path (a mounted application) the framework strips it first.
+        if not scope.get("root_path") and not scope["path"].startswith(self.literal_start):
+            return Match.NONE, {}
+        return super().matches(scope)
