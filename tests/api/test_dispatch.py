@@ -100,7 +100,7 @@ def test_a_route_marked_for_some_requests_runs_in_the_pool_for_the_others(
     api: ApiWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: dict[str, str] = {}
-    for name in ("tree_json", "tree_page_json"):
+    for name in ("tree_text", "tree_page_text"):
         real = getattr(TaskService, name)
 
         def spy(
@@ -118,8 +118,8 @@ def test_a_route_marked_for_some_requests_runs_in_the_pool_for_the_others(
     assert whole.json() == page.json()
     loop = loop_thread(api)
     # The whole list grows with the data: always the pool. An unfiltered page: short.
-    assert seen["tree_json"] != loop
-    assert (seen["tree_page_json"] == loop) is (api.store.dialect == "sqlite")
+    assert seen["tree_text"] != loop
+    assert (seen["tree_page_text"] == loop) is (api.store.dialect == "sqlite")
 
 
 def test_synchronous_routes_are_dispatched_and_marks_are_kept() -> None:

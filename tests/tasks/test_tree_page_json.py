@@ -1,8 +1,10 @@
-"""The HTTP API's tree pages are made straight from the rows: they must be exactly the
-domain's JSON (``TreeNode.to_json``) of the same page, on both databases."""
+"""The HTTP API's tree pages are made straight from the rows (as JSON values, or as JSON
+text the database writes): they must be exactly the domain's JSON (``TreeNode.to_json``)
+of the same page, on both databases."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -23,10 +25,11 @@ def rich_list(world: World) -> None:
         root = tasks.create(
             alice,
             world.home.id,
-            f"Root {i}",
+            # Text the database must escape as JSON does: quotes, backslashes, controls.
+            f'Root {i} "quoted" \\ back\tslash \u00e9t\u00e9 \U0001f4c5' if i == 5 else f"Root {i}",
             description="d" * i,
             section="Kitchen" if i % 2 else None,
-            tags=("urgent", "home") if i % 3 == 0 else (),
+            tags=("urgent", "home", "Zeta", "alpha") if i % 3 == 0 else (),
         )
         made.append(root)
         for j in range(i % 3):
@@ -39,9 +42,11 @@ def rich_list(world: World) -> None:
     timed = {
         "due": {"local": "2026-12-05T09:30:00", "zone": "Europe/Berlin"},
         "priority": 2,
+        # Not in time order: reminders keep the order they were given in.
         "reminders": [
             {"channel": "email", "local": "2026-12-05T08:00:00", "zone": "Europe/Berlin"},
             {"channel": "push", "local": "2026-12-04T20:15:00", "zone": "America/New_York"},
+            {"channel": "email", "local": "2026-12-04T07:00:00", "zone": "Asia/Tokyo"},
         ],
     }
     dated = {"due": "2026-12-24", "planned": "2026-12-20", "priority": 1}
@@ -68,6 +73,10 @@ def pages(world: World, limit: int, include_trashed: bool) -> list[tuple[Any, An
         raw, cursor = world.tasks.tree_page_json(
             world.bob.id, world.home.id, limit=limit, after=after, include_trashed=include_trashed
         )
+        text, text_cursor = world.tasks.tree_page_text(
+            world.bob.id, world.home.id, limit=limit, after=after, include_trashed=include_trashed
+        )
+        assert (json.loads(text), text_cursor) == (raw, cursor)
         out.append(([n.to_json() for n in domain.trees], domain.next_after, raw, cursor))
         if cursor is None or len(out) > 50:
             return [((a, b), (c, d)) for a, b, c, d in out]
@@ -86,7 +95,10 @@ def test_a_json_page_is_the_domain_page_to_json(
     trees: list[dict[str, Any]] = [tree for (found, _cursor), _raw in walked for tree in found]
     whole = world.tasks.tree(world.bob.id, world.home.id, include_trashed=include_trashed)
     assert trees == [n.to_json() for n in whole]
-    assert any(t["reminders"] for t in _walk(trees)) and any(t["tags"] for t in _walk(trees))
+    assert any(len(t["reminders"]) == 3 for t in _walk(trees))
+    # (their order is the database's collation's, compared with the domain's above)
+    assert any(set(t["tags"]) == {"Zeta", "alpha", "home", "urgent"} for t in _walk(trees))
+    assert any('"quoted"' in t["title"] for t in _walk(trees))
     assert any(isinstance(t["due"], dict) for t in _walk(trees))
     assert any(t["status"] == "completed" for t in _walk(trees))
     assert any(t["trashed"] for t in _walk(trees)) is include_trashed
@@ -120,5 +132,8 @@ def test_the_whole_list_as_json_is_the_domain_tree_to_json(
     whole = world.tasks.tree(world.bob.id, world.home.id, include_trashed=include_trashed)
     raw = world.tasks.tree_json(world.bob.id, world.home.id, include_trashed=include_trashed)
     assert raw == [n.to_json() for n in whole]
+    text = world.tasks.tree_text(world.bob.id, world.home.id, include_trashed=include_trashed)
+    assert json.loads(text) == raw
     assert len(_walk(raw)) >= 10
     assert world.tasks.tree_json(world.bob.id, world.work.id) == []
+    assert world.tasks.tree_text(world.bob.id, world.work.id) == "[]"

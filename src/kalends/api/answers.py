@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 from fastapi.responses import JSONResponse
 
-__all__ = ["JsonAnswer"]
+__all__ = ["JsonAnswer", "JsonText"]
 
 
 class JsonAnswer(JSONResponse):
@@ -16,3 +16,12 @@ class JsonAnswer(JSONResponse):
 
     def render(self, content: Any) -> bytes:
         return orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS)
+
+
+class JsonText(JSONResponse):
+    """A JSON response whose body is JSON text already (written by the database)."""
+
+    def render(self, content: Any) -> bytes:
+        if not isinstance(content, str):
+            raise TypeError(f"JsonText wants JSON text, got {type(content).__name__}")
+        return content.encode()

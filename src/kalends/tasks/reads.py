@@ -15,6 +15,7 @@ from uuid import UUID
 from sqlalchemy import Select, String, and_, bindparam, func, not_, or_, select, type_coerce
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import BindParameter, ColumnElement
+from sqlalchemy.sql.selectable import CTE
 
 from kalends.storage.task_tables import (
     attachments,
@@ -269,7 +270,10 @@ class _PageStatements(NamedTuple):
     raw_reminders: Select[Any]
 
 
-def _page_statements(include_trashed: bool) -> _PageStatements:
+def page_ids(include_trashed: bool) -> CTE:
+    """The IDs of a page's tasks: the first ``size`` top-level tasks after the key
+    (``list_id``, ``position``, ``ref``), then their descendants by a recursive walk
+    (without the trash, a trashed task's subtree is not walked)."""
     live = [] if include_trashed else [tasks.c.trashed.is_(False)]
     tops = (
         _tops(include_trashed)
@@ -278,9 +282,13 @@ def _page_statements(include_trashed: bool) -> _PageStatements:
         .subquery("tops")
     )
     page = select(tops.c.id).cte("page", recursive=True)
-    page = page.union_all(
+    return page.union_all(
         select(tasks.c.id).join(page, tasks.c.parent_id == page.c.id).where(*live)
     )
+
+
+def _page_statements(include_trashed: bool) -> _PageStatements:
+    page = page_ids(include_trashed)
     mine = tasks.c.id.in_(select(page.c.id))
     # Whether a top-level task follows the page's last one (keyed by it).
     following = _tops(include_trashed).limit(1)
@@ -334,14 +342,16 @@ def read_tree_page(
     whether another top-level task follows, their tags, their reminders.
     """
     page = _PAGE[include_trashed]
-    key = _page_key(list_id, limit, after)
+    key = page_key(list_id, limit, after)
     rows = list(conn.execute(page.rows, key))
     tops = [r for r in rows if r.parent_id is None]
     if not tops:
         return [], None
     last = max((r.position, r.ref) for r in tops)
     built = _tasks_from(rows, conn.execute(page.tags, key), conn.execute(page.reminders, key))
-    return _assemble(built, {r.id for r in tops}), _if_more(conn, page, list_id, last)
+    return _assemble(built, {r.id for r in tops}), if_more(
+        conn, list_id, last, include_trashed=include_trashed
+    )
 
 
 def read_tree_page_json(
@@ -355,27 +365,28 @@ def read_tree_page_json(
     """:func:`read_tree_page` as the trees' JSON (``TreeNode.to_json``), in the same four
     statements, made straight from the rows: a page's cost is mostly its tasks' values."""
     page = _PAGE[include_trashed]
-    key = _page_key(list_id, limit, after)
+    key = page_key(list_id, limit, after)
     rows = conn.execute(page.raw_rows, key).all()
     if not rows:
         return [], None
     trees, last = _json_forest(
         rows, conn.execute(page.tags, key), conn.execute(page.raw_reminders, key), include_trashed
     )
-    return trees, _if_more(conn, page, list_id, last)
+    return trees, if_more(conn, list_id, last, include_trashed=include_trashed)
 
 
-def _page_key(list_id: UUID, limit: int, after: PageKey | None) -> dict[str, Any]:
+def page_key(list_id: UUID, limit: int, after: PageKey | None) -> dict[str, Any]:
     position, ref = after if after is not None else (_BEFORE_ALL, "")
     return {"list_id": list_id, "position": position, "ref": ref, "size": limit}
 
 
-def _if_more(
-    conn: Connection, page: _PageStatements, list_id: UUID, last: PageKey
+def if_more(
+    conn: Connection, list_id: UUID, last: PageKey, *, include_trashed: bool
 ) -> PageKey | None:
     """``last`` (the page's last key) when another top-level task follows it, else ``None``."""
     key = {"list_id": list_id, "position": last[0], "ref": last[1]}
-    return last if conn.execute(page.following, key).first() is not None else None
+    following = _PAGE[include_trashed].following
+    return last if conn.execute(following, key).first() is not None else None
 
 
 # The whole list read as JSON, in three statements.

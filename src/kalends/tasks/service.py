@@ -73,6 +73,7 @@ from kalends.tasks.steps import (
 )
 from kalends.tasks.transitions import Transitions
 from kalends.tasks.tree import ancestor_ids, hidden_by_trash, subtree_ids
+from kalends.tasks.tree_text import read_tree_page_text, read_tree_text
 from kalends.tasks.values import (
     MAX_ATTACHMENT_BYTES,
     MAX_COMMENT_BYTES,
@@ -211,6 +212,39 @@ class TaskService(Transitions):
                 conn, list_id, limit=limit, after=key, include_trashed=include_trashed
             )
             return trees, _next_cursor(following)
+
+        return self.store.run(run, write=False)
+
+    def tree_page_text(
+        self,
+        actor: ActorRef,
+        list_ref: UUID | str,
+        *,
+        limit: int,
+        after: str | None = None,
+        include_trashed: bool = False,
+    ) -> tuple[str, str | None]:
+        """:meth:`tree_page_json` unfiltered, as JSON text, and the next cursor: on SQLite
+        the database writes the tasks' JSON (:mod:`kalends.tasks.tree_text`)."""
+        key = _page_request(limit, after)
+
+        def run(conn: Connection) -> tuple[str, str | None]:
+            list_id = self._readable_list(conn, actor, list_ref)
+            text, following = read_tree_page_text(
+                conn, list_id, limit=limit, after=key, include_trashed=include_trashed
+            )
+            return text, _next_cursor(following)
+
+        return self.store.run(run, write=False)
+
+    def tree_text(
+        self, actor: ActorRef, list_ref: UUID | str, *, include_trashed: bool = False
+    ) -> str:
+        """:meth:`tree_json` as JSON text (:mod:`kalends.tasks.tree_text`)."""
+
+        def run(conn: Connection) -> str:
+            list_id = self._readable_list(conn, actor, list_ref)
+            return read_tree_text(conn, list_id, include_trashed=include_trashed)
 
         return self.store.run(run, write=False)
 

@@ -16,6 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from kalends.api.answers import JsonText
 from kalends.api.dispatch import DispatchedRoute, inline_read
 from kalends.api.errors import error_responses
 from kalends.api.routes.tasks_models import (
@@ -161,12 +162,22 @@ def task_tree(
         if query.after is not None:
             raise InvalidInput("after: a page cursor needs a limit", field="after")
         if not query.filtered:
-            return answer(tasks.tree_json(who.actor_id, list_id, include_trashed=query.trashed))
+            return JsonText(tasks.tree_text(who.actor_id, list_id, include_trashed=query.trashed))
         return answer([n.to_json() for n in tasks.tree(who.actor_id, list_id, **filters)])
-    trees, next_after = tasks.tree_page_json(
-        who.actor_id, list_id, limit=query.limit, after=query.after, **filters
-    )
-    reply = answer(trees)
+    if query.filtered:
+        trees, next_after = tasks.tree_page_json(
+            who.actor_id, list_id, limit=query.limit, after=query.after, **filters
+        )
+        reply = answer(trees)
+    else:
+        text, next_after = tasks.tree_page_text(
+            who.actor_id,
+            list_id,
+            limit=query.limit,
+            after=query.after,
+            include_trashed=query.trashed,
+        )
+        reply = JsonText(text)
     if next_after is not None:
         following = request.url.include_query_params(after=next_after)
         reply.headers["Link"] = f'<{following}>; rel="next"'
