@@ -11,13 +11,14 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import delete, insert, or_, select, update
+from sqlalchemy import bindparam, delete, insert, or_, select, update
 from sqlalchemy.engine import Connection
 
 from kalends.auth.credentials import csrf_token_for, digest, new_secret
 from kalends.auth.values import Principal, SessionGrant
 from kalends.storage.auth_tables import auth_sessions
 from kalends.storage.ids import ids_at
+from kalends.storage.prepared import Prepared
 from kalends.storage.task_tables import actors
 from kalends.tasks.access import KnownActor
 
@@ -71,17 +72,21 @@ def open_session(conn: Connection, actor_id: UUID, now: datetime) -> SessionGran
     return SessionGrant(secret=secret, csrf_token=csrf, principal=principal, expires_at=expires_at)
 
 
+# Built once and run on the driver: every request of a login session runs it.
+_FIND = Prepared(
+    select(auth_sessions, actors.c.handle)
+    .join(actors, actors.c.id == auth_sessions.c.actor_id)
+    .where(
+        auth_sessions.c.secret_hash == bindparam("hash"),
+        auth_sessions.c.revoked_at.is_(None),
+        auth_sessions.c.expires_at > bindparam("now"),
+    )
+)
+
+
 def find_session(conn: Connection, secret: str, now: datetime) -> Any | None:
     """The live session row (with the actor's ``handle``) whose cookie secret is ``secret``."""
-    return conn.execute(
-        select(auth_sessions, actors.c.handle)
-        .join(actors, actors.c.id == auth_sessions.c.actor_id)
-        .where(
-            auth_sessions.c.secret_hash == digest(secret),
-            auth_sessions.c.revoked_at.is_(None),
-            auth_sessions.c.expires_at > now,
-        )
-    ).first()
+    return _FIND.first(conn, {"hash": digest(secret), "now": now})
 
 
 def session_principal(row: Any, secret: str) -> Principal:

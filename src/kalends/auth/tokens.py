@@ -21,6 +21,7 @@ from kalends.auth.values import TokenInfo
 from kalends.errors import InvalidInput, LimitReached, NotFound
 from kalends.storage.auth_tables import TOKEN_NAME_LENGTH, api_tokens
 from kalends.storage.ids import ids_at
+from kalends.storage.prepared import Prepared
 from kalends.storage.task_tables import actors
 from kalends.tasks.access import parse_uuid
 
@@ -166,17 +167,18 @@ def revoke_token(conn: Connection, actor_id: UUID, token_id: UUID, now: datetime
     return TokenInfo.from_row(row, now)
 
 
-# Built once: every authenticated request runs it.
-_FIND = (
-    select(api_tokens, actors.c.handle)
+# Built once and run on the driver: every authenticated request runs it.
+_FIND = Prepared(
+    select(api_tokens.c.id, api_tokens.c.actor_id, api_tokens.c.last_used_at, actors.c.handle)
     .join(actors, actors.c.id == api_tokens.c.actor_id)
     .where(api_tokens.c.secret_hash == bindparam("hash"), _live(bindparam("now")))
 )
 
 
 def find_token(conn: Connection, secret: str, now: datetime) -> Any | None:
-    """The live token row (with the actor's ``handle``) whose secret is ``secret``."""
-    return conn.execute(_FIND, {"hash": digest(secret), "now": now}).first()
+    """The live token (``id``, ``actor_id``, ``last_used_at`` and the actor's ``handle``)
+    whose secret is ``secret``."""
+    return _FIND.first(conn, {"hash": digest(secret), "now": now})
 
 
 def touch_token(conn: Connection, row: Any, now: datetime) -> None:

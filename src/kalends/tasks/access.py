@@ -10,6 +10,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from kalends.errors import Forbidden, InvalidInput, ListArchived, NotFound
+from kalends.storage.prepared import Prepared
 from kalends.storage.task_tables import actors, list_members, lists, sections, tasks
 from kalends.tasks.values import ListStatus, Role
 
@@ -56,8 +57,8 @@ def resolve_actor(conn: Connection, actor: UUID | str, field: str = "actor") -> 
     return found  # type: ignore[no-any-return]
 
 
-# Built once: every list operation starts with this read.
-_LIST_WITH_ROLE = (
+# Built once and run on the driver: every list operation starts with this read.
+_LIST_WITH_ROLE = Prepared(
     select(lists, list_members.c.role)
     .select_from(
         lists.outerjoin(
@@ -78,7 +79,7 @@ def require_list_role(
     A write to an archived list is refused with :class:`ListArchived`. A
     non-member learns nothing about the list beyond :class:`Forbidden`.
     """
-    row = conn.execute(_LIST_WITH_ROLE, {"list_id": list_id, "actor_id": actor_id}).first()
+    row = _LIST_WITH_ROLE.first(conn, {"list_id": list_id, "actor_id": actor_id})
     if row is None:
         raise NotFound(f"list: no list {list_id}", field="list")
     return _check(row, minimum, write), row

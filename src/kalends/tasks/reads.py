@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import BindParameter, ColumnElement
 from sqlalchemy.sql.selectable import CTE
 
+from kalends.storage.prepared import Prepared
 from kalends.storage.task_tables import (
     attachments,
     comments,
@@ -325,6 +326,8 @@ _RAW_REMINDER_COLUMNS = [
 
 
 _PAGE = {flag: _page_statements(flag) for flag in (False, True)}
+# Run on the driver: every page but the last asks it.
+_FOLLOWING = {flag: Prepared(_PAGE[flag].following, typed=False) for flag in (False, True)}
 
 
 def read_tree_page(
@@ -385,8 +388,7 @@ def if_more(
 ) -> PageKey | None:
     """``last`` (the page's last key) when another top-level task follows it, else ``None``."""
     key = {"list_id": list_id, "position": last[0], "ref": last[1]}
-    following = _PAGE[include_trashed].following
-    return last if conn.execute(following, key).first() is not None else None
+    return last if _FOLLOWING[include_trashed].first(conn, key) is not None else None
 
 
 # The whole list read as JSON, in three statements.

@@ -25,6 +25,7 @@ from sqlalchemy import String, bindparam, func, literal_column, select, type_coe
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
+from kalends.storage.prepared import Prepared
 from kalends.storage.task_tables import tags, task_reminders, task_tags, tasks
 from kalends.tasks.reads import (
     PageKey,
@@ -168,9 +169,13 @@ def _rows(*where: ColumnElement[bool]) -> Any:
     )
 
 
-# Built once: the statements of a page (by whether the trash is shown) and of a list.
-_PAGE_ROWS = {flag: _rows(tasks.c.id.in_(select(page_ids(flag).c.id))) for flag in (False, True)}
-_LIST_ROWS = _rows(tasks.c.list_id == bindparam("list_id"))
+# Built once and run on the driver, their columns as stored: the statements of a page
+# (by whether the trash is shown) and of a list.
+_PAGE_ROWS = {
+    flag: Prepared(_rows(tasks.c.id.in_(select(page_ids(flag).c.id))), typed=False)
+    for flag in (False, True)
+}
+_LIST_ROWS = Prepared(_rows(tasks.c.list_id == bindparam("list_id")), typed=False)
 
 
 def _trees(rows: Iterable[Any], include_trashed: bool) -> tuple[str, PageKey | None]:
@@ -215,7 +220,7 @@ def read_tree_page_text(
         return orjson.dumps(trees).decode(), following
     key = page_key(list_id, limit, after)
     key["list_text"] = str(list_id)
-    text, last = _trees(conn.execute(_PAGE_ROWS[include_trashed], key), include_trashed)
+    text, last = _trees(_PAGE_ROWS[include_trashed].rows(conn, key), include_trashed)
     if last is None:
         return text, None
     return text, if_more(conn, list_id, last, include_trashed=include_trashed)
@@ -226,4 +231,4 @@ def read_tree_text(conn: Connection, list_id: UUID, *, include_trashed: bool) ->
     if conn.dialect.name != "sqlite":
         return orjson.dumps(read_tree_json(conn, list_id, include_trashed=include_trashed)).decode()
     key = {"list_id": list_id, "list_text": str(list_id)}
-    return _trees(conn.execute(_LIST_ROWS, key), include_trashed)[0]
+    return _trees(_LIST_ROWS.rows(conn, key), include_trashed)[0]
