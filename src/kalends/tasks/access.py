@@ -116,9 +116,9 @@ def _task_with_role(condition: ColumnElement[bool], *extra: Any) -> Select[Any]:
     )
 
 
-# Built once: every task operation starts with this read.
-_TASK_BY_ID = _task_with_role(tasks.c.id == bindparam("key"))
-_TASK_BY_REF = _task_with_role(tasks.c.ref == bindparam("key"))
+# Built once and run on the driver: every task operation starts with this read.
+_TASK_BY_ID = Prepared(_task_with_role(tasks.c.id == bindparam("key")))
+_TASK_BY_REF = Prepared(_task_with_role(tasks.c.ref == bindparam("key")))
 
 _child = tasks.alias("child")
 _section = sections.alias("section")
@@ -136,8 +136,8 @@ _DETAIL_EXTRA = (
     .scalar_subquery()
     .label("live_children"),
 )
-_DETAIL_BY_ID = _task_with_role(tasks.c.id == bindparam("key"), *_DETAIL_EXTRA)
-_DETAIL_BY_REF = _task_with_role(tasks.c.ref == bindparam("key"), *_DETAIL_EXTRA)
+_DETAIL_BY_ID = Prepared(_task_with_role(tasks.c.id == bindparam("key"), *_DETAIL_EXTRA))
+_DETAIL_BY_REF = Prepared(_task_with_role(tasks.c.ref == bindparam("key"), *_DETAIL_EXTRA))
 
 
 def task_with_role(
@@ -160,7 +160,7 @@ def task_with_role(
     else:
         statement = _TASK_BY_ID if as_id is not None else _TASK_BY_REF
     key = as_id if as_id is not None else str(task).upper()
-    row = conn.execute(statement, {"actor_id": actor_id, "key": key}).first()
+    row = statement.first(conn, {"actor_id": actor_id, "key": key})
     if row is None:
         raise NotFound(f"task: no task {task!s}", field="task")
     if row.role is None:

@@ -581,28 +581,38 @@ def _filters(
     return query
 
 
-# The detail's statements, built once (a task detail is the API's hottest read).
-_COMMENTS_OF = (
-    select(comments)
-    .where(comments.c.task_id == bindparam("task_id"))
-    .order_by(comments.c.created_at)
+# The detail's statements, built once and run on the driver (a task detail is the API's
+# hottest read).
+_TASK_ID: BindParameter[Any] = bindparam("task_id")
+_TAGS_OF_TASK = Prepared(
+    select(task_tags.c.task_id, tags.c.name)
+    .join(tags, tags.c.id == task_tags.c.tag_id)
+    .where(task_tags.c.task_id == _TASK_ID)
+    .order_by(tags.c.name)
 )
-_ATTACHMENTS_OF = (
-    select(attachments)
-    .where(attachments.c.task_id == bindparam("task_id"))
-    .order_by(attachments.c.created_at)
+_REMINDERS_OF_TASK = Prepared(
+    select(task_reminders)
+    .where(task_reminders.c.task_id == _TASK_ID)
+    .order_by(task_reminders.c.position)
+)
+_COMMENTS_OF = Prepared(
+    select(comments).where(comments.c.task_id == _TASK_ID).order_by(comments.c.created_at)
+)
+_ATTACHMENTS_OF = Prepared(
+    select(attachments).where(attachments.c.task_id == _TASK_ID).order_by(attachments.c.created_at)
 )
 
 
 def read_detail(conn: Connection, row: Any) -> TaskDetail:
     """The detail of the task ``row``, read by ``task_with_role(..., detail=True)`` (which
     brings the list's revision, the section's name and the count of live children)."""
-    task = _build(conn, [row], [row.id])[0]
+    key = {"task_id": row.id}
+    task = _tasks_from([row], _TAGS_OF_TASK.rows(conn, key), _REMINDERS_OF_TASK.rows(conn, key))[0]
     found_comments = tuple(
         Comment(
             id=c.id, task_id=c.task_id, author_id=c.author_id, body=c.body, created_at=c.created_at
         )
-        for c in conn.execute(_COMMENTS_OF, {"task_id": row.id})
+        for c in _COMMENTS_OF.rows(conn, key)
     )
     found_attachments = tuple(
         Attachment(
@@ -615,7 +625,7 @@ def read_detail(conn: Connection, row: Any) -> TaskDetail:
             sha256=a.sha256,
             created_at=a.created_at,
         )
-        for a in conn.execute(_ATTACHMENTS_OF, {"task_id": row.id})
+        for a in _ATTACHMENTS_OF.rows(conn, key)
     )
     return TaskDetail(
         task=task,
