@@ -19,7 +19,7 @@ from types import SimpleNamespace
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import and_, bindparam, delete, func, insert, select, update
+from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -75,6 +75,7 @@ from kalends.storage.mission_tables import (
     workspace_members,
     workspaces,
 )
+from kalends.storage.prepared import Prepared
 from kalends.storage.unit_of_work import Store, for_update
 from kalends.tasks.access import parse_uuid, resolve_actor
 from kalends.tasks.values import Role
@@ -218,7 +219,7 @@ _WAKE_COLUMNS = (
     _W.c.last_error_at.label("last_error_at"),
     _W.c.last_error_message.label("last_error_message"),
 )
-_SCHEDULE = (
+_SCHEDULE = Prepared(
     select(_S, _wm.c.role, *_WAKE_COLUMNS)
     .select_from(
         _S.outerjoin(
@@ -245,7 +246,12 @@ _CAS = (
         evicted_control_revision=bindparam("evicted"),
     )
 )
-_COUNT_CONTROLS = select(func.count()).where(_sc.c.schedule_id == bindparam("schedule_id"))
+# The single compare-and-swap of a control, run on the driver (the scheduler's batches
+# run _CAS itself, many parameter sets at once).
+_CAS_ONE = Prepared(_CAS)
+_COUNT_CONTROLS = Prepared(
+    select(func.count().label("count")).where(_sc.c.schedule_id == bindparam("schedule_id"))
+)
 # Eviction past the bound of control records: a long-lived schedule evicts on every control.
 _OLDEST_COMPLETE = (
     select(_sc.c.request_id, _sc.c.recorded_revision)
@@ -263,19 +269,22 @@ _RAISE_EVICTED = {
     .values(evicted_control_revision=greatest(_S.c.evicted_control_revision, bindparam("bound")))
     for dialect, greatest in (("sqlite", func.max), ("postgresql", func.greatest))
 }
-_INSERT_CONTROL = insert(_sc)
-_SUPERSEDE = (
+_INSERT_CONTROL = Prepared(insert(_sc).values({c.name: bindparam(c.name) for c in _sc.c}))
+_SUPERSEDE = Prepared(
     update(_sc)
     .where(
         _sc.c.schedule_id == bindparam("b_schedule_id"),
-        _sc.c.action.in_(("pause", "stop")),
+        # (two comparisons, not IN, so the driver runs it as it is prepared)
+        or_(_sc.c.action == Action.PAUSE.value, _sc.c.action == Action.STOP.value),
         _sc.c.complete.is_(False),
     )
     .values(complete=True)
 )
-_CONTROL = select(schedule_controls).where(
-    schedule_controls.c.schedule_id == bindparam("schedule_id"),
-    schedule_controls.c.request_id == bindparam("request_id"),
+_CONTROL = Prepared(
+    select(schedule_controls).where(
+        schedule_controls.c.schedule_id == bindparam("schedule_id"),
+        schedule_controls.c.request_id == bindparam("request_id"),
+    )
 )
 
 
@@ -535,7 +544,7 @@ class ScheduleService:
                 if raced is None:
                     raise
                 return self._repeated_create(raced, digest)
-            row = conn.execute(_SCHEDULE, {"actor_id": actor_id, "schedule_id": schedule_id}).one()
+            row = _SCHEDULE.first(conn, {"actor_id": actor_id, "schedule_id": schedule_id})
             return Receipt(
                 request_id=request_id,
                 status="created",
@@ -797,7 +806,7 @@ class ScheduleService:
         return new
 
     def _row(self, conn: Connection, actor_id: UUID, schedule_id: UUID, minimum: Role) -> Any:
-        row = conn.execute(_SCHEDULE, {"actor_id": actor_id, "schedule_id": schedule_id}).first()
+        row = _SCHEDULE.first(conn, {"actor_id": actor_id, "schedule_id": schedule_id})
         if row is None:
             raise NotFound(f"schedule: no schedule {schedule_id}", field="schedule")
         check_role(row.role, minimum)
@@ -818,7 +827,7 @@ class ScheduleService:
         digest: str,
         expected: int,
     ) -> ControlOutcome | None:
-        record = conn.execute(_CONTROL, {"schedule_id": row.id, "request_id": request_id}).first()
+        record = _CONTROL.first(conn, {"schedule_id": row.id, "request_id": request_id})
         if record is None:
             return None
         # A request is its action, payload and expected revision: another of any of them
@@ -833,7 +842,7 @@ class ScheduleService:
                 f"{record.expected_revision} with other input; use a new request ID",
                 field="request_id",
             )
-        fresh = conn.execute(_SCHEDULE, {"actor_id": actor_id, "schedule_id": row.id}).one()
+        fresh = _SCHEDULE.first(conn, {"actor_id": actor_id, "schedule_id": row.id})
         return ControlOutcome(
             request_id=request_id,
             action=record.action,
@@ -885,8 +894,7 @@ class ScheduleService:
                 )
             else:
                 complete = False
-        result = conn.execute(_CAS, values)
-        if result.rowcount != 1:
+        if _CAS_ONE.rowcount(conn, values) != 1:
             raise _Raced
         if tombstone:
             conn.execute(delete(_sc).where(_sc.c.schedule_id == row.id))
@@ -927,7 +935,7 @@ class ScheduleService:
     ) -> int:
         """Insert the control record, evicting the oldest completed ones past the bound of
         64; returns the highest evicted revision (0 when none was evicted)."""
-        count = conn.execute(_COUNT_CONTROLS, {"schedule_id": row.id}).scalar_one()
+        count = _COUNT_CONTROLS.rows(conn, {"schedule_id": row.id})[0][0]
         bound = 0
         if count >= MAX_CONTROL_RECORDS:
             excess = count - MAX_CONTROL_RECORDS + 1
@@ -949,9 +957,9 @@ class ScheduleService:
         if act in (Action.PAUSE, Action.STOP) and not complete:
             # Seed 002: a schedule admits a single unresolved Pause/Stop; the newest one
             # carries the interruption, so it supersedes (completes) the earlier ones.
-            conn.execute(_SUPERSEDE, {"b_schedule_id": row.id})
-        conn.execute(
-            _INSERT_CONTROL,
+            _SUPERSEDE.rowcount(conn, {"b_schedule_id": row.id})
+        _INSERT_CONTROL.rowcount(
+            conn,
             {
                 "schedule_id": row.id,
                 "request_id": request_id,
@@ -994,9 +1002,7 @@ class ScheduleService:
         def run(conn: Connection) -> ControlStatus:
             actor_id = resolve_actor(conn, actor)
             row = self._row(conn, actor_id, schedule_id, Role.VIEWER)
-            record = conn.execute(
-                _CONTROL, {"schedule_id": schedule_id, "request_id": request_id}
-            ).first()
+            record = _CONTROL.first(conn, {"schedule_id": schedule_id, "request_id": request_id})
             if record is not None:
                 return ControlStatus(
                     request_id=request_id,

@@ -12,10 +12,12 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from sqlalchemy import bindparam
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from kalends.storage.mission_tables import schedule_wakes
+from kalends.storage.prepared import Prepared
 from kalends.storage.wake import notify
 
 __all__ = [
@@ -62,16 +64,33 @@ def error_delay(failures: int) -> timedelta:
     return ERROR_BACKOFF[min(max(failures, 1), len(ERROR_BACKOFF)) - 1]
 
 
+# What arming writes into a new wake.
+_ARMED = (
+    "schedule_id",
+    "due_at",
+    "owner",
+    "lease_token",
+    "lease_expires_at",
+    "orphaned",
+    "armed",
+    "failures",
+    "polls",
+)
+
+
 def _arm_statement(dialect: Any) -> Any:
-    insert = dialect.insert(schedule_wakes)
+    insert = dialect.insert(schedule_wakes).values({name: bindparam(name) for name in _ARMED})
     return insert.on_conflict_do_update(
         index_elements=[schedule_wakes.c.schedule_id],
         set_={"due_at": insert.excluded.due_at, "polls": 0, "armed": schedule_wakes.c.armed + 1},
     )
 
 
-# Built once per dialect: every control arms a wake.
-_ARM = {"postgresql": _arm_statement(postgresql), "sqlite": _arm_statement(sqlite)}
+# Built once per dialect and run on the driver: every control arms a wake.
+_ARM = {
+    "postgresql": Prepared(_arm_statement(postgresql)),
+    "sqlite": Prepared(_arm_statement(sqlite)),
+}
 
 
 def arm(conn: Connection, schedule_id: UUID, now: datetime) -> None:
@@ -89,5 +108,5 @@ def arm(conn: Connection, schedule_id: UUID, now: datetime) -> None:
         "failures": 0,
         "polls": 0,
     }
-    conn.execute(_ARM[conn.dialect.name], values)
+    _ARM[conn.dialect.name].rowcount(conn, values)
     notify(conn, MISSIONS_CHANNEL)

@@ -64,6 +64,7 @@ from kalends.missions.runtime.passages import find_passage, passage_log_tail, re
 from kalends.missions.runtime.process import MAX_SUMMARY_CHARS, ProcessRuntime
 from kalends.missions.workspaces import MAX_NAME, WORKSPACE_ROLE, check_role
 from kalends.storage.mission_tables import schedules
+from kalends.storage.prepared import Prepared
 from kalends.tasks.values import Role
 
 __all__ = ["router"]
@@ -386,19 +387,19 @@ class PassageLogOut(BaseModel):
 
 
 # The caller's role on the workspace and the workspace the schedule belongs to, in one read.
-_SCOPE = WORKSPACE_ROLE.add_columns(
-    select(schedules.c.workspace_id)
-    .where(schedules.c.id == bindparam("mission"))
-    .scalar_subquery()
-    .label("owner")
+_SCOPE = Prepared(
+    WORKSPACE_ROLE.add_columns(
+        select(schedules.c.workspace_id)
+        .where(schedules.c.id == bindparam("mission"))
+        .scalar_subquery()
+        .label("owner")
+    )
 )
 
 
 def _within(conn: Connection, actor_id: UUID, workspace: UUID, mission: UUID) -> None:
     """The caller may read ``workspace`` and the schedule belongs to it; else 403/404."""
-    row = conn.execute(
-        _SCOPE, {"actor_id": actor_id, "workspace_id": workspace, "mission": mission}
-    ).first()
+    row = _SCOPE.first(conn, {"actor_id": actor_id, "workspace_id": workspace, "mission": mission})
     if row is None:
         raise NotFound(f"workspace: no workspace {workspace}", field="workspace")
     check_role(row.role, Role.VIEWER)
