@@ -352,9 +352,16 @@ class CrashingStore(Store):
 
     after_write: Callable[[], None] | None = None
 
-    def run(self, fn: Callable[[Any], T], *, write: bool = True, wait: bool = True) -> T:
+    def run(
+        self,
+        fn: Callable[[Any], T],
+        *,
+        write: bool = True,
+        wait: bool = True,
+        savepoints: bool = True,
+    ) -> T:
         nested = self.in_transaction
-        out = super().run(fn, write=write, wait=wait)
+        out = super().run(fn, write=write, wait=wait, savepoints=savepoints)
         if write and not nested and self.after_write is not None:
             self.after_write()
         return out

@@ -330,11 +330,13 @@ class BusyOnceStore(Store):
     between: Callable[[], None] = staticmethod(lambda: None)
 
     @contextmanager
-    def transaction(self, write: bool = True, *, wait: bool = True) -> Iterator[Connection]:
+    def transaction(
+        self, write: bool = True, *, wait: bool = True, savepoints: bool = True
+    ) -> Iterator[Connection]:
         outermost = not self.in_transaction
         busy = False
         try:
-            with super().transaction(write, wait=wait) as conn:
+            with super().transaction(write, wait=wait, savepoints=savepoints) as conn:
                 yield conn
                 if write and outermost and self.fire is not None and self.fire(conn):
                     self.fire = None

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 import pytest
-from sqlalchemy import create_engine, insert, select, update
+from sqlalchemy import create_engine, event, insert, select, update
 from sqlalchemy.engine import Connection
 
 from kalends.clock import FakeClock
@@ -30,9 +30,13 @@ def put(conn: Connection, key: str, value: str = "v") -> None:
 
 def read(store: Store, key: str) -> str | None:
     with store.transaction(write=False) as conn:
-        return conn.execute(
-            select(kalends_meta.c.value).where(kalends_meta.c.key == key)
-        ).scalar_one_or_none()
+        return read_in(conn, key)
+
+
+def read_in(conn: Connection, key: str) -> str | None:
+    return conn.execute(
+        select(kalends_meta.c.value).where(kalends_meta.c.key == key)
+    ).scalar_one_or_none()
 
 
 def touch_locked_row(conn: Connection) -> None:
@@ -131,6 +135,32 @@ class TestSavepoints:
             store.transaction(write=True),
         ):
             pass
+
+    def test_without_savepoints_a_nested_block_opens_none_and_fails_with_the_whole(
+        self, store: Store
+    ) -> None:
+        seen: list[str] = []
+
+        def watch(*args: object) -> None:
+            seen.append(str(args[2]).upper())
+
+        event.listen(store.engine, "before_cursor_execute", watch)
+        try:
+            with pytest.raises(Boom), store.transaction(savepoints=False) as conn:
+                with store.transaction():
+                    put(conn, "inner")
+                assert store.run(lambda inner: read_in(inner, "inner")) == "v"
+                raise Boom
+        finally:
+            event.remove(store.engine, "before_cursor_execute", watch)
+        assert not [s for s in seen if "SAVEPOINT" in s]
+        assert read(store, "inner") is None
+        # The next transaction has savepoints again.
+        with store.transaction() as conn:
+            with pytest.raises(Exception, match=r"(?i)unique|duplicate"), store.transaction():
+                put(conn, "created_by")
+            put(conn, "after")
+        assert read(store, "after") == "v"
 
     def test_run_inside_a_transaction_uses_a_savepoint_of_it(self, store: Store) -> None:
         with store.transaction():

@@ -116,8 +116,11 @@ def dispatched(call: Callable[..., T]) -> Callable[..., Coroutine[Any, Any, T]]:
         if inline.write:
             try:
                 # One write transaction for the credentials (their use recorded) and the
-                # route, begun only if the write lock is free now.
-                return store.run(lambda _conn: _resolved(call, values), wait=False)
+                # route, begun only if the write lock is free now. Whatever fails in it
+                # fails the request, so the services' own writes need no savepoint.
+                return store.run(
+                    lambda _conn: _resolved(call, values), wait=False, savepoints=False
+                )
             except DatabaseBusy:
                 # Held elsewhere: wait for it in the pool, not on the event loop.
                 return await to_thread.run_sync(functools.partial(_resolved, call, values))

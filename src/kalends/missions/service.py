@@ -252,21 +252,30 @@ _CAS_ONE = Prepared(_CAS)
 _COUNT_CONTROLS = Prepared(
     select(func.count().label("count")).where(_sc.c.schedule_id == bindparam("schedule_id"))
 )
-# Eviction past the bound of control records: a long-lived schedule evicts on every control.
-_OLDEST_COMPLETE = (
+# Eviction past the bound of control records: a long-lived schedule evicts on every
+# control. The oldest completed records, read and then deleted by the same selection (in
+# the control's transaction, which holds the schedule's row), all run on the driver.
+_OLDEST = (
     select(_sc.c.request_id, _sc.c.recorded_revision)
     .where(_sc.c.schedule_id == bindparam("schedule_id"), _sc.c.complete)
     .order_by(_sc.c.recorded_revision)
     .limit(bindparam("excess"))
 )
-_EVICT = delete(_sc).where(
-    _sc.c.schedule_id == bindparam("schedule_id"),
-    _sc.c.request_id.in_(bindparam("request_ids", expanding=True)),
+_OLDEST_COMPLETE = Prepared(_OLDEST)
+_EVICT = Prepared(
+    delete(_sc).where(
+        _sc.c.schedule_id == bindparam("schedule_id"),
+        _sc.c.request_id.in_(_OLDEST.with_only_columns(_sc.c.request_id).scalar_subquery()),
+    )
 )
 _RAISE_EVICTED = {
-    dialect: update(_S)
-    .where(_S.c.id == bindparam("b_schedule_id"))
-    .values(evicted_control_revision=greatest(_S.c.evicted_control_revision, bindparam("bound")))
+    dialect: Prepared(
+        update(_S)
+        .where(_S.c.id == bindparam("b_schedule_id"))
+        .values(
+            evicted_control_revision=greatest(_S.c.evicted_control_revision, bindparam("bound"))
+        )
+    )
     for dialect, greatest in (("sqlite", func.max), ("postgresql", func.greatest))
 }
 _INSERT_CONTROL = Prepared(insert(_sc).values({c.name: bindparam(c.name) for c in _sc.c}))
@@ -939,20 +948,18 @@ class ScheduleService:
         bound = 0
         if count >= MAX_CONTROL_RECORDS:
             excess = count - MAX_CONTROL_RECORDS + 1
-            oldest = conn.execute(_OLDEST_COMPLETE, {"schedule_id": row.id, "excess": excess}).all()
+            oldest_key = {"schedule_id": row.id, "excess": excess}
+            oldest = _OLDEST_COMPLETE.rows(conn, oldest_key)
             if len(oldest) < excess:
                 raise LimitReached(
                     f"schedule {row.id}: {MAX_CONTROL_RECORDS} controls are unresolved; "
                     "wait for one to complete",
                     limit=MAX_CONTROL_RECORDS,
                 )
-            conn.execute(
-                _EVICT,
-                {"schedule_id": row.id, "request_ids": [o.request_id for o in oldest]},
-            )
+            _EVICT.rowcount(conn, oldest_key)
             bound = max(o.recorded_revision for o in oldest)
-            conn.execute(
-                _RAISE_EVICTED[conn.dialect.name], {"b_schedule_id": row.id, "bound": bound}
+            _RAISE_EVICTED[conn.dialect.name].rowcount(
+                conn, {"b_schedule_id": row.id, "bound": bound}
             )
         if act in (Action.PAUSE, Action.STOP) and not complete:
             # Seed 002: a schedule admits a single unresolved Pause/Stop; the newest one

@@ -84,6 +84,7 @@ def is_busy_error(exc: BaseException) -> bool:
 class _Active:
     connection: Connection
     write: bool
+    savepoints: bool
 
 
 class Store:
@@ -119,7 +120,9 @@ class Store:
         return self._active.get(None) is not None
 
     @contextmanager
-    def transaction(self, write: bool = True, *, wait: bool = True) -> Iterator[Connection]:
+    def transaction(
+        self, write: bool = True, *, wait: bool = True, savepoints: bool = True
+    ) -> Iterator[Connection]:
         """Yield a connection inside a transaction; commit on clean exit, else roll back.
 
         Inside a running transaction a write block opens a SAVEPOINT instead, rolled
@@ -129,14 +132,18 @@ class Store:
         way nothing was written. Not retried: use :meth:`run` for that.
 
         Without ``wait``, a SQLite write transaction whose write lock another connection
-        holds fails busy at once instead of waiting for it.
+        holds fails busy at once instead of waiting for it. Without ``savepoints`` the
+        write blocks nested in this transaction open none: for a caller that lets any
+        failure inside end the whole transaction (a savepoint costs a SAVEPOINT and a
+        RELEASE, as much as two statements).
         """
         active = self._active.get(None)
         if active is not None:
             if write and not active.write:
                 raise StorageError("a write transaction cannot be nested inside a read transaction")
-            if not write:
-                # A read inside a running transaction has nothing to roll back: no SAVEPOINT.
+            if not write or not active.savepoints:
+                # A read has nothing to roll back, and without savepoints a failure rolls
+                # back the whole transaction: no SAVEPOINT.
                 yield active.connection
                 return
             with active.connection.begin_nested():
@@ -148,7 +155,7 @@ class Store:
                 if self.dialect == "postgresql":
                     options["postgresql_readonly"] = not write
                 connection.execution_options(**options)
-                token = self._active.set(_Active(connection, write))
+                token = self._active.set(_Active(connection, write, savepoints))
                 try:
                     with connection.begin():
                         yield connection
@@ -160,7 +167,14 @@ class Store:
                 raise
             raise translated from exc
 
-    def run(self, fn: Callable[[Connection], T], *, write: bool = True, wait: bool = True) -> T:
+    def run(
+        self,
+        fn: Callable[[Connection], T],
+        *,
+        write: bool = True,
+        wait: bool = True,
+        savepoints: bool = True,
+    ) -> T:
         """Return ``fn(connection)`` run in a transaction, retried whole while busy.
 
         ``fn`` may run several times, so it must have no effect outside the
@@ -170,17 +184,18 @@ class Store:
 
         Without ``wait`` it is tried once, not retried, and on SQLite a write lock held
         elsewhere is not waited for: :class:`DatabaseBusy` at once, nothing written.
+        ``savepoints`` is :meth:`transaction`'s, for the outermost transaction.
         """
         if self.in_transaction:
             with self.transaction(write) as connection:
                 return fn(connection)
         if not wait:
-            with self.transaction(write, wait=False) as connection:
+            with self.transaction(write, wait=False, savepoints=savepoints) as connection:
                 return fn(connection)
         attempt = 1
         while True:
             try:
-                with self.transaction(write) as connection:
+                with self.transaction(write, savepoints=savepoints) as connection:
                     return fn(connection)
             except DatabaseBusy as exc:
                 if attempt >= self.max_attempts:
