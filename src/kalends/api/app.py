@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from kalends import __version__
 from kalends.api.context import ApiContext, default_request_threads
 from kalends.api.errors import error_response, install_error_handlers
+from kalends.api.route_index import install_route_index
 from kalends.api.routes import auth, health, missions, passages, tasks
 from kalends.api.security import SECURITY_SCHEMES, principal
 from kalends.tasks.values import MAX_ATTACHMENT_BYTES
@@ -200,6 +201,7 @@ def create_app(ctx: ApiContext, *, access_log_enabled: bool = True) -> FastAPI:
                 )
             app.router.routes.append(route)
     document_security(app)
+    install_route_index(app.router)
     app.add_middleware(BodyLimit, limit=ctx.settings.max_body_bytes)
     if access_log_enabled:
         app.add_middleware(AccessLog)
