@@ -37,6 +37,7 @@ from starlette.routing import Match
 from starlette.types import Scope
 
 from kalends.api.context import ApiContext
+from kalends.api.handlers import Handler, plan_route
 from kalends.api.security import DeferredPrincipal
 from kalends.auth.accounts import Touch
 from kalends.errors import DatabaseBusy
@@ -160,6 +161,13 @@ class DispatchedRoute(APIRoute):
             endpoint = dispatched(endpoint)
         super().__init__(path, endpoint, **kwargs)
         self.literal_start = self.path_format.split("{", 1)[0]
+
+    def get_route_handler(self) -> Handler:
+        """The framework's handler, behind this route's plan when it has one
+        (:mod:`kalends.api.handlers`)."""
+        framework = super().get_route_handler()
+        plan = plan_route(self)
+        return framework if plan is None else plan.handler(framework)
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         # Under a root path (a mounted application) the framework strips it first.
