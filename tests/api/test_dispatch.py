@@ -152,9 +152,9 @@ class TestRouteMatching:
 
     def test_a_path_outside_the_routes_literal_start_is_no_match(self) -> None:
         route = self.route()
-        assert route.literal_start == "/api/lists/"
-        # (a prefix of the start, another area, the start without its slash)
-        for path in ("/api", "/api/tasks/x/tasks", "/api/lists"):
+        assert (route.literal_start, route.literal_end) == ("/api/lists/", "/tasks")
+        # (a prefix of the start, another area, the start without its slash, another end)
+        for path in ("/api", "/api/tasks/x/tasks", "/api/lists", "/api/lists/x/members"):
             assert route.matches(self.scope(path)) == (Match.NONE, {})
 
     def test_a_path_inside_it_is_matched_as_the_framework_matches_it(self) -> None:

@@ -11,9 +11,11 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 from uuid import UUID, uuid4
 
 import pytest
+from starlette.requests import Request
 
 from api.conftest import ApiWorld
 from api.test_tasks_support import Reply, invalid, new_task, ok, refused
+from kalends.api.routes.tasks_items import next_page_url
 from kalends.api.routes.tasks_models import TreeNodeOut
 from kalends.tasks import Task, parse_schedule
 from kalends.tasks.service import PAGE_CURSOR_LENGTH
@@ -424,3 +426,28 @@ class TestRefusals:
 
     def test_a_page_of_an_unknown_list_is_404(self, api: ApiWorld) -> None:
         refused(api, "GET", tasks_url(uuid4(), limit=2), api.headers("alice"), 404, "not-found")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "limit=10",  # the first page
+        "limit=10&after=AAAA",  # a later page: its cursor replaced
+        "after=AAAA&limit=10&after=BBBB",  # every after replaced, the new one last
+        "limit=10&tag=a%20b&section=K%C3%BCche&status=",  # encoded and blank values
+    ],
+)
+def test_the_next_link_is_the_url_the_framework_would_make(query: str) -> None:
+    scope = {
+        "type": "http",
+        "scheme": "http",
+        "server": ("127.0.0.1", 8000),
+        "path": "/api/lists/x/tasks",
+        "root_path": "",
+        "query_string": query.encode(),
+        "headers": [(b"host", b"127.0.0.1:8000")],
+    }
+    request = Request(scope)
+    assert next_page_url(request, "CUR_sor-1") == str(
+        request.url.include_query_params(after="CUR_sor-1")
+    )

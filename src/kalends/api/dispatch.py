@@ -151,9 +151,9 @@ class DispatchedRoute(APIRoute):
 
     The router tries its routes in turn until one matches; a route tells it no at once
     when the path does not start with the route's literal beginning (its text up to the
-    first parameter), which every path it matches does. Trying one of some 70 routes
-    through the framework's own test costs about 0.8 us, so a route near the end of the
-    list took 55 us to find; this test costs a fraction of that.
+    first parameter) or end with its literal end (after the last one), as every path it
+    matches does. Trying a route through the framework's own test costs about 0.8 us;
+    this test a fraction of that.
     """
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
@@ -161,6 +161,8 @@ class DispatchedRoute(APIRoute):
             endpoint = dispatched(endpoint)
         super().__init__(path, endpoint, **kwargs)
         self.literal_start = self.path_format.split("{", 1)[0]
+        # And the text after its last parameter, which every path it matches ends with.
+        self.literal_end = self.path_format.rsplit("}", 1)[1] if "}" in self.path_format else ""
 
     def get_route_handler(self) -> Handler:
         """The framework's handler, behind this route's plan when it has one
@@ -171,6 +173,8 @@ class DispatchedRoute(APIRoute):
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         # Under a root path (a mounted application) the framework strips it first.
-        if not scope.get("root_path") and not scope["path"].startswith(self.literal_start):
-            return Match.NONE, {}
+        if not scope.get("root_path"):
+            path: str = scope["path"]
+            if not (path.startswith(self.literal_start) and path.endswith(self.literal_end)):
+                return Match.NONE, {}
         return super().matches(scope)

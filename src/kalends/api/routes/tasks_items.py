@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import date
 from typing import Annotated, Any, Literal
+from urllib.parse import parse_qsl, urlencode
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Request
@@ -179,9 +180,17 @@ def task_tree(
         )
         reply = JsonText(text)
     if next_after is not None:
-        following = request.url.include_query_params(after=next_after)
-        reply.headers["Link"] = f'<{following}>; rel="next"'
+        reply.headers["Link"] = f'<{next_page_url(request, next_after)}>; rel="next"'
     return reply
+
+
+def next_page_url(request: Request, cursor: str) -> str:
+    """The request's URL with ``after`` (every one of it) replaced by ``cursor``, last:
+    the URL the framework's ``include_query_params`` makes, without its parsing twice."""
+    base = str(request.url).partition("?")[0]
+    query = request.scope.get("query_string", b"").decode("latin-1")
+    kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "after"]
+    return f"{base}?{urlencode([*kept, ('after', cursor)])}"
 
 
 @router.post(
