@@ -2,8 +2,9 @@
 
 The HTTP API (FastAPI on uvicorn) answers in the main thread; the mission
 scheduler and the reminder delivery run in background threads, on the same
-database and the same process runtime. The database is opened (and migrated)
-once, before the port is taken.
+database and the same process runtime, and on SQLite another thread copies the
+write-ahead log back into the database (:mod:`kalends.storage.checkpoints`).
+The database is opened (and migrated) once, before the port is taken.
 
 The first start on a database creates the owner's account and prints a one-time
 login link on stdout; later starts print how to get a fresh one
@@ -395,6 +396,7 @@ def _serve(
     )
     from kalends.missions.runtime.process import ENV_API_URL, ProcessRuntime  # noqa: PLC0415
     from kalends.reminders.transports import AppriseTransport  # noqa: PLC0415
+    from kalends.storage.checkpoints import Checkpointer  # noqa: PLC0415
 
     configure_logging(level)
     try:
@@ -405,6 +407,8 @@ def _serve(
     store = services.store
     threads: list[threading.Thread] = []
     sock: socket.socket | None = None
+    # SQLite's log is copied back by a thread of its own, not by requests' commits.
+    checkpointer = Checkpointer(store.engine).start()
     try:
         try:
             runtime = ProcessRuntime(root)
@@ -485,6 +489,7 @@ def _serve(
             sock.close()
         for thread in threads:
             thread.join(LOOP_JOIN_SECONDS)
+        checkpointer.stop()
         store.close()
         _log.info("stopped")
 

@@ -791,7 +791,17 @@ class ScheduleService:
                 revision=revision,
                 complete=complete,
                 repeated=False,
-                schedule=self._project(view),
+                # The document just written, as written: not parsed back from its text.
+                schedule=self._project(
+                    view,
+                    DocState(
+                        str(view.id),
+                        Phase(view.phase),
+                        State(view.state),
+                        applied.config,
+                        applied.body,
+                    ),
+                ),
             )
 
         return self.store.run(run)
@@ -821,10 +831,11 @@ class ScheduleService:
         check_role(row.role, minimum)
         return row
 
-    def _project(self, row: Any) -> dict[str, Any]:
+    def _project(self, row: Any, doc: DocState | None = None) -> dict[str, Any]:
+        """The detail of ``row``; ``doc``: its document when already parsed (just written)."""
         if row.phase == Phase.TOMBSTONE.value:
             return project_tombstone(row)
-        return project(_doc(row), row, now=self.store.clock.now())
+        return project(doc if doc is not None else _doc(row), row, now=self.store.clock.now())
 
     def _repeat(
         self,
