@@ -230,6 +230,37 @@ _SCHEDULE = Prepared(
     .where(_S.c.id == bindparam("schedule_id"))
 )
 _sc = schedule_controls
+_rc = schedule_controls.alias("repeat_of")
+# A control's first read: the schedule (as _SCHEDULE), the record of its request ID if that
+# request was applied before, and how many records the schedule keeps (the bound of 64).
+_SCHEDULE_FOR_CONTROL = Prepared(
+    select(
+        _S,
+        _wm.c.role,
+        *_WAKE_COLUMNS,
+        _rc.c.action.label("repeat_action"),
+        _rc.c.digest.label("repeat_digest"),
+        _rc.c.expected_revision.label("repeat_expected"),
+        _rc.c.recorded_revision.label("repeat_recorded"),
+        _rc.c.complete.label("repeat_complete"),
+        select(func.count())
+        .select_from(_sc)
+        .where(_sc.c.schedule_id == _S.c.id)
+        .scalar_subquery()
+        .label("control_count"),
+    )
+    .select_from(
+        _S.outerjoin(
+            _wm,
+            and_(_wm.c.workspace_id == _S.c.workspace_id, _wm.c.actor_id == bindparam("actor_id")),
+        )
+        .outerjoin(_W, _W.c.schedule_id == _S.c.id)
+        .outerjoin(
+            _rc, and_(_rc.c.schedule_id == _S.c.id, _rc.c.request_id == bindparam("request_id"))
+        )
+    )
+    .where(_S.c.id == bindparam("schedule_id"))
+)
 _CAS = (
     update(_S)
     .where(_S.c.id == bindparam("b_id"), _S.c.revision == bindparam("b_expected"))
@@ -249,9 +280,6 @@ _CAS = (
 # The single compare-and-swap of a control, run on the driver (the scheduler's batches
 # run _CAS itself, many parameter sets at once).
 _CAS_ONE = Prepared(_CAS)
-_COUNT_CONTROLS = Prepared(
-    select(func.count().label("count")).where(_sc.c.schedule_id == bindparam("schedule_id"))
-)
 # Eviction past the bound of control records: a long-lived schedule evicts on every
 # control. The oldest completed records, read and then deleted by the same selection (in
 # the control's transaction, which holds the schedule's row), all run on the driver.
@@ -740,10 +768,22 @@ class ScheduleService:
 
         def run(conn: Connection) -> ControlOutcome:
             actor_id = resolve_actor(conn, actor)
-            row = self._row(conn, actor_id, schedule_id, Role.EDITOR)
-            repeated = self._repeat(conn, row, actor_id, request_id, act, digest, expected)
-            if repeated is not None:
-                return repeated
+            key = {"actor_id": actor_id, "schedule_id": schedule_id, "request_id": request_id}
+            row = _SCHEDULE_FOR_CONTROL.first(conn, key)
+            if row is None:
+                raise NotFound(f"schedule: no schedule {schedule_id}", field="schedule")
+            check_role(row.role, Role.EDITOR)
+            if row.repeat_action is not None:
+                record = SimpleNamespace(
+                    action=row.repeat_action,
+                    digest=row.repeat_digest,
+                    expected_revision=row.repeat_expected,
+                    recorded_revision=row.repeat_recorded,
+                    complete=row.repeat_complete,
+                )
+                return self._repeat_of(
+                    conn, record, row, actor_id, request_id, act, digest, expected
+                )
             if row.phase == Phase.TOMBSTONE.value:
                 raise ControlConflict(
                     f"schedule {schedule_id} is deleted", action=act.value, reason="deleted"
@@ -850,6 +890,20 @@ class ScheduleService:
         record = _CONTROL.first(conn, {"schedule_id": row.id, "request_id": request_id})
         if record is None:
             return None
+        return self._repeat_of(conn, record, row, actor_id, request_id, act, digest, expected)
+
+    def _repeat_of(
+        self,
+        conn: Connection,
+        record: Any,
+        row: Any,
+        actor_id: UUID,
+        request_id: str,
+        act: Action,
+        digest: str,
+        expected: int,
+    ) -> ControlOutcome:
+        """The outcome of a request applied before as ``record``, or :class:`RequestReused`."""
         # A request is its action, payload and expected revision: another of any of them
         # under the same ID is a reuse, never the original's repeat.
         if (
@@ -955,7 +1009,8 @@ class ScheduleService:
     ) -> int:
         """Insert the control record, evicting the oldest completed ones past the bound of
         64; returns the highest evicted revision (0 when none was evicted)."""
-        count = _COUNT_CONTROLS.rows(conn, {"schedule_id": row.id})[0][0]
+        # Read with the schedule, in this transaction (which holds it): none added since.
+        count = row.control_count
         bound = 0
         if count >= MAX_CONTROL_RECORDS:
             excess = count - MAX_CONTROL_RECORDS + 1

@@ -25,7 +25,7 @@ from sqlalchemy import Engine, event
 
 __all__ = ["CHECKPOINT_SECONDS", "FALLBACK_CHECKPOINT_PAGES", "Checkpointer"]
 
-CHECKPOINT_SECONDS = 0.1
+CHECKPOINT_SECONDS = 0.01
 """How often the thread checkpoints."""
 
 FALLBACK_CHECKPOINT_PAGES = 16_384
