@@ -3,10 +3,11 @@
 The framework's router tries its routes in order until one matches: for a route near the
 end of some 70 that took 33-70 us a request (a schedule control spent 7% of its time
 there). :class:`RouteIndex`, installed as the router's own middleware, files each route
-under the shapes of path it can match: the number of segments and the first two (``4,
-"api", "tasks"`` for ``/api/tasks/{task}``). A request's shape names a short list of
-routes in their order; the first that matches it fully handles it, exactly as the
-router would have chosen (a route outside the list cannot match the path). Whatever the
+under the shapes of path it can match, the number of segments and the first two (``4,
+"api", "tasks"`` for ``/api/tasks/{task}``), and the methods it takes. A request's shape
+and method name a short list of routes in their order; the first that matches it fully
+handles it, exactly as the router would have chosen (a route outside the list cannot
+match the request fully). Whatever the
 index cannot settle (no full match: a 404, a 405, a redirect to the other slash; a shape
 no route was filed under; a mounted application) goes to the router as before.
 """
@@ -24,6 +25,8 @@ from starlette.types import Receive, Scope, Send
 __all__ = ["RouteIndex", "install_route_index"]
 
 Shape = tuple[int, str | None, str | None]
+# A shape and a method: the routes filed under it are those that take the method too.
+Key = tuple[Shape, str]
 # A segment of a route's path that matches any text of a request's.
 _ANY = object()
 
@@ -54,6 +57,13 @@ def _template(route: BaseRoute) -> tuple[int, object, object] | None:
     return len(segments), first, second
 
 
+def _takes(route: BaseRoute, method: str) -> bool:
+    """Whether ``route`` may match a request of ``method`` fully (a route of no methods
+    takes them all); the others, matching the path alone, make the router's 405."""
+    methods = getattr(route, "methods", None)
+    return not methods or method in methods
+
+
 def _text(segment: object) -> str | None:
     assert segment is None or isinstance(segment, str)
     return segment
@@ -73,7 +83,7 @@ class RouteIndex:
     def __init__(self, router: APIRouter) -> None:
         self.router = router
         self.fallback = router.app
-        self._filed: dict[Shape, list[BaseRoute]] = {}
+        self._filed: dict[Key, list[BaseRoute]] = {}
         self._count = -1
 
     def _file(self) -> None:
@@ -85,9 +95,15 @@ class RouteIndex:
         for t in templates:
             if t is not None and not (t[1] is _ANY or t[2] is _ANY):
                 shapes.add((t[0], _text(t[1]), _text(t[2])))
+        methods = {m for r in routes for m in (getattr(r, "methods", None) or ())}
         self._filed = {
-            shape: [r for r, t in zip(routes, templates, strict=True) if _fits(t, shape)]
+            (shape, method): [
+                r
+                for r, t in zip(routes, templates, strict=True)
+                if _fits(t, shape) and _takes(r, method)
+            ]
             for shape in shapes
+            for method in methods
         }
         self._count = len(routes)
 
@@ -100,7 +116,7 @@ class RouteIndex:
         ):
             if len(self.router.routes) != self._count:
                 self._file()  # routes were added since
-            for route in self._filed.get(_shape(scope["path"]), ()):
+            for route in self._filed.get((_shape(scope["path"]), scope["method"]), ()):
                 match, child = route.matches(scope)
                 if match is Match.FULL:
                     if any(key.startswith("fastapi") for key in child):
