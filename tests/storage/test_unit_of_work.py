@@ -310,3 +310,57 @@ class TestForUpdate:
             assert second_done.wait(5), "the second worker waited for the locked row"
         worker.join(5)
         assert sorted(c for c in claimed if c is not None) == ["job-1", "job-2"]
+
+
+class TestKeptConnection:
+    def test_the_keeping_threads_transactions_reuse_one_connection(self, store: Store) -> None:
+        def connection_of() -> object:
+            with store.transaction(write=False) as conn:
+                return conn
+
+        with store.keep_connection():
+            first, second = connection_of(), connection_of()
+            with store.transaction() as conn:
+                put(conn, "kept")
+                assert conn is first
+            # While the kept one is in a transaction, another outermost one takes its own.
+            with store.transaction(write=False) as outer:
+                holder = store._active.set(None)
+                try:
+                    with store.transaction(write=False) as other:
+                        assert other is not outer
+                finally:
+                    store._active.reset(holder)
+        assert first is second
+        assert first.closed
+        assert read(store, "kept") == "v"
+        assert connection_of() is not first
+
+    def test_another_threads_transactions_take_their_own(self, store: Store) -> None:
+        seen: list[object] = []
+
+        def elsewhere() -> None:
+            # A second keeper, in another thread, keeps nothing while this one does.
+            with store.keep_connection(), store.transaction(write=False) as conn:
+                seen.append(conn)
+
+        with store.keep_connection():
+            with store.transaction(write=False) as mine:
+                kept = mine
+            thread = threading.Thread(target=elsewhere)
+            thread.start()
+            thread.join()
+            with store.transaction(write=False) as mine:
+                assert mine is kept
+        assert seen and seen[0] is not kept
+
+    def test_a_failed_transaction_rolls_back_and_the_connection_stays_usable(
+        self, store: Store
+    ) -> None:
+        with store.keep_connection():
+            with pytest.raises(Boom), store.transaction() as conn:
+                put(conn, "undone")
+                raise Boom
+            with store.transaction() as conn:
+                put(conn, "after")
+        assert (read(store, "undone"), read(store, "after")) == (None, "v")

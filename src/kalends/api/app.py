@@ -170,7 +170,12 @@ def create_app(ctx: ApiContext, *, access_log_enabled: bool = True) -> FastAPI:
             ctx.services.store.dialect
         )
         to_thread.current_default_thread_limiter().total_tokens = threads
-        yield
+        if not ctx.inline_routes:
+            yield
+            return
+        # Short routes run their transactions on the event loop: one connection for them.
+        with ctx.services.store.keep_connection():
+            yield
 
     app = FastAPI(
         lifespan=lifespan,
