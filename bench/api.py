@@ -24,9 +24,11 @@ other one is then Played (running, revision 2), the rest stay paused (revision 1
 The servers, each a process of its own on 127.0.0.1, both started after the fixture:
 
 - kalends: ``kalends serve --port 0 --database sqlite:///... --no-schedules
-  --no-reminders --log-level warning --runtime-dir DIR`` (uvicorn inside, one process, its
-  defaults otherwise; the access log off: uvicorn's is off in ``kalends serve`` and
-  kalends' own logs at info, below the level). Ready when it prints ``kalends serving
+  --no-reminders --log-level warning --runtime-dir DIR`` (uvicorn inside, one process,
+  httptools and asyncio as ``kalends serve`` names them, its defaults otherwise; the
+  access log off: uvicorn's is off in ``kalends serve`` and kalends' own logs at info,
+  below the level; the heap frozen once it serves, the write-ahead log checkpointed by a
+  thread of its own, as ``kalends serve`` does). Ready when it prints ``kalends serving
   on http://HOST:PORT``.
 - bare: a minimal FastAPI application returning a constant JSON object from
   ``GET /bare``, a plain ``def`` (run in the thread pool, as a synchronous route is by
