@@ -814,9 +814,12 @@ class ScheduleService:
                     conn, row, applied, now, act, request_id, expected, digest
                 )
             except _Raced:
-                again = self._repeat(conn, row, actor_id, request_id, act, digest, expected)
-                if again is not None:
-                    return again
+                # Another writer came first: perhaps with this very request.
+                raced = _CONTROL.first(conn, {"schedule_id": row.id, "request_id": request_id})
+                if raced is not None:
+                    return self._repeat_of(
+                        conn, raced, row, actor_id, request_id, act, digest, expected
+                    )
                 actual = conn.execute(select(_S.c.revision).where(_S.c.id == schedule_id)).scalar()
                 raise RevisionConflict(
                     f"schedule {schedule_id} changed while this control ran; read it again",
@@ -876,21 +879,6 @@ class ScheduleService:
         if row.phase == Phase.TOMBSTONE.value:
             return project_tombstone(row)
         return project(doc if doc is not None else _doc(row), row, now=self.store.clock.now())
-
-    def _repeat(
-        self,
-        conn: Connection,
-        row: Any,
-        actor_id: UUID,
-        request_id: str,
-        act: Action,
-        digest: str,
-        expected: int,
-    ) -> ControlOutcome | None:
-        record = _CONTROL.first(conn, {"schedule_id": row.id, "request_id": request_id})
-        if record is None:
-            return None
-        return self._repeat_of(conn, record, row, actor_id, request_id, act, digest, expected)
 
     def _repeat_of(
         self,

@@ -8,10 +8,10 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import date
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from sqlalchemy import delete, insert, select, update
@@ -85,6 +85,9 @@ from kalends.tasks.values import (
     check_text,
     check_title,
 )
+
+# What a page reader makes of a page: the trees' JSON values, or their text.
+P = TypeVar("P")
 
 
 class TaskService(Transitions):
@@ -206,14 +209,7 @@ class TaskService(Transitions):
             page = self._filtered_page(actor, list_ref, limit, key, filters)
             return [n.to_json() for n in page.trees], page.next_after
 
-        def run(conn: Connection) -> tuple[list[dict[str, Any]], str | None]:
-            list_id = self._readable_list(conn, actor, list_ref)
-            trees, following = read_tree_page_json(
-                conn, list_id, limit=limit, after=key, include_trashed=include_trashed
-            )
-            return trees, _next_cursor(following)
-
-        return self.store.run(run, write=False)
+        return self._page(actor, list_ref, limit, key, include_trashed, read_tree_page_json)
 
     def tree_page_text(
         self,
@@ -227,13 +223,25 @@ class TaskService(Transitions):
         """:meth:`tree_page_json` unfiltered, as JSON text, and the next cursor: on SQLite
         the database writes the tasks' JSON (:mod:`kalends.tasks.tree_text`)."""
         key = _page_request(limit, after)
+        return self._page(actor, list_ref, limit, key, include_trashed, read_tree_page_text)
 
-        def run(conn: Connection) -> tuple[str, str | None]:
+    def _page(
+        self,
+        actor: ActorRef,
+        list_ref: UUID | str,
+        limit: int,
+        key: PageKey | None,
+        include_trashed: bool,
+        read: Callable[..., tuple[P, PageKey | None]],
+    ) -> tuple[P, str | None]:
+        """An unfiltered page as ``read`` makes it from the list, and the next cursor."""
+
+        def run(conn: Connection) -> tuple[P, str | None]:
             list_id = self._readable_list(conn, actor, list_ref)
-            text, following = read_tree_page_text(
+            found, following = read(
                 conn, list_id, limit=limit, after=key, include_trashed=include_trashed
             )
-            return text, _next_cursor(following)
+            return found, _next_cursor(following)
 
         return self.store.run(run, write=False)
 
