@@ -964,8 +964,11 @@ class ScheduleService:
             # The scheduler looks again at once: to arm or cancel slots, start or observe
             # the pending passage, or interrupt it (seed 002: Pause/Stop cancel the Job).
             wakes.arm(conn, row.id, now)
+        # The records the schedule keeps, read with it in this transaction (which holds
+        # it): none added since, and none left once a tombstone's compaction dropped them.
+        kept = 0 if tombstone else row.control_count
         evicted = self._record(
-            conn, row, request_id, act, expected, revision, complete, digest, now
+            conn, row, kept, request_id, act, expected, revision, complete, digest, now
         )
         view = SimpleNamespace(
             id=row.id,
@@ -987,6 +990,7 @@ class ScheduleService:
         self,
         conn: Connection,
         row: Any,
+        count: int,
         request_id: str,
         act: Action,
         expected: int,
@@ -996,9 +1000,8 @@ class ScheduleService:
         now: datetime,
     ) -> int:
         """Insert the control record, evicting the oldest completed ones past the bound of
-        64; returns the highest evicted revision (0 when none was evicted)."""
-        # Read with the schedule, in this transaction (which holds it): none added since.
-        count = row.control_count
+        64 (``count``: how many the schedule keeps now); returns the highest evicted
+        revision (0 when none was evicted)."""
         bound = 0
         if count >= MAX_CONTROL_RECORDS:
             excess = count - MAX_CONTROL_RECORDS + 1
