@@ -170,6 +170,11 @@ def server_owner(status: int = 200) -> Access:
     return Access(FORBIDDEN, FORBIDDEN, ok(status), FORBIDDEN)
 
 
+def alices_settings(status: int = 200) -> Access:
+    """Alice's own settings: everyone else is refused, the server's owner only as herself."""
+    return Access(FORBIDDEN, FORBIDDEN, ok(status), FORBIDDEN)
+
+
 def session_only(status: int = 200) -> Access:
     """A login session only: an API token, however valid, is refused."""
     return Access(

@@ -1,6 +1,7 @@
 """The authorization matrix of every route that test_tasks_access.py's table does not hold:
 health, authentication and tokens, workspaces and their members, mission schedules, a
-passage's log and the passage report callback. Each route against every caller: no
+passage's log, the passage report callback, actors and their reminder destinations, and
+the listing of passages. Each route against every caller: no
 credentials, an expired token (erin), a revoked token (frank), the viewer (carol), the
 editor (bob), the owner (alice, also the server's owner account), a member of another
 workspace only (dave), the owner's login session with and without its CSRF header, and a
@@ -35,6 +36,7 @@ from api.matrix_support import (
     Matrix,
     Row,
     alices_only,
+    alices_settings,
     files_unchanged,
     make_matrix,
     matches,
@@ -585,11 +587,181 @@ REPORTS = [
     Row("report", "POST", "/api/passages/report", passage_only(), _report),
 ]
 
+# --- actors, their reminder destinations, and the passages one may see ----------------------------
+#
+# Everyone may list actors (handles name people to share with); only the server's owner
+# account adds one. Destinations are each person's own: another's, even the server
+# owner's asking, is refused (403) before anything is read.
+
+ACTORS = "/api/actors"
+DESTINATIONS = ACTORS + "/{actor}/destinations"
+CHANNEL = DESTINATIONS + "/{channel}"
+
+
+def _actors(m: Matrix, _c: Column) -> Call:
+    def after(reply: Reply, _client: TestClient) -> None:
+        listed = [a["handle"] for a in reply.json()]
+        assert listed == [a.handle for a in m.api.services.directory.actors()]
+
+    return Call(ACTORS, after=after)
+
+
+def _add_actor(m: Matrix, _c: Column) -> Call:
+    handle = f"new{m.serial()}"
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        made = m.api.services.directory.actor(handle)
+        assert reply.json() == made.to_json()
+        assert made.display_name == "New One"
+
+    return Call(ACTORS, json={"handle": handle, "display_name": "New One"}, after=after)
+
+
+def _hook(m: Matrix) -> str:
+    return f"ntfy://ntfy.example.com/matrix-{m.serial()}"
+
+
+def _push_of(m: Matrix, whose: str) -> list[str]:
+    who = m.api.actors[whose].id
+    return [d.url for d in m.api.services.destinations.list(who, who, "push")]
+
+
+def _destinations(whose: str) -> Any:
+    def build(m: Matrix, _c: Column) -> Call:
+        def after(reply: Reply, _client: TestClient) -> None:
+            who = m.api.actors[whose].id
+            shown = [d.to_json() for d in m.api.services.destinations.list(who, who)]
+            assert reply.json() == shown
+
+        return Call(f"/api/actors/{whose}/destinations", after=after)
+
+    return build
+
+
+def _set_destinations(whose: str) -> Any:
+    def build(m: Matrix, _c: Column) -> Call:
+        urls = [_hook(m), _hook(m)]
+
+        def after(reply: Reply, _client: TestClient) -> None:
+            assert [d["position"] for d in reply.json()] == [1, 2]
+            assert _push_of(m, whose) == urls
+
+        return Call(f"/api/actors/{whose}/destinations/push", json={"urls": urls}, after=after)
+
+    return build
+
+
+def _add_destination(whose: str) -> Any:
+    def build(m: Matrix, _c: Column) -> Call:
+        url, who = _hook(m), m.api.actors[whose].id
+        m.api.services.destinations.set(who, who, "push", [])  # room for one more
+
+        def after(reply: Reply, _client: TestClient) -> None:
+            assert "matrix-" in reply.json()["display"]
+            assert _push_of(m, whose)[-1] == url
+
+        return Call(f"/api/actors/{whose}/destinations/push", json={"url": url}, after=after)
+
+    return build
+
+
+def _remove_destination(whose: str) -> Any:
+    def build(m: Matrix, _c: Column) -> Call:
+        url, who = _hook(m), m.api.actors[whose].id
+        m.api.services.destinations.set(who, who, "push", [url])
+
+        def after(reply: Reply, _client: TestClient) -> None:
+            assert reply.json()["channel"] == "push"
+            assert url not in _push_of(m, whose)
+
+        route = f"/api/actors/{whose}/destinations/push/remove"
+        return Call(route, json={"url": url}, after=after)
+
+    return build
+
+
+def _own(build: Any) -> Any:
+    """A row's request about the caller's own settings (alice's for no one)."""
+    return lambda m, c: build(person(c))(m, c)
+
+
+def _passages(m: Matrix, column: Column) -> Call:
+    found = _readable(m)
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        body = reply.json()
+        # psg_matrix names no schedule of the database: nobody sees it.
+        expected = [] if person(column) == "dave" else [found["passage"]]
+        assert [p["passageId"] for p in body["items"]] == expected, body
+        assert body["total"] == len(expected)
+        assert body["runtimeDir"] == str(m.runtime.root)
+
+    return Call("/api/passages", after=after)
+
+
+ACTOR_ROWS = [
+    Row("every actor", "GET", ACTORS, personal(), _actors),
+    Row("add an actor", "POST", ACTORS, server_owner(201), _add_actor, fresh="success"),
+    Row("my destinations", "GET", DESTINATIONS, personal(), _own(_destinations), fresh="success"),
+    Row("alice's destinations", "GET", DESTINATIONS, alices_settings(), _destinations("alice")),
+    Row(
+        "set my destinations",
+        "PUT",
+        CHANNEL,
+        personal(),
+        _own(_set_destinations),
+        fresh="success",
+    ),
+    Row(
+        "set alice's destinations",
+        "PUT",
+        CHANNEL,
+        alices_settings(),
+        _set_destinations("alice"),
+        fresh="success",
+    ),
+    Row(
+        "add my destination",
+        "POST",
+        CHANNEL,
+        personal(201),
+        _own(_add_destination),
+        fresh="success",
+    ),
+    Row(
+        "add alice's destination",
+        "POST",
+        CHANNEL,
+        alices_settings(201),
+        _add_destination("alice"),
+        fresh="success",
+    ),
+    Row(
+        "remove my destination",
+        "POST",
+        CHANNEL + "/remove",
+        personal(),
+        _own(_remove_destination),
+        fresh="success",
+    ),
+    Row(
+        "remove alice's destination",
+        "POST",
+        CHANNEL + "/remove",
+        alices_settings(),
+        _remove_destination("alice"),
+        fresh="success",
+    ),
+    # Everyone may ask; each is answered the passages of their own workspaces only.
+    Row("passages I may see", "GET", "/api/passages", personal(), _passages, fresh="success"),
+]
+
 GROUPS: dict[str, list[Row]] = {
     "health-and-auth": HEALTH + AUTH,
     "workspaces": WORKSPACES,
     "schedules": SCHEDULES,
     "passage-report": REPORTS,
+    "actors-and-passages": ACTOR_ROWS,
 }
 ROWS = [row for rows in GROUPS.values() for row in rows]
 

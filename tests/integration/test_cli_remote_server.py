@@ -1,5 +1,6 @@
 """The command line against a real ``kalends serve``: ``kalends login|logout|whoami`` and
-``--server URL`` on the workspace, schedule, passage, list, task and reminder commands.
+``--server URL`` on the workspace, schedule, passage, list, task, reminder, actor (and
+actor notify) and token commands.
 
 One server runs for the module on a SQLite file; the CLI runs in-process (CliRunner)
 with ``--server``, and the same reads run in local mode (``--database``) on the same
@@ -15,6 +16,7 @@ import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,8 @@ USER_TABLES = (
     "workspaces",
     "workspace_members",
     "api_tokens",
+    "actors",
+    "actor_destinations",
 )
 
 
@@ -78,6 +82,10 @@ class World:
 
     def local(self, *args: str, actor: str = OWNER) -> Result:
         return self.run(*args, "--database", self.database, "--as", actor)
+
+    def anonymous(self, *args: str) -> Result:
+        """Local mode without an acting actor (``actor add|ls`` take no --as)."""
+        return self.run(*args, "--database", self.database)
 
     def ok(self, result: Result) -> Result:
         assert result.exit_code == 0, (result.stdout, result.stderr)
@@ -136,6 +144,15 @@ def refused_alike(world: World, code: int, *args: str, actor: str = OWNER) -> di
     assert world.snapshot() == before
     assert (remote["code"], remote["message"]) == (local["code"], local["message"])
     return remote
+
+
+def bob_logged_in(world: World, tmp_path: Path) -> dict[str, str]:
+    """The environment of commands run as bob, whose token `kalends login` stores apart."""
+    own = {"KALENDS_CREDENTIALS": str(tmp_path / "bob.json")}
+    world.ok(
+        world.remote("login", "--handle", "bob", "--password-stdin", input=BOB_PASSWORD, **own)
+    )
+    return own
 
 
 def set_password_by_link(server: Server, password: str) -> None:
@@ -355,7 +372,7 @@ class TestServerMode:
         assert not (tmp_path / "x.json").exists()
 
     def test_local_only_commands_take_no_server(self, world: World) -> None:
-        for args in (("db", "upgrade"), ("actor", "add", "x", "--name", "X"), ("token", "ls")):
+        for args in (("db", "upgrade"), ("login-link",), ("password", "--password-stdin")):
             result = world.remote(*args)
             assert result.exit_code == 2
             assert "--server" in result.stderr
@@ -380,15 +397,12 @@ class TestMissions:
         added = world.rjson("workspace", "add", path, "--name", "Site")
         assert (added["name"], added["path"], added["role"]) == ("Site", path, "owner")
         assert world.same("workspace", "ls") == [added]
-        # The API names a new member by ID: a handle is found among the members of the
-        # caller's workspaces and lists, and bob is in none of them yet.
-        unknown = error_of(
-            world.remote("workspace", "member", "set", "Site", "bob", "--role", "viewer", "--json"),
-            1,
+        # A new member by handle, found in the server's directory of actors, though bob
+        # shares no workspace or list with olivia; an unknown handle as local mode says.
+        unknown = refused_alike(
+            world, 1, "workspace", "member", "set", "Site", "nobody", "--role", "viewer"
         )
-        assert unknown["code"] == "not-found" and "actor ID" in unknown["message"]
-        team = world.rjson("list", "add", "Team")
-        world.rjson("list", "share", team["id"], "bob", "--role", "viewer")
+        assert unknown["code"] == "not-found"
         bob = world.rjson("workspace", "member", "set", "Site", "bob", "--role", "viewer")
         assert (bob["handle"], bob["role"]) == ("bob", "viewer")
         shown = world.same("workspace", "show", "Site")
@@ -725,3 +739,272 @@ class TestTasks:
 
     def test_an_unknown_task_is_not_found_as_in_local_mode(self, world: World) -> None:
         assert refused_alike(world, 1, "task", "show", "ZZZZZZ")["code"] == "not-found"
+
+
+# --- actors, their reminder destinations, tokens, passages ---------------------------------
+
+# Apprise URLs with secrets in them, which no output may show.
+NTFY = "ntfys://reader:pa55word@ntfy.example.com/olivia-phone"
+HOOK = "json://hooks.example.com/kalends?+Authorization=Bearer%20k3y-abcdef"
+MAIL = "mailto://olivia:hunter2@example.com"
+SECRETS = ("pa55word", "k3y-abcdef", "hunter2")
+LOCAL_NOTE = f"local mode: acting as {OWNER} (no login yet)\n"
+
+
+def no_secret(result: Result) -> Result:
+    for secret in SECRETS:
+        assert secret not in result.stdout + result.stderr
+    return result
+
+
+class TestActors:
+    def test_the_servers_owner_adds_an_actor_and_everyone_lists_them(
+        self, world: World, tmp_path: Path
+    ) -> None:
+        made = world.rjson("actor", "add", "carol", "--name", "Carol", "--email", "c@example.org")
+        assert (made["handle"], made["display_name"], made["email"]) == (
+            "carol",
+            "Carol",
+            "c@example.org",
+        )
+        listed = world.rjson("actor", "ls")
+        assert listed == json.loads(world.ok(world.anonymous("actor", "ls", "--json")).stdout)
+        assert made in listed and {a["handle"] for a in listed} >= {OWNER, "bob", "carol"}
+        # People read the same table in both modes.
+        text = world.ok(world.remote("actor", "ls")).stdout
+        assert text == world.ok(world.anonymous("actor", "ls")).stdout
+        # bob may list them, not add one.
+        own = bob_logged_in(world, tmp_path)
+        assert world.rjson("actor", "ls", **own) == listed
+        before = world.snapshot()
+        refusal = error_of(
+            world.remote("actor", "add", "mallory", "--name", "M", "--json", **own), 1
+        )
+        assert refusal["code"] == "forbidden" and "owner account" in refusal["message"]
+        assert world.snapshot() == before
+
+    def test_an_added_actor_is_told_how_to_get_an_account(self, world: World) -> None:
+        text = world.ok(world.remote("actor", "add", "dora", "--name", "Dora")).stdout
+        assert "added actor dora (Dora)" in text
+        assert "kalends login-link --as dora" in text
+
+    @pytest.mark.parametrize(
+        ("code", "args"),
+        [
+            (1, ("bob", "--name", "Another Bob")),  # the handle is taken
+            (2, ("Not A Handle", "--name", "X")),  # the handle's rule
+            (2, ("erin", "--name", " ")),  # a blank name
+            (2, ("erin", "--name", "Erin", "--email", "nowhere")),  # not an address
+        ],
+    )
+    def test_a_refused_addition_says_what_local_mode_says_and_writes_nothing(
+        self, world: World, code: int, args: tuple[str, ...]
+    ) -> None:
+        before = world.snapshot()
+        remote = error_of(world.remote("actor", "add", *args, "--json"), code)
+        assert world.snapshot() == before
+        local = error_of(world.anonymous("actor", "add", *args, "--json"), code)
+        assert world.snapshot() == before
+        assert (remote["code"], remote["message"]) == (local["code"], local["message"])
+
+
+class TestNotify:
+    def test_set_add_ls_rm_as_in_local_mode_and_never_a_secret(self, world: World) -> None:
+        notify = ("actor", "notify")
+        written = world.rjson(
+            *notify, "set", OWNER, "--channel", "push", "--url", NTFY, "--url", HOOK
+        )
+        assert [(d["channel"], d["position"]) for d in written] == [("push", 1), ("push", 2)]
+        assert written[0]["display"] == "ntfys://reader:****@ntfy.example.com/olivia-phone"
+        # A URL from standard input keeps it out of the shell history.
+        added = world.rjson(*notify, "add", OWNER, "--channel", "email", "--url", "-", input=MAIL)
+        assert added["display"] == "mailto://olivia:****@example.com/"
+        assert world.same(*notify, "ls", OWNER) == [added, *written]
+        assert world.same(*notify, "ls", OWNER, "--channel", "email") == [added]
+        for command in (("ls", OWNER), ("ls", OWNER, "--channel", "push")):
+            remote = no_secret(world.ok(world.remote(*notify, *command)))
+            local = world.ok(world.local(*notify, *command)).stdout
+            # The same table; local mode adds its note on who is acting.
+            assert remote.stdout + LOCAL_NOTE == local
+        removed = world.rjson(*notify, "rm", OWNER, "--channel", "push", "--url", NTFY)
+        assert removed == {"removed": {"channel": "push", "display": written[0]["display"]}}
+        text = no_secret(
+            world.ok(world.remote(*notify, "rm", OWNER, "--channel", "email", "--url", MAIL))
+        )
+        assert "removed email destination mailto://olivia:****@example.com/" in text.stdout
+        cleared = no_secret(
+            world.ok(world.remote(*notify, "set", OWNER, "--channel", "push", "--clear"))
+        )
+        assert f"{OWNER} now has no push destination" in cleared.stdout
+        assert world.same(*notify, "ls", OWNER) == []
+
+    @pytest.mark.parametrize(
+        ("code", "args"),
+        [
+            (1, ("ls", "bob")),  # another person's settings
+            (1, ("add", "bob", "--channel", "push", "--url", NTFY)),
+            (1, ("rm", "{me}", "--channel", "push", "--url", NTFY)),  # not one of mine
+            (1, ("add", "{me}", "--channel", "push", "--url", "{taken}")),  # set already
+            (2, ("ls", "{me}", "--channel", "pager")),  # no such channel
+            (2, ("set", "{me}", "--channel", "push")),  # neither --url nor --clear
+            (2, ("add", "{me}", "--channel", "push", "--url", "not a url")),
+            (2, ("add", "{me}", "--channel", "email", "--url", HOOK)),  # not an e-mail URL
+            (2, ("set", "{me}", "--channel", "push", "--url", HOOK, "--url", HOOK)),  # twice
+        ],
+    )
+    def test_a_refusal_says_what_local_mode_says_and_writes_nothing(
+        self, world: World, code: int, args: tuple[str, ...]
+    ) -> None:
+        taken = "ntfy://ntfy.example.com/taken"
+        world.rjson("actor", "notify", "set", OWNER, "--channel", "push", "--url", taken)
+        given = [a.replace("{me}", OWNER).replace("{taken}", taken) for a in args]
+        refusal = refused_alike(world, code, "actor", "notify", *given)
+        for secret in SECRETS:
+            assert secret not in json.dumps(refusal)
+
+
+class TestTokens:
+    def test_ls_answers_as_local_mode(self, world: World) -> None:
+        listed = world.same("token", "ls")
+        stored = json.loads(world.credentials.read_text())["servers"][world.url]
+        assert stored["tokenId"] in [t["id"] for t in listed]
+        text = world.ok(world.remote("token", "ls")).stdout
+        assert text == world.ok(world.local("token", "ls")).stdout
+
+    def test_create_asks_the_password_and_leaves_the_stored_token(self, world: World) -> None:
+        stored = world.credentials.read_text()
+        made = world.rjson(
+            "token",
+            "create",
+            "laptop",
+            "--expires-in-days",
+            "7",
+            "--password-stdin",
+            input=PASSWORD + "\n",
+        )
+        assert set(made) == {"token", "secret"} and made["secret"].startswith("kal_")
+        token = made["token"]
+        assert (token["name"], token["active"], token["revokedAt"]) == ("laptop", True, None)
+        created = datetime.fromisoformat(token["createdAt"].replace("Z", "+00:00"))
+        expires = datetime.fromisoformat(token["expiresAt"].replace("Z", "+00:00"))
+        assert expires - created == timedelta(days=7)
+        assert token in world.ljson("token", "ls")
+        assert world.credentials.read_text() == stored
+        # The new secret works: it speaks for olivia.
+        me = world.rjson("whoami", KALENDS_TOKEN=made["secret"])
+        assert me["actor"]["handle"] == OWNER
+
+        # Without --password-stdin the password is asked; never printed.
+        text = world.ok(
+            world.remote(
+                "token", "create", "tablet", "--expires-in-days", "never", input=PASSWORD + "\n"
+            )
+        )
+        assert "created token tablet for olivia, expires never" in text.stdout
+        assert PASSWORD not in text.stdout + text.stderr
+        [secret] = [line for line in text.stdout.splitlines() if line.startswith("kal_")]
+        assert world.rjson("whoami", KALENDS_TOKEN=secret)["actor"]["handle"] == OWNER
+
+    def test_a_wrong_password_creates_nothing(self, world: World) -> None:
+        before = world.snapshot()
+        result = world.remote("token", "create", "x", "--password-stdin", "--json", input="nope\n")
+        refusal = error_of(result, 1)
+        assert refusal["code"] == "unauthenticated"
+        # The password was refused, not the stored token: no advice to log in again.
+        assert "kalends login" not in refusal["message"]
+        assert world.snapshot() == before
+
+    @pytest.mark.parametrize(
+        "args",
+        [
+            ("",),  # an empty name
+            ("x" * 121,),  # a name too long
+            ("x", "--expires-in-days", "0"),  # no lifetime
+            ("x", "--expires-in-days", "367"),  # past the longest
+        ],
+    )
+    def test_bad_input_exits_2_as_local_mode_before_any_password(
+        self, world: World, args: tuple[str, ...]
+    ) -> None:
+        refusal = refused_alike(world, 2, "token", "create", *args)
+        assert refusal["code"] == "invalid-input"
+
+    def test_revoke_as_local_mode_and_refusals(self, world: World, tmp_path: Path) -> None:
+        made = world.ljson("token", "create", "spare")
+        revoked = world.rjson("token", "revoke", made["token"]["id"])
+        assert (revoked["id"], revoked["active"]) == (made["token"]["id"], False)
+        assert revoked in world.ljson("token", "ls")
+        # Revoking a revoked token changes nothing.
+        assert world.rjson("token", "revoke", made["token"]["id"]) == revoked
+        text = world.ok(world.remote("token", "revoke", made["token"]["id"])).stdout
+        assert text.startswith("revoked token spare (revoked ")
+        local = world.ok(world.local("token", "revoke", made["token"]["id"])).stdout
+        assert text + LOCAL_NOTE == local
+
+        # Another person's token is not found; a malformed ID is bad input.
+        bobs = world.ljson("token", "create", "bobs", actor="bob")
+        refusal = refused_alike(world, 1, "token", "revoke", bobs["token"]["id"])
+        assert refusal["code"] == "not-found"
+        refused_alike(world, 2, "token", "revoke", "not-an-id")
+        assert bobs["token"]["active"] is True
+        assert [
+            t["active"] for t in world.ljson("token", "ls", actor="bob") if t["name"] == "bobs"
+        ] == [True]
+
+
+class TestPassagesLs:
+    def test_the_passages_of_my_workspaces_as_local_mode_lists_them(
+        self, world: World, tmp_path: Path
+    ) -> None:
+        world.rjson("workspace", "add", world.directory("listed"), "--name", "Listed")
+        made = world.rjson(
+            "schedule",
+            "create",
+            "Listed",
+            "--title",
+            "Listed once",
+            "--arg",
+            "echo",
+            "--arg",
+            "listed",
+            "--at",
+            "2099-01-01T09:00:00",
+            "--zone",
+            "UTC",
+        )
+        mission = made["missionId"]
+        world.rjson("schedule", "run-now", mission)
+        passage = _wait_for_result(world, mission)["results"][0]["passageId"]
+
+        runtime = str(world.server.directory / "runtime")
+        local = ("passage", "ls", "--runtime-dir", runtime, "--limit", "0")
+        remote = world.rjson("passage", "ls", "--limit", "0")
+        # olivia owns every workspace of this server: she sees every passage.
+        assert remote == json.loads(world.ok(world.run(*local, "--json")).stdout)
+        assert passage in [p["passageId"] for p in remote["items"]]
+        assert remote["runtimeDir"] == runtime
+        text = world.ok(world.remote("passage", "ls", "--limit", "0")).stdout
+        assert text == world.ok(world.run(*local)).stdout
+        [newest] = world.rjson("passage", "ls", "--limit", "1")["items"]
+        assert newest == remote["items"][0]
+
+        # bob sees the passages of his own workspaces only: none of Listed's until he
+        # is given a role there.
+        own = bob_logged_in(world, tmp_path)
+        mine = [
+            p["passageId"] for p in world.rjson("passage", "ls", "--limit", "0", **own)["items"]
+        ]
+        assert passage not in mine
+        world.rjson("workspace", "member", "set", "Listed", "bob", "--role", "viewer")
+        mine = [
+            p["passageId"] for p in world.rjson("passage", "ls", "--limit", "0", **own)["items"]
+        ]
+        assert passage in mine
+
+    def test_a_malformed_limit_exits_2_as_local_mode(self, world: World) -> None:
+        remote = error_of(world.remote("passage", "ls", "--limit", "ten", "--json"), 2)
+        runtime = str(world.server.directory / "runtime")
+        local = error_of(
+            world.run("passage", "ls", "--runtime-dir", runtime, "--limit", "ten", "--json"), 2
+        )
+        assert remote == local and remote["details"] == {"field": "limit"}

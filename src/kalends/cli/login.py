@@ -31,7 +31,7 @@ from kalends.cli.remote import (
 from kalends.cli.session import JsonOption, report_error
 from kalends.errors import InvalidInput, KalendsError, NotFound
 
-__all__ = ["login_command", "logout_command", "whoami_command"]
+__all__ = ["login_command", "logout_command", "read_password", "whoami_command"]
 
 # The lifetime `kalends login` asks for, in days.
 TOKEN_DAYS = 90
@@ -57,7 +57,8 @@ def _server(server: str | None) -> str:
     return normalize_server(given)
 
 
-def _password(from_stdin: bool) -> str:
+def read_password(from_stdin: bool) -> str:
+    """The password: the first line of standard input, else asked (hidden, on stderr)."""
     if from_stdin:
         line = sys.stdin.readline()
         password = line.removesuffix("\n").removesuffix("\r")
@@ -98,9 +99,9 @@ def login_command(
     names another); its secret is never printed. A token stored before for the server is
     revoked. With --json: {"server", "handle", "token", "credentials"}.
 
-    Commands that take --server: workspace, schedule, passage log, list, task and
-    reminders. db, worker, serve, report, preview, actor (and actor notify), token,
-    login-link and passage ls work on this machine only and take no --server.
+    Commands that take --server: workspace, schedule, passage, list, task, reminders,
+    actor (and actor notify) and token. db, worker, serve, report, preview, login-link
+    and password work on this machine only and take no --server.
     """
     try:
         url = _server(server)
@@ -110,7 +111,7 @@ def login_command(
         who = who.strip()
         if not who:
             raise InvalidInput("handle: empty", field="handle")
-        password = _password(password_stdin)
+        password = read_password(password_stdin)
         label = name if name is not None else f"cli@{socket.gethostname() or 'localhost'}"
         body = {"handle": who, "password": password, "name": label, "expiresInDays": TOKEN_DAYS}
         previous = stored_for(url)

@@ -5,12 +5,17 @@ any other Apprise service (``ntfy://``, ``gotify://``, ``pover://``, ``json://``
 on the push channel. The URLs hold passwords and tokens, so no command prints
 them back: listings show Apprise's redacted form. ``--url -`` reads the URLs from
 standard input, one a line, which keeps them out of the shell history.
+
+In server mode (``--server URL``) the same commands go to ``/api/actors/{actor}/
+destinations``: the token's owner reads and changes their own settings only, as in
+local mode, and the server answers the same redacted JSON.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import typer
 from rich import box
@@ -18,16 +23,16 @@ from rich.table import Table
 from rich.text import Text
 
 from kalends.cli.output import console, emit_json
+from kalends.cli.remote import SERVER_MODE_HELP, Remote, ServerOption, local_or_remote, path_part
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
     ActorOption,
     DatabaseOption,
     JsonOption,
-    session,
 )
 from kalends.errors import InvalidInput
-from kalends.reminders.destinations import MAX_DESTINATIONS, Destination
+from kalends.reminders.destinations import MAX_DESTINATIONS, parse_channel
 from kalends.reminders.transports import redacted_url
 
 notify_app = typer.Typer(
@@ -36,7 +41,7 @@ notify_app = typer.Typer(
         f"mailtos://; push: ntfy://, gotify://, pover://, json://, …), at most "
         f"{MAX_DESTINATIONS} per channel. URLs are never printed back, only their redacted "
         f"form. Actors see and change only their own settings. {LOCAL_MODE_HELP} "
-        f"{EXIT_CODES_HELP}"
+        f"{SERVER_MODE_HELP} {EXIT_CODES_HELP}"
     ),
     no_args_is_help=True,
 )
@@ -59,6 +64,18 @@ UrlOption = Annotated[
 ]
 STDIN = "-"
 
+# A destination as JSON (``Destination.to_json()``, as a server answers it): the URL's
+# redacted form only, in both modes.
+Shown = Mapping[str, Any]
+
+
+def _route(target: str, channel: str | None = None, *rest: str) -> str:
+    """``/api/actors/{target}/destinations[/{channel}[/…]]``."""
+    parts = ["/api/actors", path_part(target.strip()), "destinations"]
+    if channel is not None:
+        parts.append(path_part(channel))
+    return "/".join((*parts, *rest))
+
 
 @notify_app.command("set")
 def set_command(
@@ -79,19 +96,27 @@ def set_command(
     ] = False,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Replace the channel's destinations by the --url list (or remove them all with --clear)."""
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
         given = url or []
         if clear == bool(given):
             raise InvalidInput(
                 "url: give --url URL (repeat for several), or --clear; not both", field="url"
             )
         urls = _read_urls(given)
-        written = s.services.destinations.set(s.actor, target, channel, urls)
+        written: list[Shown]
+        if isinstance(s, Remote):
+            checked = parse_channel(channel).value
+            written = s.put(_route(target, checked), {"urls": urls})
+        else:
+            written = [
+                d.to_json() for d in s.services.destinations.set(s.actor, target, channel, urls)
+            ]
         if json_output:
-            emit_json([d.to_json() for d in written])
+            emit_json(written)
             return
         if written:
             console.print(_table(written))
@@ -109,16 +134,22 @@ def add_command(
     url: UrlOption,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Append one destination to the channel."""
-    with session(database, json_output, actor=actor) as s:
-        added = s.services.destinations.add(s.actor, target, channel, _read_one(url))
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        text = _read_one(url)
+        added: Shown
+        if isinstance(s, Remote):
+            added = s.post(_route(target, parse_channel(channel).value), {"url": text})
+        else:
+            added = s.services.destinations.add(s.actor, target, channel, text).to_json()
         if json_output:
-            emit_json(added.to_json())
+            emit_json(added)
             return
         console.print(
-            Text(f"added {channel} destination {added.position}: {added.display}"),
+            Text(f"added {channel} destination {added['position']}: {added['display']}"),
             soft_wrap=True,
         )
         s.local_note()
@@ -131,13 +162,19 @@ def rm_command(
     url: UrlOption,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Remove one destination from the channel, given by its full URL."""
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
         text = _read_one(url)
-        s.services.destinations.remove(s.actor, target, channel, text)
-        display = redacted_url(text)
+        if isinstance(s, Remote):
+            # The URL goes in the body: it holds secrets, which no path or query carries.
+            route = _route(target, parse_channel(channel).value, "remove")
+            display = str(s.post(route, {"url": text})["display"])
+        else:
+            s.services.destinations.remove(s.actor, target, channel, text)
+            display = redacted_url(text)
         if json_output:
             emit_json({"removed": {"channel": channel, "display": display}})
             return
@@ -159,13 +196,19 @@ def ls_command(
     ] = None,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """List the destinations, by channel and delivery order, in redacted form."""
-    with session(database, json_output, actor=actor) as s:
-        found = s.services.destinations.list(s.actor, target, channel)
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        found: list[Shown]
+        if isinstance(s, Remote):
+            wanted = None if channel is None else parse_channel(channel).value
+            found = s.get(_route(target), channel=wanted)
+        else:
+            found = [d.to_json() for d in s.services.destinations.list(s.actor, target, channel)]
         if json_output:
-            emit_json([d.to_json() for d in found])
+            emit_json(found)
             return
         if found:
             console.print(_table(found))
@@ -175,13 +218,13 @@ def ls_command(
         s.local_note()
 
 
-def _table(found: list[Destination]) -> Table:
+def _table(found: list[Shown]) -> Table:
     table = Table(box=box.SIMPLE_HEAD)
     for column in ("channel", "#", "destination (redacted)", "added"):
         table.add_column(column, no_wrap=column != "destination (redacted)", overflow="fold")
     for d in found:
-        cells = (d.channel.value, str(d.position), d.display, d.created_at.isoformat())
-        table.add_row(*(Text(c) for c in cells))
+        cells = (d["channel"], d["position"], d["display"], d["created_at"])
+        table.add_row(*(Text(str(c)) for c in cells))
     return table
 
 

@@ -6,6 +6,10 @@ exit, the report, kalends' interrupt, and the command's output. These commands o
 read them; they open no database. The runtime directory is ``--runtime-dir``, else
 ``KALENDS_RUNTIME_DIR``, else ``runtime`` in the user data directory, like
 ``kalends worker``; it must be the one on the machine that ran the passage.
+
+In server mode (``--server URL``, or ``KALENDS_SERVER`` when no ``--runtime-dir`` is
+given) they read the server's runtime directory over its HTTP API instead, which shows
+the passages of schedules in the caller's workspaces only.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from kalends.missions.runtime.passages import (
     parse_instant,
     passage_dirs,
     read_passage,
+    status_text,
 )
 from kalends.missions.runtime.process import ProcessRuntime
 from kalends.missions.runtime.shim import (
@@ -53,15 +58,17 @@ __all__ = ["RuntimeDirOption", "passage_app", "runtime_root"]
 
 FOLLOW_POLL_SECONDS = 0.5
 DEFAULT_LIST_LIMIT = 50
+# The largest --limit a server is sent as is (2^53 - 1, exact in JSON).
+MAX_JSON_INT = 2**53 - 1
 EXIT_STOPPED = 130  # --follow stopped by Ctrl-C (128 + SIGINT)
 
 passage_app = typer.Typer(
     help=(
         "Passages as the process runtime on this machine recorded them: output logs, "
         "exit status, reports. Reads the runtime directory only (--runtime-dir, else "
-        f"{ENV_RUNTIME_DIR}, else the user data directory's runtime/). `passage log` also "
-        f"asks a server for the passages it ran: {SERVER_MODE_HELP} `passage ls` is local "
-        "only. Exit codes: 0 done; 1 no such passage here; 2 bad input."
+        f"{ENV_RUNTIME_DIR}, else the user data directory's runtime/). `passage log` and "
+        f"`passage ls` also ask a server for the passages it ran: {SERVER_MODE_HELP} "
+        "Exit codes: 0 done; 1 no such passage here; 2 bad input."
     ),
     no_args_is_help=True,
 )
@@ -386,16 +393,32 @@ def ls_command(
             show_default=False,
         ),
     ] = None,
+    server: ServerOption = None,
+    actor: ActorOption = None,
     json_output: JsonFlag = False,
 ) -> None:
     """List the passages of the runtime directory, newest first, with their status.
 
     Status: admitted (not launched yet), running, exited (with its exit status or
     signal), lost or unreadable. With --json: {"runtimeDir", "total", "items": [...]}.
+
+    Server mode (--server URL, or KALENDS_SERVER when no --runtime-dir is given): the
+    passages of the server's runtime directory that belong to schedules of your
+    workspaces.
     """
+    url = server_url(server, runtime_dir)
+    try:
+        size = _limit(limit)
+    except KalendsError as exc:
+        report_error(exc, json_output)
+    if url is not None:
+        with remote_session(url, json_output, actor=actor) as r:
+            # Past what a JSON number holds exactly, N is all of them.
+            found = r.get("/api/passages", limit=size if size <= MAX_JSON_INT else 0)
+        _print_listing(found, json_output)
+        return
     try:
         root = runtime_root(runtime_dir)
-        size = _limit(limit)
         dirs = sorted(passage_dirs(root), key=created_key, reverse=True)
         total = len(dirs)
         if size:
@@ -404,25 +427,34 @@ def ls_command(
         items = [read_passage(runtime, d) for d in dirs] if runtime is not None else []
     except KalendsError as exc:
         report_error(exc, json_output)
+    listing = {"runtimeDir": str(root), "total": total, "items": [p.to_json() for p in items]}
+    _print_listing(listing, json_output)
+
+
+def _print_listing(listing: Mapping[str, Any], json_output: bool) -> None:
+    """A listing's JSON ({"runtimeDir", "total", "items"}, local or a server's) as JSON or
+    as a table."""
     if json_output:
-        emit_json({"runtimeDir": str(root), "total": total, "items": [p.to_json() for p in items]})
+        emit_json(listing)
         return
+    items: list[Mapping[str, Any]] = listing["items"]
+    total = int(listing["total"])
     if not items:
-        console.print(Text(f"no passages in {root}", style="dim"), soft_wrap=True)
+        console.print(Text(f"no passages in {listing['runtimeDir']}", style="dim"), soft_wrap=True)
         return
     table = Table(box=box.SIMPLE_HEAD)
     for column in ("admitted", "passage", "session", "status", "report"):
         table.add_column(column, no_wrap=column != "report", overflow="fold")
     for p in items:
-        report = p.report.get("outcome") if p.report is not None else "—"
+        report = p["report"].get("outcome") if isinstance(p.get("report"), Mapping) else "—"
         table.add_row(
             *(
                 Text(str(c))
                 for c in (
-                    _local(p.start.get("createdAt")),
-                    p.start.get("passageId") or "—",
-                    p.session_id,
-                    p.status_text(),
+                    _local(p.get("createdAt")),
+                    p.get("passageId") or "—",
+                    p["sessionId"],
+                    status_text(p),
                     report,
                 )
             )

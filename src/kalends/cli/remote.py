@@ -35,6 +35,7 @@ from kalends.errors import InvalidInput, KalendsError, NotFound, Unauthenticated
 __all__ = [
     "ENV_CREDENTIALS",
     "ENV_SERVER",
+    "EXCHANGE_ROUTE",
     "ENV_TOKEN",
     "SERVER_MODE_HELP",
     "Client",
@@ -55,6 +56,8 @@ __all__ = [
 
 ENV_SERVER = "KALENDS_SERVER"
 ENV_TOKEN = "KALENDS_TOKEN"
+# Where a handle and password are traded for a new token (`kalends login`, `token create`).
+EXCHANGE_ROUTE = "/api/auth/tokens/exchange"
 TIMEOUT_SECONDS = 30.0
 # An upload of the largest attachment over a slow link may take a while.
 UPLOAD_TIMEOUT_SECONDS = 300.0
@@ -256,7 +259,8 @@ class Client:
             code = f"http-{status}"
             message = f"the server answered {status} {response.reason_phrase}".strip()
             details = {}
-        if status == 401:
+        if status == 401 and not response.request.url.path.endswith(EXCHANGE_ROUTE):
+            # The token sent was refused; an exchange refuses a password, not a token.
             message += f" (`kalends login --server {self.server}` stores a new token)"
         cls = ServerInvalid if status in _BAD_INPUT else ServerError
         return cls(code, message, details, status)
@@ -352,32 +356,17 @@ class Remote:
                     raise
         raise NotFound(f"schedule: no schedule {mission}", field="schedule")
 
-    def member_id(self, workspace_id: str, ref: str) -> str:
-        """An actor by ID, or by handle among the members of the caller's workspaces and
-        lists (the API has no directory of actors)."""
+    def member_id(self, ref: str) -> str:
+        """An actor by ID, or by handle in the server's directory of actors (``GET
+        /api/actors``); an unknown handle is refused as local mode refuses it."""
         as_id = _as_uuid(ref)
         if as_id is not None:
             return as_id
         handle = ref.strip()
-        routes = [f"/api/workspaces/{workspace_id}/members"]
-        routes += [
-            f"/api/workspaces/{d['id']}/members"
-            for d in self.get("/api/workspaces")
-            if d["id"] != workspace_id
-        ]
-        for route in routes:
-            for m in self.get(route):
-                if m["handle"] == handle:
-                    return str(m["actorId"])
-        for listed in self.get("/api/lists"):
-            for m in self.get(f"/api/lists/{listed['id']}/members"):
-                if m["handle"] == handle:
-                    return str(m["id"])
-        raise NotFound(
-            f"actor: no actor {handle!r} among the members of your workspaces and lists; "
-            "in server mode give a new member's actor ID",
-            field="actor",
-        )
+        for found in self.get("/api/actors"):
+            if found["handle"] == handle:
+                return str(found["id"])
+        raise NotFound(f"member: no actor {ref!r}", field="member")
 
 
 def _as_uuid(text: str) -> str | None:
@@ -453,13 +442,15 @@ def local_or_remote(
     json_output: bool,
     *,
     actor: str | None = None,
+    anonymous: bool = False,
 ) -> Iterator[Session | Remote]:
     """The one seam of server mode: a :class:`Remote` when a server is in effect (see
-    :func:`server_url`), else the local :class:`Session` on the database."""
+    :func:`server_url`), else the local :class:`Session` on the database (``anonymous``:
+    without an acting actor, as :func:`~kalends.cli.session.session` takes it)."""
     url = server_url(server, database)
     if url is not None:
         with remote_session(url, json_output, database=database, actor=actor) as remote:
             yield remote
         return
-    with session(database, json_output, actor=actor) as local:
+    with session(database, json_output, actor=actor, anonymous=anonymous) as local:
         yield local

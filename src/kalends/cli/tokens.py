@@ -1,15 +1,24 @@
-"""``kalends token`` and ``kalends login-link``: credentials for the HTTP API, made locally.
+"""``kalends token`` and ``kalends login-link``: credentials for the HTTP API.
 
-Both work directly on the database, in local mode: ``--as HANDLE`` names the actor
+In local mode both work directly on the database: ``--as HANDLE`` names the actor
 whose token or login link it is. A token's secret is printed once and only its hash
 is stored; ``kalends serve`` takes it as ``Authorization: Bearer <secret>``.
+
+``kalends token`` also works against a server (``--server URL``), as the owner of the
+token ``kalends login`` stored: ``ls`` and ``revoke`` on ``/api/tokens``. A token never
+poses as a login session, and creating one needs a session, so ``token create`` does
+what ``kalends login`` does: it asks for the password (or reads it with
+``--password-stdin``) and trades it for the new token (``POST
+/api/auth/tokens/exchange``); the stored token is left as it is. ``login-link`` and
+``password`` stay local.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -25,7 +34,15 @@ from kalends.auth.tokens import (
     check_token_id,
     check_token_name,
 )
+from kalends.cli.login import read_password
 from kalends.cli.output import console, emit_json
+from kalends.cli.remote import (
+    EXCHANGE_ROUTE,
+    SERVER_MODE_HELP,
+    Remote,
+    ServerOption,
+    local_or_remote,
+)
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
@@ -36,10 +53,11 @@ from kalends.cli.session import (
     session,
 )
 from kalends.errors import InvalidInput
+from kalends.missions.runtime.passages import parse_instant
 from kalends.storage.auth_tables import login_links
 
 if TYPE_CHECKING:
-    from kalends.auth import Accounts, TokenInfo
+    from kalends.auth import Accounts
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -59,7 +77,9 @@ NEVER = "never"
 token_app = typer.Typer(
     help=(
         "API tokens for the CLI and paired devices: sent as `Authorization: Bearer <secret>`; "
-        f"only their hash is stored. {LOCAL_MODE_HELP} {EXIT_CODES_HELP}"
+        f"only their hash is stored. {LOCAL_MODE_HELP} {SERVER_MODE_HELP} In server mode "
+        "`token create` asks for your password, as `kalends login` does. "
+        f"{EXIT_CODES_HELP}"
     ),
     no_args_is_help=True,
 )
@@ -91,18 +111,37 @@ def _accounts(s: Session) -> Accounts:
     return Accounts(s.services.store)
 
 
-def _when(value: datetime | None, empty: str = "-") -> str:
-    return empty if value is None else value.strftime("%Y-%m-%d %H:%M UTC")
+# A token as JSON (``TokenInfo.to_json()``, as a server answers it too); the commands
+# print it the same way in both modes.
+TokenJson = Mapping[str, Any]
 
 
-def _day(value: datetime | None, empty: str = "-") -> str:
-    return empty if value is None else value.strftime("%Y-%m-%d")
+def _when(value: object, empty: str = "-") -> str:
+    found = parse_instant(value)
+    return empty if found is None else found.strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _status(info: TokenInfo) -> str:
-    if info.revoked_at is not None:
+def _day(value: object, empty: str = "-") -> str:
+    found = parse_instant(value)
+    return empty if found is None else found.strftime("%Y-%m-%d")
+
+
+def _status(token: TokenJson) -> str:
+    if token["revokedAt"] is not None:
         return "revoked"
-    return "active" if info.active else "expired"
+    return "active" if token["active"] else "expired"
+
+
+def _exchange(r: Remote, name: str, lifetime: timedelta | None, from_stdin: bool) -> Any:
+    """A new token of the principal, for the password (asked, or read from stdin)."""
+    password = read_password(from_stdin)
+    body = {
+        "handle": r.actor,
+        "password": password,
+        "name": name,
+        "expiresInDays": None if lifetime is None else lifetime.days,
+    }
+    return r.post(EXCHANGE_ROUTE, body)
 
 
 @token_app.command("create")
@@ -118,28 +157,48 @@ def create_command(
             show_default=False,
         ),
     ] = None,
+    password_stdin: Annotated[
+        bool,
+        typer.Option(
+            "--password-stdin",
+            help="Server mode: read your password from the first line of standard input "
+            "(no prompt). Local mode asks no password.",
+        ),
+    ] = False,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Create an API token of the acting actor and print its secret, this once.
 
-    With --json: {"token": {...}, "secret"}.
+    Server mode: a token cannot create tokens, so your password is asked (or read with
+    --password-stdin) and traded for the new one, as `kalends login` does; the token
+    `kalends login` stored stays. With --json: {"token": {...}, "secret"}.
     """
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
         label = check_token_name(name)
         lifetime = parse_days(expires_in_days)
-        info, secret = _accounts(s).create_token(s.actor, label, expires_in=lifetime)
+        made: TokenJson
+        if isinstance(s, Remote):
+            made = _exchange(s, label, lifetime, password_stdin)
+        else:
+            info, secret = _accounts(s).create_token(s.actor, label, expires_in=lifetime)
+            made = {"token": info.to_json(), "secret": secret}
     if json_output:
-        emit_json({"token": info.to_json(), "secret": secret})
+        emit_json(made)
         return
+    token = made["token"]
     console.print(
-        Text(f"created token {info.name} for {s.actor}, expires {_when(info.expires_at, NEVER)}"),
+        Text(
+            f"created token {token['name']} for {s.actor}, "
+            f"expires {_when(token['expiresAt'], NEVER)}"
+        ),
         soft_wrap=True,
     )
-    console.print(Text(f"id {info.id}", style="dim"), soft_wrap=True)
+    console.print(Text(f"id {token['id']}", style="dim"), soft_wrap=True)
     # Plain, never wrapped: people copy it.
-    typer.echo(secret)
+    typer.echo(made["secret"])
     console.print(
         Text("the secret is shown this once; only its hash is stored", style="dim"),
         soft_wrap=True,
@@ -149,25 +208,39 @@ def create_command(
 
 @token_app.command("ls")
 def ls_command(
-    actor: ActorOption = None, database: DatabaseOption = None, json_output: JsonOption = False
+    actor: ActorOption = None,
+    database: DatabaseOption = None,
+    server: ServerOption = None,
+    json_output: JsonOption = False,
 ) -> None:
     """List the acting actor's tokens, newest first, revoked and expired ones included."""
-    with session(database, json_output, actor=actor) as s:
-        found = _accounts(s).tokens(s.actor)
+    with local_or_remote(database, server, json_output, actor=actor) as s:
+        found: list[TokenJson]
+        if isinstance(s, Remote):
+            found = s.get("/api/tokens")
+        else:
+            found = [t.to_json() for t in _accounts(s).tokens(s.actor)]
     if json_output:
-        emit_json([t.to_json() for t in found])
+        emit_json(found)
         return
     if not found:
         console.print(Text(f"{s.actor} has no API token", style="dim"), soft_wrap=True)
         return
     # Narrow enough for 80 columns; the times of day and the creation are in --json.
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
-    table.add_column("name", overflow="fold", min_width=min(24, max(len(t.name) for t in found)))
+    widest = max(len(str(t["name"])) for t in found)
+    table.add_column("name", overflow="fold", min_width=min(24, widest))
     for column in ("status", "expires", "last used"):
         table.add_column(column, no_wrap=True)
     table.add_column("id", no_wrap=True, min_width=36)
     for t in found:
-        cells = (t.name, _status(t), _day(t.expires_at, NEVER), _day(t.last_used_at), str(t.id))
+        cells = (
+            str(t["name"]),
+            _status(t),
+            _day(t["expiresAt"], NEVER),
+            _day(t["lastUsedAt"]),
+            str(t["id"]),
+        )
         table.add_row(*(Text(c) for c in cells))
     console.print(table)
 
@@ -177,22 +250,28 @@ def revoke_command(
     token_id: TokenIdArgument,
     actor: ActorOption = None,
     database: DatabaseOption = None,
+    server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Revoke one of the acting actor's tokens; it is refused from its next request on.
 
     Revoking a revoked token changes nothing.
     """
-    with session(database, json_output, actor=actor) as s:
+    with local_or_remote(database, server, json_output, actor=actor) as s:
         parsed = check_token_id(token_id)
-        info = _accounts(s).revoke_token(s.actor, parsed)
+        revoked: TokenJson
+        if isinstance(s, Remote):
+            revoked = s.delete(f"/api/tokens/{parsed}")
+        else:
+            revoked = _accounts(s).revoke_token(s.actor, parsed).to_json()
     if json_output:
-        emit_json(info.to_json())
+        emit_json(revoked)
         return
     console.print(
-        Text(f"revoked token {info.name} (revoked {_when(info.revoked_at)})"), soft_wrap=True
+        Text(f"revoked token {revoked['name']} (revoked {_when(revoked['revokedAt'])})"),
+        soft_wrap=True,
     )
-    console.print(Text(f"id {info.id}", style="dim"), soft_wrap=True)
+    console.print(Text(f"id {revoked['id']}", style="dim"), soft_wrap=True)
     s.local_note()
 
 

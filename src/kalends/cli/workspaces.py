@@ -216,7 +216,7 @@ def member_set_command(
     with local_or_remote(database, server, json_output, actor=actor) as s:
         if isinstance(s, Remote):
             wid = s.workspace_id(workspace)
-            route = f"/api/workspaces/{wid}/members/{s.member_id(wid, member)}"
+            route = f"/api/workspaces/{wid}/members/{s.member_id(member)}"
             made = values.member(s.put(route, {"role": role.strip().lower()}))
         else:
             made = s.services.workspaces.set_member(
@@ -242,7 +242,7 @@ def member_rm_command(
     with local_or_remote(database, server, json_output, actor=actor) as s:
         if isinstance(s, Remote):
             wid = s.workspace_id(workspace)
-            s.delete(f"/api/workspaces/{wid}/members/{s.member_id(wid, member)}")
+            s.delete(f"/api/workspaces/{wid}/members/{s.member_id(member)}")
         else:
             s.services.workspaces.remove_member(s.actor, workspace, member)
         if json_output:

@@ -1,30 +1,53 @@
-"""Passage callbacks: a running passage reports its outcome with its own signed token.
+"""Passages of this server's runtime: the report callback, and the listing.
 
 ``POST /api/passages/report`` is the HTTP form of ``kalends report``. The passage sends
 the token it found in ``KALENDS_PASSAGE_TOKEN`` as ``Authorization: Passage <token>``;
 the token is an HMAC over the passage's identities, signed with the secret of this
 server's runtime directory, so it speaks for that one passage only and never for
 another, nor for any person. A login session or an API token cannot report.
+
+``GET /api/passages`` is the HTTP form of ``kalends passage ls``: the passages of this
+server's runtime directory, newest first, as a person may see them. Any authenticated
+caller may ask; the answer holds only the passages of schedules in workspaces where the
+caller has a role (viewer or more), a deleted schedule's included while its tombstone
+stays. A passage whose schedule the server's database does not know (another database's
+worker, a record without one) is shown to nobody. Reading writes nothing.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
+from uuid import UUID
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query
+from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import select
 
+from kalends.api.answers import JsonAnswer
 from kalends.api.context import ApiContext
 from kalends.api.dispatch import DispatchedRoute
 from kalends.api.errors import error_responses
-from kalends.api.security import ContextDep
-from kalends.errors import NotFound, StorageError, Unauthenticated
+from kalends.api.security import ContextDep, PrincipalDep
+from kalends.errors import KalendsError, NotFound, StorageError, Unauthenticated
 from kalends.missions.runtime.base import Report, RuntimeUnavailable
-from kalends.missions.runtime.process import MAX_SUMMARY_CHARS, OUTCOMES, record_report
+from kalends.missions.runtime.passages import (
+    created_key,
+    passage_dirs,
+    read_passage,
+    schedule_of,
+)
+from kalends.missions.runtime.process import (
+    MAX_SUMMARY_CHARS,
+    OUTCOMES,
+    ProcessRuntime,
+    record_report,
+)
 from kalends.missions.runtime.shim import CorruptRecord
 from kalends.missions.runtime.token import InvalidToken
+from kalends.storage.mission_tables import schedules, workspace_members
 
 __all__ = [
     "NoRuntime",
@@ -141,3 +164,95 @@ def report(body: ReportBody, token: PassageTokenDep, ctx: ContextDep) -> ReportO
         summary=done.summary,
         at=done.at.isoformat().replace("+00:00", "Z"),
     )
+
+
+# --- the listing ------------------------------------------------------------------------------
+
+# As many as `kalends passage ls` shows unless told otherwise.
+DEFAULT_LIST_LIMIT = 50
+# The largest page a JSON client can name exactly (2^53 - 1); 0 asks for all of them.
+MAX_LIST_LIMIT = 2**53 - 1
+
+
+class PassageOut(BaseModel):
+    """A passage's records, as ``kalends passage ls --json`` prints them. The fields read
+    from the runtime's records are as the records hold them (``null`` when absent)."""
+
+    passageId: Any
+    sessionId: str
+    messageId: Any
+    scheduleId: Any
+    directory: str = Field(description="Its directory on the server's machine.")
+    status: Literal["admitted", "running", "exited", "lost", "unreadable"]
+    exitStatus: Any
+    signal: Any
+    error: Any
+    descendants: bool | None = Field(description="Processes of its session still run.")
+    problem: str | None = Field(description="Why some record could not be read.")
+    command: list[Any]
+    envNames: list[str] = Field(description="The environment's names (never its values).")
+    workspace: Any
+    cwd: Any
+    createdAt: Any
+    startedAt: Any
+    endedAt: Any
+    pid: Any
+    report: dict[str, Any] | None
+    interrupted: dict[str, Any] | None
+
+
+class PassagesOut(BaseModel):
+    runtimeDir: str = Field(description="The server's runtime directory.")
+    total: int = Field(description="How many passages you may see; `items` may hold fewer.")
+    items: list[PassageOut] = Field(description="Newest first.")
+
+
+def _visible_schedules(ctx: ApiContext, actor_id: UUID) -> set[str]:
+    """The IDs of every schedule (tombstones included) in a workspace where the actor
+    has a role."""
+    query = (
+        select(schedules.c.id)
+        .join(workspace_members, workspace_members.c.workspace_id == schedules.c.workspace_id)
+        .where(workspace_members.c.actor_id == actor_id)
+    )
+    found = ctx.services.store.run(lambda conn: conn.execute(query).scalars().all(), write=False)
+    return {str(mission) for mission in found}
+
+
+@router.get(
+    "",
+    summary="The passages of this server's runtime that you may see, newest first",
+    description=(
+        "Only the passages of schedules in workspaces where you have a role (`kalends "
+        "passage ls`). 404 `no-runtime` when the server runs no passages; 503 "
+        "`runtime-unavailable` when its runtime directory cannot be read."
+    ),
+    response_model=PassagesOut,
+    responses=error_responses(401, 404, 422, 503),
+)
+def list_passages(
+    ctx: ContextDep,
+    who: PrincipalDep,
+    limit: Annotated[
+        int,
+        Query(
+            ge=0,
+            le=MAX_LIST_LIMIT,
+            description=f"At most this many, newest first (default {DEFAULT_LIST_LIMIT}; 0: all).",
+        ),
+    ] = DEFAULT_LIST_LIMIT,
+) -> JSONResponse:
+    root = runtime_root(ctx)
+    visible = _visible_schedules(ctx, who.actor_id)
+    try:
+        dirs = [d for d in passage_dirs(root) if schedule_of(d) in visible] if visible else []
+        dirs.sort(key=created_key, reverse=True)
+        total = len(dirs)
+        page = dirs[:limit] if limit else dirs
+        # The server's own runtime; else one on its directory, which exists once a
+        # passage does (so nothing is created).
+        runtime = ctx.runtime or (ProcessRuntime(root) if page else None)
+        items = [read_passage(runtime, d).to_json() for d in page] if runtime else []
+    except (KalendsError, OSError) as exc:
+        raise RuntimeDown(f"cannot read the passages of {root}: {exc}") from None
+    return JsonAnswer({"runtimeDir": str(root), "total": total, "items": items})

@@ -35,6 +35,8 @@ __all__ = [
     "passage_dirs",
     "passage_log_tail",
     "read_passage",
+    "schedule_of",
+    "status_text",
 ]
 
 
@@ -90,29 +92,7 @@ class Passage:
 
     def status_text(self) -> str:
         """The status in words: ``running``, ``exited 0``, ``killed by signal 15``, …"""
-        status = self.status
-        if status == "unreadable":
-            return f"unreadable: {self.problem}"
-        if status == "lost":
-            return "lost: the shim ended without recording the command's end"
-        if status == "admitted":
-            return "admitted, not launched yet (a scheduler launches it)"
-        if status == "running":
-            return "running"
-        ended = self.exit or {}
-        code, sig, error = ended.get("status"), ended.get("signal"), ended.get("error")
-        if sig is not None:
-            text = f"killed by signal {sig}"
-        elif code is not None:
-            text = f"exited {code}"
-        else:
-            text = "ended"
-        if error:
-            text += f" ({error})"
-        obs = self.observation
-        if obs is not None and obs.descendants:
-            text += "; processes of its session still run"
-        return text
+        return status_text(self.to_json())
 
     def to_json(self, *, log: str | None = None) -> dict[str, Any]:
         """The records as JSON (environment values never shown)."""
@@ -148,6 +128,43 @@ class Passage:
         if log is not None:
             out["log"] = log
         return out
+
+
+def status_text(passage: Mapping[str, Any]) -> str:
+    """A passage's status in words, from its JSON (:meth:`Passage.to_json`, as a server
+    answers it too): ``running``, ``exited 0``, ``killed by signal 15``, …"""
+    status = passage.get("status")
+    if status == "unreadable":
+        return f"unreadable: {passage.get('problem')}"
+    if status == "lost":
+        return "lost: the shim ended without recording the command's end"
+    if status == "admitted":
+        return "admitted, not launched yet (a scheduler launches it)"
+    if status == "running":
+        return "running"
+    code, sig, error = passage.get("exitStatus"), passage.get("signal"), passage.get("error")
+    if sig is not None:
+        text = f"killed by signal {sig}"
+    elif code is not None:
+        text = f"exited {code}"
+    else:
+        text = "ended"
+    if error:
+        text += f" ({error})"
+    if passage.get("descendants"):
+        text += "; processes of its session still run"
+    return text
+
+
+def schedule_of(directory: Path) -> str | None:
+    """The schedule a passage directory's ``start.json`` names; ``None`` when it names
+    none or cannot be read."""
+    try:
+        start = read_json(directory / START)
+    except (CorruptRecord, OSError):
+        return None
+    found = None if start is None else start.get("scheduleId")
+    return found if isinstance(found, str) else None
 
 
 def parse_instant(value: object) -> datetime | None:
