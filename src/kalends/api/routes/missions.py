@@ -30,11 +30,12 @@ from kalends.api.context import ApiContext
 from kalends.api.dispatch import DispatchedRoute, inline_read, inline_write
 from kalends.api.errors import ErrorBody, error_response, error_responses
 from kalends.api.routes.passages import RuntimeDown, runtime_root
+from kalends.api.routes.tasks_actors import require_server_owner
 from kalends.api.routes.tasks_models import ACTOR_KEY
 from kalends.api.security import ContextDep, PrincipalDep
 from kalends.auth import Principal
 from kalends.civil import MAX_CALENDARS
-from kalends.errors import Forbidden, InvalidInput, KalendsError, NotFound
+from kalends.errors import InvalidInput, KalendsError, NotFound
 from kalends.missions import ACTIONS, Action, ControlOutcome, Member, Receipt, Workspace
 from kalends.missions.config import CONDITION_KINDS, ONE_SHOT_KINDS, POLICY_KINDS, Restart
 from kalends.missions.limits import (
@@ -506,15 +507,9 @@ def list_workspaces(ctx: ContextDep, who: PrincipalDep) -> list[WorkspaceOut]:
 def add_workspace(body: WorkspaceBody, ctx: ContextDep, who: PrincipalDep) -> WorkspaceOut:
     # Passages run their profile's command in a workspace as the server's own user, so
     # choosing directories is the server owner's decision; members are then invited.
-    try:
-        is_owner = bool(ctx.accounts.account(who.actor_id).get("isOwner"))
-    except NotFound:
-        is_owner = False  # a token without an account (a bot) is no owner
-    if not is_owner:
-        raise Forbidden(
-            "only the server's owner account may register a directory: passages run "
-            "commands in it as the server's user"
-        )
+    require_server_owner(
+        ctx, who, "register a directory: passages run commands in it as the server's user"
+    )
     added = ctx.services.workspaces.add(who.actor_id, body.path, body.name)
     return _workspace_out(added)
 
