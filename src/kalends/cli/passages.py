@@ -40,12 +40,13 @@ from kalends.cli.session import ActorOption, report_error
 from kalends.config import ENV_RUNTIME_DIR, resolve_runtime_dir
 from kalends.errors import InvalidInput, KalendsError
 from kalends.missions.runtime.passages import (
+    DEFAULT_LIST_LIMIT,
+    MAX_LIST_LIMIT,
     Passage,
-    created_key,
     env_names,
     find_passage,
+    newest_passages,
     parse_instant,
-    passage_dirs,
     read_passage,
     status_text,
 )
@@ -57,9 +58,6 @@ from kalends.missions.runtime.shim import (
 __all__ = ["RuntimeDirOption", "passage_app", "runtime_root"]
 
 FOLLOW_POLL_SECONDS = 0.5
-DEFAULT_LIST_LIMIT = 50
-# The largest --limit a server is sent as is (2^53 - 1, exact in JSON).
-MAX_JSON_INT = 2**53 - 1
 EXIT_STOPPED = 130  # --follow stopped by Ctrl-C (128 + SIGINT)
 
 passage_app = typer.Typer(
@@ -414,15 +412,12 @@ def ls_command(
     if url is not None:
         with remote_session(url, json_output, actor=actor) as r:
             # Past what a JSON number holds exactly, N is all of them.
-            found = r.get("/api/passages", limit=size if size <= MAX_JSON_INT else 0)
+            found = r.get("/api/passages", limit=size if size <= MAX_LIST_LIMIT else 0)
         _print_listing(found, json_output)
         return
     try:
         root = runtime_root(runtime_dir)
-        dirs = sorted(passage_dirs(root), key=created_key, reverse=True)
-        total = len(dirs)
-        if size:
-            dirs = dirs[:size]
+        total, dirs = newest_passages(root, size)
         runtime = _runtime(root) if dirs else None
         items = [read_passage(runtime, d) for d in dirs] if runtime is not None else []
     except KalendsError as exc:

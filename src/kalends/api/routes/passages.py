@@ -34,10 +34,10 @@ from kalends.api.security import ContextDep, PrincipalDep
 from kalends.errors import KalendsError, NotFound, StorageError, Unauthenticated
 from kalends.missions.runtime.base import Report, RuntimeUnavailable
 from kalends.missions.runtime.passages import (
-    created_key,
-    passage_dirs,
+    DEFAULT_LIST_LIMIT,
+    MAX_LIST_LIMIT,
+    newest_passages,
     read_passage,
-    schedule_of,
 )
 from kalends.missions.runtime.process import (
     MAX_SUMMARY_CHARS,
@@ -168,11 +168,6 @@ def report(body: ReportBody, token: PassageTokenDep, ctx: ContextDep) -> ReportO
 
 # --- the listing ------------------------------------------------------------------------------
 
-# As many as `kalends passage ls` shows unless told otherwise.
-DEFAULT_LIST_LIMIT = 50
-# The largest page a JSON client can name exactly (2^53 - 1); 0 asks for all of them.
-MAX_LIST_LIMIT = 2**53 - 1
-
 
 class PassageOut(BaseModel):
     """A passage's records, as ``kalends passage ls --json`` prints them. The fields read
@@ -245,10 +240,7 @@ def list_passages(
     root = runtime_root(ctx)
     visible = _visible_schedules(ctx, who.actor_id)
     try:
-        dirs = [d for d in passage_dirs(root) if schedule_of(d) in visible] if visible else []
-        dirs.sort(key=created_key, reverse=True)
-        total = len(dirs)
-        page = dirs[:limit] if limit else dirs
+        total, page = newest_passages(root, limit, schedules=visible) if visible else (0, [])
         # The server's own runtime; else one on its directory, which exists once a
         # passage does (so nothing is created).
         runtime = ctx.runtime or (ProcessRuntime(root) if page else None)

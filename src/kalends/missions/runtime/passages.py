@@ -27,6 +27,8 @@ from kalends.missions.runtime.shim import (
 )
 
 __all__ = [
+    "DEFAULT_LIST_LIMIT",
+    "MAX_LIST_LIMIT",
     "Passage",
     "created_key",
     "env_names",
@@ -34,8 +36,8 @@ __all__ = [
     "parse_instant",
     "passage_dirs",
     "passage_log_tail",
+    "newest_passages",
     "read_passage",
-    "schedule_of",
     "status_text",
 ]
 
@@ -156,15 +158,32 @@ def status_text(passage: Mapping[str, Any]) -> str:
     return text
 
 
-def schedule_of(directory: Path) -> str | None:
-    """The schedule a passage directory's ``start.json`` names; ``None`` when it names
-    none or cannot be read."""
-    try:
-        start = read_json(directory / START)
-    except (CorruptRecord, OSError):
-        return None
-    found = None if start is None else start.get("scheduleId")
-    return found if isinstance(found, str) else None
+# As many passages as a listing shows unless told otherwise.
+DEFAULT_LIST_LIMIT = 50
+# The largest limit a JSON client can name exactly (2^53 - 1); 0 asks for all.
+MAX_LIST_LIMIT = 2**53 - 1
+
+
+def newest_passages(
+    root: Path, limit: int, *, schedules: set[str] | None = None
+) -> tuple[int, list[Path]]:
+    """How many passages ``root`` holds, and the first ``limit`` of them newest first
+    (0: all); with ``schedules``, only those of these schedules (by the ID their
+    ``start.json`` names). Each start record is read once."""
+    keyed: list[tuple[tuple[float, str], Path]] = []
+    for directory in passage_dirs(root):
+        try:
+            start = read_json(directory / START)
+        except (CorruptRecord, OSError):
+            start = None
+        if schedules is not None:
+            schedule = None if start is None else start.get("scheduleId")
+            if not isinstance(schedule, str) or schedule not in schedules:
+                continue
+        keyed.append((_created_key(directory, start), directory))
+    keyed.sort(reverse=True)
+    dirs = [directory for _key, directory in keyed]
+    return len(dirs), dirs[:limit] if limit else dirs
 
 
 def parse_instant(value: object) -> datetime | None:
@@ -233,9 +252,14 @@ def passage_dirs(root: Path) -> list[Path]:
 def created_key(directory: Path) -> tuple[float, str]:
     """The sort key of a passage directory: when it was admitted, else its change time."""
     try:
-        found = parse_instant((read_json(directory / START) or {}).get("createdAt"))
+        start = read_json(directory / START)
     except (CorruptRecord, OSError):
-        found = None
+        start = None
+    return _created_key(directory, start)
+
+
+def _created_key(directory: Path, start: Mapping[str, Any] | None) -> tuple[float, str]:
+    found = parse_instant((start or {}).get("createdAt"))
     if found is not None:
         return found.timestamp(), directory.name
     try:
