@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
+from fastapi import params
 from fastapi.dependencies.models import Dependant
 from fastapi.dependencies.utils import request_body_to_args, request_params_to_args
 from fastapi.routing import APIRoute
@@ -202,7 +203,5 @@ def plan_route(route: APIRoute) -> Plan | None:
 
 def _is_json_body(dependant: Dependant) -> bool:
     """A body of one JSON value (not a form, nor files)."""
-    from fastapi import params  # noqa: PLC0415
-
     info = dependant.body_params[0].field_info
     return isinstance(info, params.Body) and not isinstance(info, params.Form)

@@ -219,7 +219,8 @@ _WAKE_COLUMNS = (
     _W.c.last_error_at.label("last_error_at"),
     _W.c.last_error_message.label("last_error_message"),
 )
-_SCHEDULE = Prepared(
+# A schedule's row with the actor's role on its workspace and its wake's columns.
+_SCHEDULE_ROW = (
     select(_S, _wm.c.role, *_WAKE_COLUMNS)
     .select_from(
         _S.outerjoin(
@@ -229,15 +230,13 @@ _SCHEDULE = Prepared(
     )
     .where(_S.c.id == bindparam("schedule_id"))
 )
+_SCHEDULE = Prepared(_SCHEDULE_ROW)
 _sc = schedule_controls
 _rc = schedule_controls.alias("repeat_of")
-# A control's first read: the schedule (as _SCHEDULE), the record of its request ID if that
+# A control's first read: the schedule's row, the record of its request ID if that
 # request was applied before, and how many records the schedule keeps (the bound of 64).
 _SCHEDULE_FOR_CONTROL = Prepared(
-    select(
-        _S,
-        _wm.c.role,
-        *_WAKE_COLUMNS,
+    _SCHEDULE_ROW.add_columns(
         _rc.c.action.label("repeat_action"),
         _rc.c.digest.label("repeat_digest"),
         _rc.c.expected_revision.label("repeat_expected"),
@@ -248,18 +247,9 @@ _SCHEDULE_FOR_CONTROL = Prepared(
         .where(_sc.c.schedule_id == _S.c.id)
         .scalar_subquery()
         .label("control_count"),
+    ).outerjoin(
+        _rc, and_(_rc.c.schedule_id == _S.c.id, _rc.c.request_id == bindparam("request_id"))
     )
-    .select_from(
-        _S.outerjoin(
-            _wm,
-            and_(_wm.c.workspace_id == _S.c.workspace_id, _wm.c.actor_id == bindparam("actor_id")),
-        )
-        .outerjoin(_W, _W.c.schedule_id == _S.c.id)
-        .outerjoin(
-            _rc, and_(_rc.c.schedule_id == _S.c.id, _rc.c.request_id == bindparam("request_id"))
-        )
-    )
-    .where(_S.c.id == bindparam("schedule_id"))
 )
 _CAS = (
     update(_S)
