@@ -9,6 +9,7 @@ from kalends.cli.actors import actor_app
 from kalends.cli.db import db_app
 from kalends.cli.lists import list_app
 from kalends.cli.login import login_command, logout_command, whoami_command
+from kalends.cli.passage_isolation import doctor_command
 from kalends.cli.passages import passage_app
 from kalends.cli.preview import preview_command
 from kalends.cli.reminders import reminders_app
@@ -38,6 +39,7 @@ app.add_typer(schedule_app, name="schedule")
 app.add_typer(passage_app, name="passage")
 app.command("worker")(worker_command)
 app.command("report")(report_command)
+app.command("doctor")(doctor_command)
 app.command("serve")(serve_command)
 app.add_typer(token_app, name="token")
 app.command("login-link")(login_link_command)

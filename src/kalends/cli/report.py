@@ -9,6 +9,11 @@ server's own address: the report is then sent to ``POST /api/passages/report`` w
 or cannot be reached the command says so and exits non-zero; it never falls back to
 writing the report itself.
 
+A confined passage (run as another user or in a sandbox) cannot read the runtime's
+records. Without a server it has ``KALENDS_REPORT_SPOOL``, its exchange directory: the
+report is written there with the token, and the scheduler checks the token and takes the
+report when it next observes the passage.
+
 This module imports nothing heavy at the top: it runs once per passage, often from a
 script (the HTTP call uses the standard library's ``urllib``).
 """
@@ -34,6 +39,7 @@ ENV_PASSAGE_TOKEN = "KALENDS_PASSAGE_TOKEN"
 ENV_RUNTIME_ROOT = "KALENDS_RUNTIME_ROOT"
 ENV_PASSAGE_DIR = "KALENDS_PASSAGE_DIR"
 ENV_API_URL = "KALENDS_API_URL"
+ENV_REPORT_SPOOL = "KALENDS_REPORT_SPOOL"
 
 __all__ = [
     "ENV_API_URL",
@@ -122,7 +128,12 @@ def report_command(
     outcome: Annotated[Outcome, typer.Argument(help="completed or failed.", case_sensitive=False)],
     summary: Annotated[
         str,
-        typer.Option("--summary", help="What the passage did (at most 4,096 characters)."),
+        typer.Option(
+            "--summary",
+            # The number is kalends.missions.limits.MAX_SUMMARY_BYTES (not imported: heavy).
+            help="What the passage did: at most 3,584 bytes as stored (UTF-8, JSON escapes "
+            "counted), 896 four-byte characters.",
+        ),
     ],
     json_output: Annotated[
         bool, typer.Option("--json", help="Print the recorded report as JSON.")
@@ -142,18 +153,27 @@ def report_command(
         return
 
     from kalends.clock import SystemClock  # noqa: PLC0415 (imported on use, as below)
-    from kalends.missions.runtime.process import record_report  # noqa: PLC0415
+    from kalends.missions.runtime.process import record_report, spool_report  # noqa: PLC0415
 
+    spool = os.environ.get(ENV_REPORT_SPOOL, "")
     try:
-        token, root, passage_dir = _locate(os.environ)
-        report = record_report(
-            root,
-            token,
-            outcome.value,
-            summary,
-            at=SystemClock().now(),
-            passage_dir=passage_dir,
-        )
+        if spool:
+            token = os.environ.get(ENV_PASSAGE_TOKEN, "")
+            if not token:
+                raise InvalidInput(NO_TOKEN)
+            report = spool_report(
+                Path(spool), token, outcome.value, summary, at=SystemClock().now()
+            )
+        else:
+            token, root, passage_dir = _locate(os.environ)
+            report = record_report(
+                root,
+                token,
+                outcome.value,
+                summary,
+                at=SystemClock().now(),
+                passage_dir=passage_dir,
+            )
     except KalendsError as exc:
         _refuse(exc, json_output)
     except OSError as exc:

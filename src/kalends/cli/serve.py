@@ -21,6 +21,7 @@ exits at once with 130.
 from __future__ import annotations
 
 import getpass
+import ipaddress
 import json
 import logging
 import os
@@ -41,6 +42,7 @@ from urllib.parse import urlsplit
 import typer
 
 from kalends.cli import heap
+from kalends.cli.passage_isolation import PassageUserOption, SandboxOption, passage_isolation
 from kalends.cli.session import DatabaseOption, report_error
 from kalends.cli.worker import EXIT_INTERRUPTED, default_owner
 from kalends.config import resolve_runtime_dir
@@ -61,6 +63,7 @@ __all__ = [
     "SERVER_HTTP",
     "SERVER_LOOP",
     "check_base_url",
+    "check_forwarded_allow_ips",
     "check_handle",
     "default_owner_handle",
     "serve_command",
@@ -69,6 +72,7 @@ __all__ = [
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 ENV_BASE_URL = "KALENDS_BASE_URL"
+ENV_FORWARDED_ALLOW_IPS = "KALENDS_FORWARDED_ALLOW_IPS"
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 # The owner's handle when the login name gives none.
 FALLBACK_OWNER = "owner"
@@ -169,6 +173,26 @@ def check_base_url(text: str) -> str:
             f"base-url: an http:// or https:// URL with no query, got {text!r}", field="base_url"
         )
     return text.strip().rstrip("/")
+
+
+def check_forwarded_allow_ips(text: str) -> str:
+    """``text`` as the trusted proxies uvicorn takes: comma-separated IP addresses or
+    networks, or ``*``; empty trusts no one. uvicorn would take a typo as a host name
+    that never matches, so a typo is refused here instead."""
+    entries = [part.strip() for part in text.split(",") if part.strip()]
+    if entries == ["*"]:
+        return "*"
+    for entry in entries:
+        parse = ipaddress.ip_network if "/" in entry else ipaddress.ip_address
+        try:
+            parse(entry)
+        except ValueError:
+            raise InvalidInput(
+                "forwarded-allow-ips: comma-separated IP addresses or networks, or '*', "
+                f"got {text!r}",
+                field="forwarded_allow_ips",
+            ) from None
+    return ",".join(entries)
 
 
 def _url_host(host: str) -> str:
@@ -336,6 +360,8 @@ def serve_command(
         bool,
         typer.Option("--reminders/--no-reminders", help="Deliver due reminders."),
     ] = True,
+    passage_user: PassageUserOption = None,
+    sandbox: SandboxOption = "auto",
     base_url: Annotated[
         str | None,
         typer.Option(
@@ -347,13 +373,27 @@ def serve_command(
             show_default=False,
         ),
     ] = None,
+    forwarded_allow_ips: Annotated[
+        str,
+        typer.Option(
+            "--forwarded-allow-ips",
+            metavar="ADDRESSES",
+            envvar=ENV_FORWARDED_ALLOW_IPS,
+            help="The reverse proxies whose X-Forwarded-For and X-Forwarded-Proto headers are "
+            "believed: comma-separated IP addresses or networks (CIDR), or '*' for any peer. "
+            "Default: none, so the client is always the connecting peer (login throttling "
+            "counts per client address).",
+            show_default=False,
+        ),
+    ] = "",
 ) -> None:
     """Run the HTTP API, the mission scheduler and the reminder delivery in one process.
 
     The first start creates the owner account and prints a one-time login link (valid
     15 minutes); later, `kalends login-link --as HANDLE` prints a fresh one. Logs are
     JSON lines on stderr. SIGTERM or Ctrl-C stops it gracefully (requests in flight are
-    answered); a second signal stops it at once. Exit codes: 0 stopped; 1 the database
+    answered); a second signal stops it at once. X-Forwarded-For is believed only from
+    the proxies named by --forwarded-allow-ips. Exit codes: 0 stopped; 1 the database
     or the address refused; 2 bad input; 130 a second signal.
     """
     try:
@@ -362,13 +402,25 @@ def serve_command(
         level = _log_level(log_level)
         handle = default_owner_handle() if owner is None else check_handle(owner)
         public = None if base_url is None else check_base_url(base_url)
+        proxies = check_forwarded_allow_ips(forwarded_allow_ips)
         root = resolve_runtime_dir(runtime_dir)
     except KalendsError as exc:
         report_error(exc, False)
     stopping = _Stopping()
     with _signals(stopping):
         _serve(
-            stopping, address, number, database, root, handle, level, schedules, reminders, public
+            stopping,
+            address,
+            number,
+            database,
+            root,
+            handle,
+            level,
+            schedules,
+            reminders,
+            public,
+            (passage_user, sandbox),
+            proxies=proxies,
         )
 
 
@@ -383,6 +435,9 @@ def _serve(
     schedules: bool,
     reminders: bool,
     public: str | None,
+    confinement: tuple[str | None, str],
+    *,
+    proxies: str,
 ) -> None:
     from kalends.api import ApiContext, ApiSettings, create_app  # noqa: PLC0415
     from kalends.api.logs import configure_logging  # noqa: PLC0415
@@ -411,7 +466,12 @@ def _serve(
     checkpointer = Checkpointer(store.engine).start()
     try:
         try:
-            runtime = ProcessRuntime(root)
+            isolation, note = passage_isolation(
+                *confinement, root, store.engine.url.render_as_string(hide_password=False)
+            )
+            if note:
+                _log.info(note)
+            runtime = ProcessRuntime(root, isolation=isolation)
             sock = _listen(host, port)
         except KalendsError as exc:
             _log.error("cannot start", extra={"error": exc.message})
@@ -460,6 +520,8 @@ def _serve(
                     "base_url": base,
                     "database": store.engine.url.render_as_string(hide_password=True),
                     "runtime_dir": str(runtime.root),
+                    "passage_user": isolation.user.name if isolation.user else None,
+                    "sandbox": isolation.bwrap,
                     "workers": ",".join(workers) or "none",
                     "settled_objects": frozen,
                 },
@@ -478,6 +540,10 @@ def _serve(
             timeout_graceful_shutdown=GRACEFUL_SECONDS,
             http=SERVER_HTTP,
             loop=SERVER_LOOP,
+            # Forwarded headers only from the configured proxies: uvicorn would otherwise
+            # believe any local client (and FORWARDED_ALLOW_IPS from the environment).
+            proxy_headers=bool(proxies),
+            forwarded_allow_ips=proxies,
         )
         server = _make_server(config, on_started)
         stopping.server = server

@@ -31,7 +31,6 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from pathlib import Path
 from types import FrameType
 from typing import Annotated
 
@@ -39,9 +38,11 @@ import typer
 from rich.text import Text
 
 from kalends.cli.output import emit_json, error_console
+from kalends.cli.passage_isolation import PassageUserOption, SandboxOption, passage_isolation
 from kalends.cli.session import DatabaseOption, report_error
 from kalends.config import mask_password, resolve_runtime_dir
 from kalends.errors import InvalidInput, KalendsError
+from kalends.missions.runtime.process import ProcessRuntime
 from kalends.reminders.outbox import MAX_CLAIM_BATCH, MAX_OWNER_LENGTH
 from kalends.reminders.transports import AppriseTransport, NullTransport, Transport
 from kalends.reminders.worker import WORKER_BATCH, BatchReport, DeliveryWorker
@@ -198,14 +199,13 @@ def _in_thread(work: Callable[[], BatchReport]) -> BatchReport:
 
 
 def _start_scheduler(
-    store: Store, runtime_dir: Path, owner: str, stop: threading.Event, once: bool
+    store: Store, runtime: ProcessRuntime, owner: str, stop: threading.Event, once: bool
 ) -> threading.Thread | None:
     """Runs the mission scheduler: once now (``once``), or in a thread until ``stop``."""
-    from kalends.missions.runtime.process import ProcessRuntime  # noqa: PLC0415
     from kalends.missions.scheduler import Scheduler  # noqa: PLC0415
     from kalends.missions.wakes import MISSIONS_CHANNEL  # noqa: PLC0415
 
-    scheduler = Scheduler(store, ProcessRuntime(runtime_dir), owner=f"{owner}/scheduler")
+    scheduler = Scheduler(store, runtime, owner=f"{owner}/scheduler")
     if once:
         scheduler.run_once()
         scheduler.release()
@@ -282,6 +282,8 @@ def worker_command(
             show_default=False,
         ),
     ] = None,
+    passage_user: PassageUserOption = None,
+    sandbox: SandboxOption = "auto",
 ) -> None:
     """Deliver due reminders until SIGTERM or Ctrl-C (graceful: nothing half-done is lost).
 
@@ -302,7 +304,13 @@ def worker_command(
     if schedules:
         try:
             root = resolve_runtime_dir(runtime_dir)
-            scheduler_thread = _start_scheduler(store, root, checked_owner, stop, once)
+            isolation, note = passage_isolation(
+                passage_user, sandbox, root, store.engine.url.render_as_string(hide_password=False)
+            )
+            if note:
+                print(note, file=sys.stderr)
+            runtime = ProcessRuntime(root, isolation=isolation)
+            scheduler_thread = _start_scheduler(store, runtime, checked_owner, stop, once)
         except KalendsError as exc:
             store.close()
             report_error(exc, json_output)

@@ -12,7 +12,14 @@ written whole: aside then renamed or linked into place, and fsynced):
   not run (126 or 127), ``endedAt``;
 - ``output.log``: the command's stdout and stderr, and the shim's own notes;
 - ``report.json``: the passage's last ``kalends report``;
-- ``interrupt.json``: when kalends interrupted it, and the grace period.
+- ``interrupt.json``: when kalends interrupted it, and the grace period;
+- ``exchange.json``: where the passage's exchange directory is, when it has one.
+
+A confined passage (another OS user or a sandbox: :mod:`kalends.missions.runtime.isolation`)
+cannot read its passage directory. It gets an **exchange directory** of its own instead,
+holding a copy of ``input.json``; ``kalends report`` spools its report there
+(``report.json`` with the passage's token), and :meth:`ProcessRuntime.observe` takes the
+spooled report into ``report.json`` here once the token proves it is the passage's own.
 
 Admission builds ``start.json`` and ``input.json`` in a temporary directory and renames it
 into place, which fails if the session is there: a crash leaves nothing or a complete
@@ -45,6 +52,7 @@ from typing import Any
 
 from kalends.clock import Clock, SystemClock
 from kalends.errors import Conflict, InvalidInput, NotFound
+from kalends.missions.limits import MAX_SUMMARY_BYTES
 from kalends.missions.runtime import shim as records
 from kalends.missions.runtime.base import (
     Observation,
@@ -53,7 +61,14 @@ from kalends.missions.runtime.base import (
     Report,
     RuntimeUnavailable,
 )
+from kalends.missions.runtime.isolation import (
+    Isolation,
+    check_env_name,
+    default_path,
+    passage_environment,
+)
 from kalends.missions.runtime.token import InvalidToken, ensure_secret, read_secret, sign, verify
+from kalends.missions.stored_text import check_summary
 
 __all__ = [
     "ENV_API_URL",
@@ -61,12 +76,14 @@ __all__ = [
     "ENV_PASSAGE_DIR",
     "ENV_PASSAGE_ID",
     "ENV_PASSAGE_TOKEN",
+    "ENV_REPORT_SPOOL",
     "ENV_RUNTIME_ROOT",
     "MAX_SUMMARY_CHARS",
     "OUTCOMES",
     "PassageSettled",
     "ProcessRuntime",
     "record_report",
+    "spool_report",
 ]
 
 ENV_PASSAGE_ID = "KALENDS_PASSAGE_ID"
@@ -76,9 +93,15 @@ ENV_PASSAGE_DIR = "KALENDS_PASSAGE_DIR"
 ENV_RUNTIME_ROOT = "KALENDS_RUNTIME_ROOT"
 # Set by a server (``kalends serve``) through ``extra_env``: where ``kalends report`` sends.
 ENV_API_URL = "KALENDS_API_URL"
+# Set for a confined passage: its exchange directory, where ``kalends report`` spools.
+ENV_REPORT_SPOOL = "KALENDS_REPORT_SPOOL"
+EXCHANGE = "exchange.json"
+# The largest spooled report read back (a report is at most a few KiB of JSON).
+MAX_SPOOL_BYTES = 256 * 1024
 
 OUTCOMES = ("completed", "failed")
-MAX_SUMMARY_CHARS = 4096
+# A character takes at least one stored byte: a quick first bound; check_summary is the rule.
+MAX_SUMMARY_CHARS = MAX_SUMMARY_BYTES
 LOG_TAIL_BYTES = 4096
 # The shim claims its launch within milliseconds; this bounds a wedged machine.
 LAUNCH_TIMEOUT = 30.0
@@ -122,6 +145,8 @@ class ProcessRuntime:
     interrupt. ``python``: the interpreter that runs the shim (standard library only).
     ``extra_env``: variables every passage gets on top of its profile's (a server gives
     its own URL as ``KALENDS_API_URL``); the passage's identities still come last.
+    ``isolation``: the passage's environment, user and sandbox; by default a clean
+    environment only (see :mod:`kalends.missions.runtime.isolation`).
     """
 
     def __init__(
@@ -133,6 +158,7 @@ class ProcessRuntime:
         python: str = sys.executable,
         clock: Clock | None = None,
         extra_env: Mapping[str, str] | None = None,
+        isolation: Isolation | None = None,
     ) -> None:
         if isinstance(grace, bool) or not math.isfinite(grace) or grace < 0:
             raise InvalidInput(f"grace must be a non-negative number of seconds, got {grace!r}")
@@ -142,9 +168,12 @@ class ProcessRuntime:
         self.python = python
         self.clock: Clock = clock or SystemClock()
         self.extra_env: dict[str, str] = dict(extra_env or {})
+        self.isolation = isolation if isolation is not None else Isolation(path=default_path())
         self._secret = secret
         try:
-            self.passages.mkdir(parents=True, exist_ok=True)
+            # Private to the server's user: a passage never reads another's records.
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.passages.mkdir(mode=0o700, exist_ok=True)
         except OSError as exc:
             raise RuntimeUnavailable(f"cannot create {self.passages}: {exc.strerror}") from exc
 
@@ -253,6 +282,7 @@ class ProcessRuntime:
         for key, value in start.env:
             if "=" in _check_text(key, "env"):
                 raise InvalidInput(f"environment name {key!r} holds '='", field="env")
+            check_env_name(key, "env")
             _check_text(value, "env", empty=True)
         try:
             # Links are followed at launch: escaping through one ends the passage with 126.
@@ -323,21 +353,102 @@ class ProcessRuntime:
         start_doc = records.read_json(directory / records.START)
         if start_doc is None:
             raise records.CorruptRecord(f"{directory / records.START} is missing")
-        env = dict(os.environ)
-        # Only this runtime's server says where reports go, never an inherited variable.
-        env.pop(ENV_API_URL, None)
-        env.update({str(k): str(v) for k, v in start_doc["env"]})
-        env.update(self.extra_env)
-        env.update(
-            {
-                ENV_PASSAGE_ID: start_doc["passageId"],
-                ENV_PASSAGE_TOKEN: self.token(start_doc["passageId"], start_doc["sessionId"]),
-                ENV_INPUT_FILE: str(directory / records.INPUT),
-                ENV_PASSAGE_DIR: str(directory),
-                ENV_RUNTIME_ROOT: str(self.root),
-            }
+        passage = {
+            ENV_PASSAGE_ID: start_doc["passageId"],
+            ENV_PASSAGE_TOKEN: self.token(start_doc["passageId"], start_doc["sessionId"]),
+        }
+        exchange = self._exchange(directory)
+        if exchange is None:
+            passage.update(
+                {
+                    ENV_INPUT_FILE: str(directory / records.INPUT),
+                    ENV_PASSAGE_DIR: str(directory),
+                    ENV_RUNTIME_ROOT: str(self.root),
+                }
+            )
+        else:
+            # A confined passage learns nothing of the runtime's own directories.
+            passage.update(
+                {ENV_INPUT_FILE: str(exchange / records.INPUT), ENV_REPORT_SPOOL: str(exchange)}
+            )
+        env = passage_environment(
+            self.isolation,
+            ((str(k), str(v)) for k, v in start_doc["env"]),
+            self.extra_env,
+            passage,
         )
-        self._spawn(["launch", str(directory)], directory, env=env)
+        plan = json.dumps(self.isolation.plan(exchange), sort_keys=True)
+        self._spawn(["launch", str(directory), plan], directory, env=env)
+
+    def _exchange(self, directory: Path) -> Path | None:
+        """Prepare a confined passage's exchange directory (owned by the passage user, with
+        a copy of its input) and record where it is; ``None`` for an unconfined one."""
+        isolation = self.isolation
+        if not isolation.confined:
+            return None
+        if isolation.exchange_dir is not None:
+            isolation.exchange_dir.mkdir(mode=0o711, parents=True, exist_ok=True)
+            exchange = isolation.exchange_dir / directory.name
+        else:
+            exchange = directory / "io"
+        exchange.mkdir(mode=0o700, exist_ok=True)
+        copy = exchange / records.INPUT
+        data = (directory / records.INPUT).read_bytes()
+        fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, data)
+            if isolation.user is not None:
+                os.fchown(fd, isolation.user.uid, isolation.user.gid)
+        finally:
+            os.close(fd)
+        if isolation.user is not None:
+            os.chown(exchange, isolation.user.uid, isolation.user.gid, follow_symlinks=False)
+        records.write_json_atomic(directory / EXCHANGE, {"version": 1, "path": str(exchange)})
+        return exchange
+
+    def _take_spooled(self, directory: Path) -> None:
+        """Move a report spooled in the exchange directory into ``report.json`` when its
+        token is this passage's; anything else there is dropped with a note in the log."""
+        noted = records.read_json(directory / EXCHANGE)
+        if noted is None or not isinstance(noted.get("path"), str):
+            return
+        spool = Path(noted["path"]) / records.REPORT
+        try:
+            # The exchange directory is the passage's: never follow its links.
+            fd = os.open(spool, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        except OSError:
+            spool.unlink(missing_ok=True)
+            return
+        try:
+            raw = os.read(fd, MAX_SPOOL_BYTES + 1)
+        finally:
+            os.close(fd)
+        spool.unlink(missing_ok=True)
+        try:
+            doc = json.loads(raw) if len(raw) <= MAX_SPOOL_BYTES else None
+            if not isinstance(doc, dict):
+                raise InvalidInput("the spooled report is not a JSON object")
+            at = _parse_at(doc.get("at"))
+            if at is None:
+                raise InvalidInput("the spooled report has no time")
+            current = _report(records.read_json(directory / records.REPORT))
+            if current is not None and current.at > at:
+                return  # a later report came over HTTP: the last one wins
+            record_report(
+                self.root,
+                str(doc.get("token", "")),
+                str(doc.get("outcome", "")),
+                str(doc.get("summary", "")),
+                at=at,
+                passage_dir=directory,
+                secret=self.secret,
+                settled_ok=True,
+            )
+        except (InvalidInput, InvalidToken, ValueError, records.CorruptRecord) as exc:
+            with open(directory / records.OUTPUT, "a", encoding="utf-8") as log:
+                log.write(f"\n[kalends] a spooled report was refused: {exc}\n")
 
     def _spawn(
         self, args: list[str], directory: Path, *, env: Mapping[str, str] | None = None
@@ -390,6 +501,7 @@ class ProcessRuntime:
         )
         owner_alive = lock is not None and records.is_alive(lock)
         ended = records.read_json(directory / records.EXIT)
+        self._take_spooled(directory)
         report_doc = records.read_json(directory / records.REPORT)
         interrupted = (directory / records.INTERRUPT).exists()
         tail = _tail(directory / records.OUTPUT)
@@ -475,21 +587,18 @@ def record_report(
     at: datetime,
     passage_dir: Path | None = None,
     secret: bytes | None = None,
+    settled_ok: bool = False,
 ) -> Report:
     """Record a passage's final report, replacing any earlier one (the last one wins).
 
     The token must be signed with the runtime's secret (``root/secret`` unless given) and
     name the passage of ``passage_dir`` when given. Refused, with nothing written: a bad
-    outcome or a summary over 4,096 characters (:class:`InvalidInput`), a bad or foreign
+    outcome or a summary over its byte bound (:class:`InvalidInput`), a bad or foreign
     token (:class:`InvalidToken`), a settled passage (:class:`PassageSettled`).
     """
     if outcome not in OUTCOMES:
         raise InvalidInput(f"outcome must be completed or failed, got {outcome!r}", field="outcome")
-    if len(summary) > MAX_SUMMARY_CHARS:
-        raise InvalidInput(
-            f"summary: at most {MAX_SUMMARY_CHARS} characters, got {len(summary)}",
-            field="summary",
-        )
+    check_summary(summary)
     if secret is None:
         try:
             secret = read_secret(root)
@@ -507,7 +616,7 @@ def record_report(
         session_id,
     ):
         raise InvalidToken(f"the passage token names no passage of {root}")
-    if (directory / records.EXIT).exists():
+    if not settled_ok and (directory / records.EXIT).exists():
         family = records.family_of(
             records.read_json(directory / records.LAUNCH_LOCK),
             records.read_json(directory / records.SHIM),
@@ -520,6 +629,34 @@ def record_report(
             "version": 1,
             "passageId": passage_id,
             "sessionId": session_id,
+            "outcome": outcome,
+            "summary": summary,
+            "at": at.isoformat(),
+        },
+    )
+    return Report(outcome=outcome, summary=summary, at=at)
+
+
+def spool_report(spool: Path, token: str, outcome: str, summary: str, *, at: datetime) -> Report:
+    """What ``kalends report`` does in a confined passage: write the report, with the
+    passage's token, into its exchange directory ``spool`` (whole, then renamed into
+    place, fsynced). The runtime checks the token and takes it when it next observes the
+    passage, so a report is never lost to a server that is down. The same input checks
+    as :func:`record_report` apply; the token's own check is the runtime's."""
+    if outcome not in OUTCOMES:
+        raise InvalidInput(f"outcome must be completed or failed, got {outcome!r}", field="outcome")
+    if len(summary) > MAX_SUMMARY_CHARS:
+        raise InvalidInput(
+            f"summary: at most {MAX_SUMMARY_CHARS} characters, got {len(summary)}",
+            field="summary",
+        )
+    if not token:
+        raise InvalidToken(field="token")
+    records.write_json_atomic(
+        spool / records.REPORT,
+        {
+            "version": 1,
+            "token": token,
             "outcome": outcome,
             "summary": summary,
             "at": at.isoformat(),

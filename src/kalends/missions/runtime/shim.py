@@ -5,12 +5,15 @@ This module imports the standard library only: the runtime runs it by file path 
 bare interpreter (no site-packages, no kalends package import) for the whole passage.
 The runtime imports its file helpers (atomic JSON records, ``/proc`` scans) from here.
 
-``launch``: the starter runs it in a new session and waits only for it to *claim* the
+``launch DIR [PLAN]``: the starter runs it in a new session and waits only for it to *claim* the
 launch; it forks, and the child (the shim proper) calls ``setsid`` so that it leads a
 session of its own, creates ``launch.lock`` exclusively (a second shim exits at once),
 tells its parent (which exits: the starter never holds a zombie, and the shim survives
 the starter's death), launches the command in its own process group inside the shim's
-session, records ``shim.json``, waits for it and records ``exit.json``.
+session, records ``shim.json``, waits for it and records ``exit.json``. ``PLAN``, a JSON
+object from :meth:`Isolation.plan <kalends.missions.runtime.isolation.Isolation.plan>`,
+confines the command: ``uid``/``gid`` to run it as another user (no supplementary
+groups), ``bwrap``/``hidden``/``exchange`` to run it in a bubblewrap sandbox.
 
 ``reap``: started by ``interrupt`` the same way; during the grace period it sends TERM
 to any process group of the session that was not signalled yet (one launched late, or
@@ -24,6 +27,7 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -304,7 +308,27 @@ def record_exit(
     )
 
 
-def _run(directory: Path) -> int:
+def confined_argv(
+    plan: Mapping[str, Any], command: list[str], workspace: str, cwd: str
+) -> list[str]:
+    """``command`` inside the sandbox the plan names, or unchanged without one: the system
+    read-only, ``hidden`` directories replaced by empty ones, a private ``/tmp`` and
+    ``/proc``, the workspace and the exchange directory read-write."""
+    bwrap = plan.get("bwrap")
+    if not bwrap:
+        return command
+    argv = [str(bwrap), "--unshare-pid", "--unshare-ipc", "--ro-bind", "/", "/"]
+    argv += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for hidden in plan.get("hidden", ()):
+        argv += ["--tmpfs", str(hidden)]
+    argv += ["--bind", workspace, workspace]
+    exchange = plan.get("exchange")
+    if exchange:
+        argv += ["--bind", str(exchange), str(exchange)]
+    return [*argv, "--chdir", cwd, "--", *command]
+
+
+def _run(directory: Path, plan: Mapping[str, Any]) -> int:
     start = read_json(directory / START)
     if start is None:
         _say(f"no {START} in {directory}")
@@ -321,9 +345,27 @@ def _run(directory: Path) -> int:
         _say(f"cannot run {command[0]!r}: {exc}")
         record_exit(directory, status=EXIT_CANNOT_RUN, signal_number=None, error=str(exc))
         return 0
+    if plan.get("bwrap") and os.sep not in command[0]:
+        # Found here or not at all: the sandbox sees the same system, read-only.
+        found = shutil.which(command[0], path=os.environ.get("PATH", os.defpath))
+        if found is None:
+            error = f"cannot run {command[0]!r}: not found on the passage's PATH"
+            _say(error)
+            record_exit(directory, status=EXIT_NOT_FOUND, signal_number=None, error=error)
+            return 0
+    workspace = os.path.realpath(str(start["workspace"]))
+    user: dict[str, Any] = {}
+    if plan.get("uid") is not None:
+        user = {"user": int(plan["uid"]), "group": int(plan["gid"]), "extra_groups": []}
     try:
         # Inherits the environment the runtime prepared, and stdout/stderr (output.log).
-        proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, process_group=0)
+        proc = subprocess.Popen(
+            confined_argv(plan, command, workspace, str(cwd)),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            process_group=0,
+            **user,
+        )
     except OSError as exc:
         status = EXIT_NOT_FOUND if isinstance(exc, FileNotFoundError) else EXIT_CANNOT_RUN
         error = f"cannot run {command[0]!r}: {exc.strerror or exc}"
@@ -357,7 +399,7 @@ def _run(directory: Path) -> int:
     return 0
 
 
-def _shim(directory: Path, notify: int) -> int:
+def _shim(directory: Path, notify: int, plan: Mapping[str, Any]) -> int:
     claimed = create_json_exclusive(
         directory / LAUNCH_LOCK,
         {"version": 1, "by": "shim", **identity(os.getpid()), "at": now_text()},
@@ -368,10 +410,10 @@ def _shim(directory: Path, notify: int) -> int:
         return 0
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _ignore)
-    return _run(directory)
+    return _run(directory, plan)
 
 
-def _launch(directory: Path) -> int:
+def _launch(directory: Path, plan: Mapping[str, Any]) -> int:
     read_end, write_end = os.pipe()
     if os.fork():
         os.close(write_end)
@@ -383,7 +425,7 @@ def _launch(directory: Path) -> int:
     code = 1
     try:
         os.setsid()
-        code = _shim(directory, write_end)
+        code = _shim(directory, write_end, plan)
     except BaseException:
         traceback.print_exc()
     finally:
@@ -434,8 +476,9 @@ def _daemon() -> bool:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) == 2 and argv[0] == "launch":
-        return _launch(Path(argv[1]))
+    if len(argv) in (2, 3) and argv[0] == "launch":
+        plan = json.loads(argv[2]) if len(argv) == 3 else {}
+        return _launch(Path(argv[1]), plan if isinstance(plan, dict) else {})
     if len(argv) in (3, 4) and argv[0] == "reap":
         directory, grace = Path(argv[1]), max(0.0, float(argv[2]))
         groups = {int(g) for g in argv[3].split(",") if g} if len(argv) == 4 else set()
@@ -450,7 +493,7 @@ def main(argv: list[str]) -> int:
         finally:
             sys.stderr.flush()
             os._exit(code)
-    print("usage: shim.py launch DIR | reap DIR SECONDS [PGID,...]", file=sys.stderr)
+    print("usage: shim.py launch DIR [PLAN] | reap DIR SECONDS [PGID,...]", file=sys.stderr)
     return 2
 
 
