@@ -8,4 +8,10 @@ if "PYTEST_XDIST_WORKER" in os.environ:
     os.environ.pop("COLUMNS", None)
     os.environ.pop("LINES", None)
 
+# As root, `kalends serve` and `kalends worker` run passages as kalends-passage, which
+# they create. Tests that are not about confinement run them as the server's own user and
+# leave the machine's users alone; tests/runtime/test_isolation.py and
+# tests/e2e/test_passage_confinement.py name the user they confine passages to.
+os.environ.setdefault("KALENDS_PASSAGE_USER", "root")
+
 pytest_plugins = ["kalends.storage.testing"]

@@ -183,7 +183,9 @@ def launch(
             stderr=err,
             stdin=subprocess.DEVNULL,
             text=True,
-            env=environment(COLUMNS="200", **(env or {})),
+            # Journeys test behaviour, not confinement: as root, passages run as the
+            # server's user unless a test names a passage user (test_passage_confinement).
+            env=environment(COLUMNS="200", KALENDS_PASSAGE_USER="root", **(env or {})),
         )
     server = Server(
         process=process, database=database, directory=directory, stderr_path=stderr_path

@@ -1,0 +1,223 @@
+"""The attack of issue "an editor must not become the server", against a real
+`kalends serve` running as root with a passage user (and again with a sandbox too).
+
+A schedule whose command is an attacker's script is run now. The script tries what the
+attack did: read the database file and the runtime secret, read the server's
+environment, and report for another account's running passage with a token it signs
+itself. Each step must fail; a profile that preloads a library is refused outright.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from kalends.missions.runtime.isolation import PassageUser
+
+from .conftest import LOOP_WITHIN, Server, finish, owner_session, poll, start_server
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a root server is the case here")
+
+# The system's Python: the passage user cannot run an interpreter kept in root's home.
+SYSTEM_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+CANARY = "server-only-credential"
+
+ATTACK = textwrap.dedent(
+    """\
+    import base64, hashlib, hmac, json, os, sys, urllib.request, urllib.error
+
+    database, secret_file, victim_passage, victim_session = sys.argv[1:5]
+
+    def readable(path):
+        try:
+            with open(path, "rb") as f:
+                return f.read(16).hex()
+        except OSError as exc:
+            return None
+
+    def b64(data):
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+    # The best key it can find: the real secret if readable, else a guess.
+    key = b"guessed-key-" * 3
+    try:
+        key = open(secret_file, "rb").read()
+    except OSError:
+        pass
+    payload = b64(json.dumps({"v": 1, "p": victim_passage, "s": victim_session},
+                             separators=(",", ":")).encode())
+    mac = b64(hmac.new(key, payload.encode(), hashlib.sha256).digest())
+    request = urllib.request.Request(
+        os.environ["KALENDS_API_URL"] + "/api/passages/report",
+        data=json.dumps({"outcome": "failed", "summary": "forged"}).encode(),
+        method="POST",
+        headers={"Authorization": "Passage " + payload + "." + mac,
+                 "Content-Type": "application/json"},
+    )
+    try:
+        forged_status = urllib.request.urlopen(request, timeout=20).status
+    except urllib.error.HTTPError as exc:
+        forged_status = exc.code
+    found = {
+        "uid": os.getuid(),
+        "database": readable(database),
+        "secret": readable(secret_file),
+        "environ": dict(os.environ),
+        "forged_status": forged_status,
+    }
+    with open("findings.json", "w") as f:
+        json.dump(found, f)
+    """
+)
+WAIT = "import os, time\nwhile not os.path.exists('release'): time.sleep(0.1)\n"
+
+
+def _open_workspace(owner: PassageUser) -> Path:
+    path = Path(tempfile.mkdtemp(prefix="kalends-confined-"))
+    os.chown(path, owner.uid, owner.gid)
+    return path
+
+
+def ok(response: httpx.Response, status: int = 200) -> Any:
+    assert response.status_code == status, (response.status_code, response.text)
+    return response.json()
+
+
+class Attack:
+    def __init__(self, server: Server, client: httpx.Client, workspace: Path) -> None:
+        self.server, self.client, self.workspace = server, client, workspace
+        added = ok(client.post("/api/workspaces", json={"path": str(workspace)}), 201)
+        self.scheduled = f"/api/workspaces/{added['id']}/missions/scheduled"
+        self.base = f"/api/workspaces/{added['id']}/missions"
+
+    def create(self, profile: dict[str, Any]) -> httpx.Response:
+        return self.client.post(
+            self.scheduled,
+            json={
+                "requestID": f"create-{uuid.uuid4().hex}",
+                "config": {
+                    "title": "Nightly",
+                    "objective": "look around",
+                    "profile": profile,
+                    "policy": {"kind": "every", "minutes": 60},
+                },
+            },
+        )
+
+    def run_now(self, mission: str) -> str:
+        schedule = f"{self.base}/{mission}/schedule"
+        revision = ok(self.client.get(schedule))["revision"]
+        answer = ok(
+            self.client.post(
+                schedule + "/run-now",
+                json={"requestID": f"run-{uuid.uuid4().hex}", "expectedRevision": revision},
+            )
+        )
+        return str(answer["schedule"]["pending"]["passageId"])
+
+
+@pytest.fixture(params=["off", "on"], ids=["passage-user", "passage-user+sandbox"])
+def served(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Server, httpx.Client, PassageUser]]:
+    directory = tmp_path_factory.mktemp("confined")
+    database = f"sqlite:///{directory / 'kalends.sqlite3'}"
+    server = start_server(
+        database,
+        directory,
+        "--passage-user",
+        "nobody",
+        "--sandbox",
+        request.param,
+        env={"KALENDS_DATABASE_URL": database, "AWS_SECRET_ACCESS_KEY": CANARY},
+    )
+    try:
+        with owner_session(server) as client:
+            yield server, client, PassageUser.lookup("nobody")
+    finally:
+        finish(server)
+
+
+def _session_of(server: Server, passage: str) -> str:
+    for start in (server.directory / "runtime" / "passages").glob("*/start.json"):
+        doc = json.loads(start.read_text())
+        if doc["passageId"] == passage:
+            return str(doc["sessionId"])
+    raise AssertionError(f"no start record for {passage}")
+
+
+def test_a_passage_cannot_read_the_server_or_forge_another_passages_report(
+    served: tuple[Server, httpx.Client, PassageUser],
+) -> None:
+    server, client, nobody = served
+    victim_space, attacker_space = _open_workspace(nobody), _open_workspace(nobody)
+    try:
+        (victim_space / "wait.py").write_text(WAIT)
+        (attacker_space / "attack.py").write_text(ATTACK)
+        victim = Attack(server, client, victim_space)
+        attacker = Attack(server, client, attacker_space)
+
+        # A profile that would load code into every program is refused, nothing stored.
+        preload = attacker.create(
+            {"command": [SYSTEM_PYTHON, "attack.py"], "env": {"LD_PRELOAD": "/tmp/x.so"}}
+        )
+        assert (preload.status_code, preload.json()["code"]) == (422, "invalid-input")
+
+        waiting = ok(victim.create({"command": [SYSTEM_PYTHON, "wait.py"]}), 201)["missionId"]
+        victim_passage = victim.run_now(waiting)
+        poll(
+            lambda: (
+                ok(client.get(f"{victim.base}/{waiting}/schedule"))["pending"]["status"]
+                == "running"
+            ),
+            LOOP_WITHIN,
+            "the victim's passage to run",
+        )
+        victim_session = _session_of(server, victim_passage)
+
+        secret = server.directory / "runtime" / "secret"
+        database = server.directory / "kalends.sqlite3"
+        mission = ok(
+            attacker.create(
+                {
+                    "command": [
+                        SYSTEM_PYTHON,
+                        "attack.py",
+                        str(database),
+                        str(secret),
+                        victim_passage,
+                        victim_session,
+                    ]
+                }
+            ),
+            201,
+        )["missionId"]
+        attacker.run_now(mission)
+        findings_file = attacker_space / "findings.json"
+        poll(findings_file.exists, LOOP_WITHIN, "the attack's findings")
+        findings = json.loads(findings_file.read_text())
+
+        assert findings["uid"] == nobody.uid
+        assert findings["database"] is None
+        assert findings["secret"] is None
+        assert CANARY not in json.dumps(findings["environ"])
+        assert "KALENDS_DATABASE_URL" not in findings["environ"]
+        assert findings["forged_status"] == 401
+        # The victim's passage still has no report: nothing was forged for it.
+        report = server.directory / "runtime" / "passages" / victim_session / "report.json"
+        assert not report.exists()
+        (victim_space / "release").touch()
+    finally:
+        shutil.rmtree(victim_space, ignore_errors=True)
+        shutil.rmtree(attacker_space, ignore_errors=True)
