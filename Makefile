@@ -40,8 +40,14 @@ lint: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
+# The passage sandbox's tests need bubblewrap (Debian's bubblewrap package).
+SYSTEM_STAMP := $(VENV)/.system-installed
+$(SYSTEM_STAMP): | $(BIN)/python
+	command -v bwrap >/dev/null || { apt-get update -qq && apt-get install -y -qq bubblewrap; }
+	touch $@
+
 # Tests run in one worker process per CPU (pytest-xdist), a test file to a worker.
-pytest: $(DEV_STAMP)
+pytest: $(DEV_STAMP) $(SYSTEM_STAMP)
 	$(BIN)/pytest -n auto --dist loadfile
 
 test: lint typecheck pytest
