@@ -27,6 +27,7 @@ from kalends.missions.runtime.isolation import (
     find_bwrap,
 )
 from kalends.missions.runtime.process import ProcessRuntime
+from kalends.missions.runtime.shim import confined_argv
 from kalends.missions.runtime.token import SECRET_FILE, sign
 
 from .support import GRACE, Lab, kill_families
@@ -303,3 +304,33 @@ class TestReports:
         server.runtime.start(server.lab.passage(*python(write)))
         settled = server.lab.log_has("ses_1", "a spooled report was refused")
         assert settled.report is None
+
+
+class TestSandboxMounts:
+    """The order of bubblewrap's mounts decides what a passage sees: later ones cover
+    earlier ones."""
+
+    @staticmethod
+    def mounts(workspace: str, hidden: list[str]) -> list[tuple[str, str]]:
+        argv = confined_argv(
+            {"bwrap": "bwrap", "hidden": hidden, "exchange": "/x/io"}, ["true"], workspace, "/w"
+        )
+        flags = ("--tmpfs", "--bind")
+        return [
+            (a, argv[i + 1]) for i, a in enumerate(argv) if a in flags and argv[i + 1] != "/tmp"
+        ]
+
+    def test_a_workspace_holding_the_data_directory_does_not_show_it_again(self) -> None:
+        # Registered as a home directory, say, that holds ~/.local/share/kalends.
+        found = self.mounts("/home/ann", ["/home/ann/.local/share/kalends"])
+        assert found.index(("--bind", "/home/ann")) < found.index(
+            ("--tmpfs", "/home/ann/.local/share/kalends")
+        )
+
+    def test_a_workspace_inside_a_hidden_directory_stays_visible(self) -> None:
+        found = self.mounts("/srv/data/ws", ["/srv/data"])
+        assert found.index(("--tmpfs", "/srv/data")) < found.index(("--bind", "/srv/data/ws"))
+
+    def test_the_exchange_directory_is_bound_last(self) -> None:
+        found = self.mounts("/w", ["/x"])
+        assert found[-1] == ("--bind", "/x/io")

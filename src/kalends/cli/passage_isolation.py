@@ -8,6 +8,7 @@ in force and proves it by trying, as a passage would, to read the server's files
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -93,15 +94,30 @@ def passage_isolation(
 
 def _can_read(isolation: Isolation, path: Path) -> bool:
     """Whether a passage under ``isolation`` can read ``path`` (tried for real)."""
+    return _succeeds(isolation, ["/usr/bin/test", "-r", str(path)])
+
+
+def _succeeds(isolation: Isolation, command: list[str]) -> bool:
+    """Whether ``command`` exits 0 when run as a passage under ``isolation`` would be."""
     plan = isolation.plan(None)
-    argv = confined_argv(plan, ["/usr/bin/test", "-r", str(path)], "/", "/")
+    argv = confined_argv(plan, command, "/", "/")
     user: dict[str, Any] = {}
     if isolation.user is not None:
         user = {"user": isolation.user.uid, "group": isolation.user.gid, "extra_groups": []}
-    result = subprocess.run(
-        argv, cwd="/", env={"PATH": isolation.path}, capture_output=True, check=False, **user
-    )
+    try:
+        result = subprocess.run(
+            argv, cwd="/", env={"PATH": isolation.path}, capture_output=True, check=False, **user
+        )
+    except OSError:
+        return False  # not even started: the passage user cannot run it
     return result.returncode == 0
+
+
+def _runs_kalends(isolation: Isolation) -> dict[str, Any]:
+    """Whether a passage finds and can run ``kalends`` (for ``kalends report``)."""
+    found = shutil.which("kalends", path=isolation.path)
+    held = found is not None and _succeeds(isolation, [found, "report", "--help"])
+    return {"check": "a passage can run kalends report", "path": found or "", "held": held}
 
 
 def doctor_command(
@@ -124,8 +140,8 @@ def doctor_command(
 
     It shows the OS user passages run as, the sandbox, the environment they get, and
     tries, as a passage would, to read the database file and the runtime secret. Give
-    it the options `kalends serve` gets. Exit codes: 0 every check held; 1 a passage
-    could read a server file; 2 bad input.
+    it the options `kalends serve` gets, and checks that a passage can run `kalends
+    report`. Exit codes: 0 every check held; 1 a check failed; 2 bad input.
     """
     try:
         url = resolve_database_url(database)
@@ -157,6 +173,7 @@ def doctor_command(
         + ", the profile's env and the passage's own variables",
         "checks": checks,
     }
+    checks.append(_runs_kalends(isolation))
     held = all(c["held"] for c in checks)
     if json_output:
         emit_json(report)
@@ -185,7 +202,7 @@ def _print(report: dict[str, Any], isolation: Isolation) -> None:
     for check in report["checks"]:
         mark = "ok  " if check["held"] else "FAIL"
         console.print(f"{mark} {check['check']} ({check['path']})", markup=False, highlight=False)
-    if not report["checks"]:
+    if len(report["checks"]) < 2:
         console.print("no database file or secret here to check yet", markup=False)
     if not report["confined"]:
         print(

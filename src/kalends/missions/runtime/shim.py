@@ -308,6 +308,10 @@ def record_exit(
     )
 
 
+def _within(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
 def confined_argv(
     plan: Mapping[str, Any], command: list[str], workspace: str, cwd: str
 ) -> list[str]:
@@ -319,9 +323,17 @@ def confined_argv(
         return command
     argv = [str(bwrap), "--unshare-pid", "--unshare-ipc", "--ro-bind", "/", "/"]
     argv += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for hidden in plan.get("hidden", ()):
-        argv += ["--tmpfs", str(hidden)]
+    hidden = [str(h) for h in plan.get("hidden", ())]
+    # A hidden directory is emptied after the workspace is bound, so that a workspace
+    # holding the data directory does not show it again; one that holds the workspace
+    # is emptied first, so that the workspace stays.
+    holding = [h for h in hidden if _within(workspace, h)]
+    for directory in holding:
+        argv += ["--tmpfs", directory]
     argv += ["--bind", workspace, workspace]
+    for directory in hidden:
+        if directory not in holding:
+            argv += ["--tmpfs", directory]
     exchange = plan.get("exchange")
     if exchange:
         argv += ["--bind", str(exchange), str(exchange)]
