@@ -471,6 +471,11 @@ def _serve(
             )
             if note:
                 _log.info(note)
+            if not isolation.confined:
+                _log.warning(
+                    "passages run as the server's own user without a sandbox: whoever may "
+                    "run commands can read everything the server can (kalends doctor)"
+                )
             runtime = ProcessRuntime(root, isolation=isolation)
             sock = _listen(host, port)
         except KalendsError as exc:
