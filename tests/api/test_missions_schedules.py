@@ -16,7 +16,6 @@ from kalends.civil import MAX_CALENDARS
 from kalends.missions import ACTIONS, Action
 from kalends.missions import limits as mission_limits
 from kalends.missions.config import CONDITION_KINDS, POLICY_KINDS
-from kalends.missions.runtime.process import MAX_SUMMARY_CHARS
 from kalends.storage.testing import nothing_written
 from missions.conftest import daily_config
 
@@ -221,7 +220,7 @@ def test_capabilities_come_from_the_constants(api: ApiWorld) -> None:
     for name in mission_limits.__all__:
         assert limits[_camel(name)] == getattr(mission_limits, name), name
     assert limits["maxCalendars"] == MAX_CALENDARS
-    assert limits["maxSummaryChars"] == MAX_SUMMARY_CHARS
+    assert limits["maxSummaryBytes"] == mission_limits.MAX_SUMMARY_BYTES
     assert limits["maxArgChars"] == mission_limits.MAX_ARG_CHARS
 
 

@@ -14,9 +14,10 @@ from fastapi.testclient import TestClient
 
 from api.conftest import ApiWorld
 from kalends.api import ApiContext, ApiSettings, create_app
+from kalends.missions.limits import MAX_SUMMARY_BYTES
 from kalends.missions.runtime import PassageStart
 from kalends.missions.runtime import shim as records
-from kalends.missions.runtime.process import MAX_SUMMARY_CHARS, ProcessRuntime
+from kalends.missions.runtime.process import ProcessRuntime
 from kalends.missions.runtime.token import sign
 from kalends.storage.testing import nothing_written
 from runtime.support import kill_families
@@ -157,7 +158,10 @@ def test_without_a_passage_token_the_report_is_401(api: ApiWorld, runtime: Proce
         ({"outcome": "maybe", "summary": "x"}, "outcome"),
         ({"summary": "x"}, "outcome"),
         ({"outcome": "completed"}, "summary"),
-        ({"outcome": "completed", "summary": "s" * (MAX_SUMMARY_CHARS + 1)}, "summary"),
+        ({"outcome": "completed", "summary": "s" * (MAX_SUMMARY_BYTES + 1)}, "summary"),
+        # Within the character count, over the byte bound: refused by the runtime.
+        ({"outcome": "completed", "summary": "😀" * (MAX_SUMMARY_BYTES // 4 + 1)}, "summary"),
+        ({"outcome": "completed", "summary": '"' * (MAX_SUMMARY_BYTES // 2 + 1)}, "summary"),
         ({"outcome": "completed", "summary": 3}, "summary"),
         ({"outcome": "completed", "summary": "x", "passageId": "psg_b"}, "passageId"),
     ],
@@ -170,10 +174,31 @@ def test_bad_reports_name_their_field(
     assert report_of(runtime, "ses_a") is None
 
 
-def test_a_summary_at_its_limit_is_recorded(api: ApiWorld, runtime: ProcessRuntime) -> None:
-    body = {"outcome": "failed", "summary": "s" * MAX_SUMMARY_CHARS}
+@pytest.mark.parametrize(
+    "summary",
+    [
+        "s" * MAX_SUMMARY_BYTES,  # one byte a character
+        "😀" * (MAX_SUMMARY_BYTES // 4),  # four bytes a character
+    ],
+)
+def test_a_summary_at_its_byte_bound_is_recorded(
+    api: ApiWorld, runtime: ProcessRuntime, summary: str
+) -> None:
+    body = {"outcome": "failed", "summary": summary}
     assert send(api.client, runtime.token("psg_a", "ses_a"), body).status_code == 200
     assert (report_of(runtime, "ses_a") or {})["summary"] == body["summary"]
+
+
+def test_a_summary_over_its_byte_bound_names_the_bound(
+    api: ApiWorld, runtime: ProcessRuntime
+) -> None:
+    body = {"outcome": "completed", "summary": "😀" * (MAX_SUMMARY_BYTES // 4 + 1)}
+    with nothing_written(api.store):
+        reply = send(api.client, runtime.token("psg_a", "ses_a"), body)
+    found = error(reply, 422, "invalid-input")
+    assert f"bound of {MAX_SUMMARY_BYTES} bytes" in found["message"]
+    assert found["details"]["limit"] == MAX_SUMMARY_BYTES
+    assert report_of(runtime, "ses_a") is None
 
 
 def _app(api: ApiWorld, *, runtime: ProcessRuntime | None, runtime_dir: Path | None) -> TestClient:

@@ -29,13 +29,13 @@ from typer.testing import CliRunner, Result
 
 from kalends.cli.main import app
 from kalends.cli.report import ReportNotSent, send_report
+from kalends.missions.limits import MAX_SUMMARY_BYTES
 from kalends.missions.runtime import PassageStart
 from kalends.missions.runtime.process import (
     ENV_API_URL,
     ENV_PASSAGE_DIR,
     ENV_PASSAGE_TOKEN,
     ENV_RUNTIME_ROOT,
-    MAX_SUMMARY_CHARS,
     ProcessRuntime,
 )
 from kalends.missions.runtime.token import sign
@@ -184,7 +184,7 @@ class TestRecorded:
         self, server: Server, runtime: ProcessRuntime, workspace: Path
     ) -> None:
         mine = Passage(runtime, workspace)
-        summary = "é" * MAX_SUMMARY_CHARS
+        summary = "é" * (MAX_SUMMARY_BYTES // 2)  # two bytes a character
 
         result = report(
             {ENV_API_URL: server.base, ENV_PASSAGE_TOKEN: mine.token},
@@ -292,8 +292,15 @@ class TestRefused:
         ), result.stderr
         assert not mine.report_file.exists()
 
-    def test_a_summary_over_the_ceiling_is_refused_by_the_server_with_exit_2(
-        self, server: Server, runtime: ProcessRuntime, workspace: Path
+    @pytest.mark.parametrize(
+        "summary",
+        [
+            "x" * (MAX_SUMMARY_BYTES + 1),  # over by its length alone
+            "😀" * (MAX_SUMMARY_BYTES // 4 + 1),  # few characters, over in bytes
+        ],
+    )
+    def test_a_summary_over_the_byte_bound_is_refused_by_the_server_with_exit_2(
+        self, server: Server, runtime: ProcessRuntime, workspace: Path, summary: str
     ) -> None:
         mine = Passage(runtime, workspace)
 
@@ -301,7 +308,7 @@ class TestRefused:
             {ENV_API_URL: server.base, ENV_PASSAGE_TOKEN: mine.token},
             "completed",
             "--summary",
-            "x" * (MAX_SUMMARY_CHARS + 1),
+            summary,
         )
 
         assert result.exit_code == 2, result.output

@@ -401,12 +401,14 @@ def test_a_pause_between_two_attempts_of_the_reservation_wins(mw: MissionWorld) 
     assert body.pending is None and body.admitted == 0
 
 
-def test_one_document_the_reservation_cannot_write_does_not_stop_the_others(
+def test_a_reservation_over_the_ceiling_drops_old_results_and_does_not_stop_the_others(
     mw: MissionWorld,
 ) -> None:
     """A reservation over the document ceiling (a big profile copied into the pending
-    passage, beside 30 long results) is refused for that schedule alone: its wake records
-    lastError and backs off; the other due schedules are admitted in the same round."""
+    passage, beside 30 long results an older kalends kept) is refused in the set-based
+    round for that schedule alone; its own look then drops its oldest results until the
+    reservation fits (issue 16: never wedge), and the other due schedules are admitted in
+    the same round."""
     env = {f"V{i}": "x" * 8000 for i in range(7)}
     big = create(
         mw,
@@ -415,7 +417,7 @@ def test_one_document_the_reservation_cannot_write_does_not_stop_the_others(
         profile={"command": ["echo"], "env": env, "cwd": "."},
     )
     small = create(mw, {"kind": "every", "minutes": 15}, "create-0002")
-    long_summary = "é" * 800 + "x" * 3296  # 4,096 characters, as a passage may report
+    long_summary = "é" * 800 + "x" * 3296  # 4,096 characters, as passages could report
     edit_body(
         mw,
         big,
@@ -436,7 +438,13 @@ def test_one_document_the_reservation_cannot_write_does_not_stop_the_others(
         round_ = scheduler.run_once()
     except KalendsError as exc:  # pragma: no cover - the failure this test guards against
         pytest.fail(f"one document's refusal failed the whole round: {exc!r}")
-    assert round_.admitted == 1 and round_.errors == 1
+    assert round_.admitted == 2 and round_.errors == 0
     assert stored_body(mw.store, small).admitted == 1
-    assert stored_body(mw.store, big).pending is None
-    assert mw.schedules.detail(mw.bob.id, big)["lastError"]["code"] == "too-large"
+    kept = stored_body(mw.store, big)
+    assert (kept.admitted, kept.settled) == (1, 1)  # the instant passage settled too
+    *old, new = kept.results
+    assert 0 < len(old) < 30 and new.outcome == "completed"
+    # The oldest were dropped; the newest are kept.
+    newest = [result(i, mw.clock.now()).passage_id for i in range(30 - len(old), 30)]
+    assert [r.passage_id for r in old] == newest
+    assert mw.schedules.detail(mw.bob.id, big)["lastError"] is None

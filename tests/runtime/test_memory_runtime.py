@@ -10,9 +10,10 @@ import pytest
 
 from kalends.clock import FakeClock
 from kalends.errors import InvalidInput, NotFound
+from kalends.missions.limits import MAX_SUMMARY_BYTES
 from kalends.missions.runtime import PassageStart, Presence, Runtime, RuntimeUnavailable
 from kalends.missions.runtime.memory import MemoryRuntime
-from kalends.missions.runtime.process import MAX_SUMMARY_CHARS, PassageSettled
+from kalends.missions.runtime.process import PassageSettled
 
 T0 = datetime(2026, 3, 8, 9, 0, tzinfo=UTC)
 
@@ -146,8 +147,9 @@ def test_refusals(runtime: MemoryRuntime) -> None:
     runtime.start(passage())
     with pytest.raises(InvalidInput):
         runtime.report("ses_1", "done", "x")
-    with pytest.raises(InvalidInput):
-        runtime.report("ses_1", "completed", "x" * (MAX_SUMMARY_CHARS + 1))
+    with pytest.raises(InvalidInput, match=f"bound of {MAX_SUMMARY_BYTES} bytes"):
+        runtime.report("ses_1", "completed", "😀" * (MAX_SUMMARY_BYTES // 4 + 1))
+    assert runtime.observe("ses_1").report is None
     with pytest.raises(NotFound):
         runtime.observe("ses_none")
 

@@ -12,8 +12,10 @@ from typer.testing import CliRunner, Result
 
 from kalends.cli import report as report_cli
 from kalends.cli.main import app
+from kalends.errors import InvalidInput
+from kalends.missions.limits import MAX_SUMMARY_BYTES
 from kalends.missions.runtime import process
-from kalends.missions.runtime.process import MAX_SUMMARY_CHARS, PassageSettled, record_report
+from kalends.missions.runtime.process import PassageSettled, record_report
 from kalends.missions.runtime.token import InvalidToken, sign
 
 from .support import Lab
@@ -84,10 +86,22 @@ class TestRecording:
         assert report(env, "completed", "--summary", "ok").exit_code == 0
         assert report_file(admitted).exists()
 
-    def test_a_summary_of_exactly_the_ceiling_is_accepted(self, admitted: Lab) -> None:
-        summary = "x" * MAX_SUMMARY_CHARS
+    @pytest.mark.parametrize(
+        "summary",
+        [
+            "x" * MAX_SUMMARY_BYTES,  # one byte a character
+            "😀" * (MAX_SUMMARY_BYTES // 4),  # four bytes a character
+            "\n" * (MAX_SUMMARY_BYTES // 2),  # a newline is stored as two bytes, ``\n``
+        ],
+    )
+    def test_a_summary_of_exactly_the_byte_bound_is_accepted(
+        self, admitted: Lab, summary: str
+    ) -> None:
+        result = report(passage_env(admitted), "completed", "--summary", summary)
 
-        assert report(passage_env(admitted), "completed", "--summary", summary).exit_code == 0
+        assert result.exit_code == 0, result.output
+        seen = admitted.runtime.observe("ses_1").report
+        assert seen is not None and seen.summary == summary
 
 
 class TestRefusals:
@@ -154,12 +168,27 @@ class TestRefusals:
 
         self.assert_refused(admitted, result, 2, "names no passage")
 
-    def test_a_summary_over_the_ceiling_is_refused(self, admitted: Lab) -> None:
-        summary = "x" * (MAX_SUMMARY_CHARS + 1)
+    @pytest.mark.parametrize(
+        "summary",
+        [
+            "x" * (MAX_SUMMARY_BYTES + 1),  # one byte over, in ASCII
+            "😀" * (MAX_SUMMARY_BYTES // 4) + "x",  # one byte over, in four-byte characters
+            "😀" * (MAX_SUMMARY_BYTES // 2),  # half as many characters as bytes allowed
+            "\n" * (MAX_SUMMARY_BYTES // 2 + 1),  # escapes count as stored
+        ],
+    )
+    def test_a_summary_over_the_byte_bound_is_refused(self, admitted: Lab, summary: str) -> None:
+        result = report(passage_env(admitted), "completed", "--summary", summary, "--json")
 
-        result = report(passage_env(admitted), "completed", "--summary", summary)
+        self.assert_refused(admitted, result, 2, f"bound of {MAX_SUMMARY_BYTES} bytes")
+        assert json.loads(result.stdout)["error"]["code"] == "invalid-input"
 
-        self.assert_refused(admitted, result, 2, "at most 4096 characters")
+    def test_a_summary_that_is_not_valid_unicode_is_refused(self, admitted: Lab) -> None:
+        # Undecodable bytes on a command line arrive as lone surrogates, which no stored
+        # document can hold.
+        result = report(passage_env(admitted), "completed", "--summary", "bad \udcff byte")
+
+        self.assert_refused(admitted, result, 2, "valid Unicode")
 
     def test_an_unknown_outcome_is_refused(self, admitted: Lab) -> None:
         result = report(passage_env(admitted), "done", "--summary", "x")
@@ -199,3 +228,30 @@ def test_a_runtime_with_its_own_secret_takes_reports_through_its_method(tmp_path
     assert runtime.observe("ses_1").report == recorded
     with pytest.raises(InvalidToken, match="no runtime secret"):
         record_report(runtime.root, token, "completed", "x", at=recorded.at)
+
+
+def test_record_report_refuses_a_summary_over_the_byte_bound_and_writes_nothing(
+    admitted: Lab,
+) -> None:
+    token = admitted.runtime.token("psg_1", "ses_1")
+    at = admitted.runtime.clock.now()
+
+    with pytest.raises(InvalidInput, match=f"bound of {MAX_SUMMARY_BYTES} bytes") as caught:
+        record_report(admitted.runtime.root, token, "completed", "😀" * 897, at=at)
+
+    assert caught.value.details == {
+        "field": "summary",
+        "size": 897 * 4,
+        "limit": MAX_SUMMARY_BYTES,
+    }
+    assert not report_file(admitted).exists()
+    # The same summary one character shorter is the largest that fits.
+    record_report(admitted.runtime.root, token, "completed", "😀" * 896, at=at)
+    assert report_file(admitted).exists()
+
+
+def test_the_help_names_the_byte_bound() -> None:
+    result = runner.invoke(app, ["report", "--help"], env={"COLUMNS": "200"})
+
+    assert f"{MAX_SUMMARY_BYTES:,} bytes" in result.stdout
+    assert f"{MAX_SUMMARY_BYTES // 4} four-byte" in result.stdout

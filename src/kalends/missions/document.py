@@ -29,7 +29,8 @@ from kalends.civil import (
 from kalends.civil.search import DstNote, Slot
 from kalends.errors import InvalidInput
 from kalends.missions.config import Config
-from kalends.missions.limits import MAX_RESULTS
+from kalends.missions.limits import MAX_REASON_BYTES, MAX_RESULTS, MAX_SUMMARY_BYTES
+from kalends.missions.stored_text import fit_stored
 
 __all__ = [
     "BODY_VERSION",
@@ -404,7 +405,14 @@ def manual_identity(schedule_id: str, request_id: str) -> tuple[str, str, str]:
 
 
 def archive(body: Body, result: Result) -> Body:
-    """Archive ``result``: keep the newest 30, count it, clear pending (seed 002)."""
+    """Archive ``result``: keep the newest 30, count it, clear pending (seed 002). Its
+    summary and reason are cut to their byte bounds, so the document fits whatever the
+    runtime reported (``missions/limits.py``)."""
+    result = replace(
+        result,
+        summary=fit_stored(result.summary, MAX_SUMMARY_BYTES),
+        reason=None if result.reason is None else fit_stored(result.reason, MAX_REASON_BYTES),
+    )
     results = (*body.results, result)[-MAX_RESULTS:]
     successful = body.successful + (1 if result.outcome == "completed" else 0)
     high_water = body.high_water

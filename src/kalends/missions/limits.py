@@ -21,9 +21,11 @@ __all__ = [
     "MAX_INSTRUCTION_CHARS",
     "MAX_PAGE",
     "MAX_PREVIEW",
+    "MAX_REASON_BYTES",
     "MAX_RESULTS",
     "MAX_SCHEDULES",
     "MAX_STORED_TITLE",
+    "MAX_SUMMARY_BYTES",
     "MAX_TEMPLATE_ITEMS",
     "MAX_TITLE",
     "MAX_TOMBSTONES",
@@ -43,6 +45,30 @@ MAX_DOCUMENT_BYTES = 256 * 1024
 MAX_RESULTS = 30
 # Seed 002 "Daily document controls": a schedule document keeps at most 64 control records.
 MAX_CONTROL_RECORDS = 64
+# Seed 002 "Daily schedule document and revision" (a 256 KiB document holding 30 results)
+# and "Settlement, result and watched cursors" (settlement archives the result in the
+# guarded document): kalends' decision is that a settlement must always fit, so the text a
+# result keeps is bounded in the bytes the ceiling counts, the UTF-8 of its JSON string
+# with escapes (``missions/stored_text.py``), whatever the alphabet. A summary over its
+# bound is refused at report time; settlement cuts whatever it is given to fit. The only
+# other text of a result is its reason, a short code kalends writes ("exit status 255",
+# "signal 15", a runtime's error such as "lost"). Everything else a document keeps is
+# fixed-width or bounded: the worst case, every part at its bound (every counter at 19
+# digits, every instant with microseconds, every code 64 bytes, and the pending passage's
+# frozen profile, a copy of the configuration's, counted as large as a whole
+# configuration, which over-counts), in bytes:
+#
+#   configuration                                    MAX_CONFIG_BYTES =  65,536
+#   body without results: 1,221 + a 65,536-byte frozen profile          66,757
+#   30 results: 30 x (248 fixed + 256 reason + 3,584 summary) + 29 commas 122,669
+#   document                                                           254,962
+#
+# under MAX_DOCUMENT_BYTES (262,144) by 7,182 bytes. Control records are rows of their
+# own, outside the document. tests/missions/test_document_fits.py builds this document
+# from the constants and checks it fits. 3,584 bytes is 3,584 ASCII characters, 896
+# four-byte ones (an emoji).
+MAX_SUMMARY_BYTES = 3584
+MAX_REASON_BYTES = 256
 # Seed 002 "Unified native schedules" (the scheduleList paragraph): at most eight
 # documents per page.
 MAX_PAGE = 8

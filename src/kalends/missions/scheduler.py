@@ -350,7 +350,9 @@ class Scheduler:
             done = []
             wakes_due = []
             params: list[dict[str, Any]] = []
-            for _wake, row, doc, body, revision in admitted:
+            writes: list[tuple[Any, Any, DocState, Body, int]] = []
+            for write in admitted:
+                _wake, row, doc, body, revision = write
                 pending = body.pending
                 assert pending is not None
                 new = replace(
@@ -366,14 +368,18 @@ class Scheduler:
                     config=row.config,
                     evicted_control_revision=row.evicted_control_revision,
                 )
-                params.append(
-                    docs.cas_params(
-                        written, state=doc.state, phase=doc.phase, config=doc.config, body=new,
-                        now=now,
-                    )
-                )  # fmt: skip
+                try:
+                    params.append(
+                        docs.cas_params(
+                            written, state=doc.state, phase=doc.phase, config=doc.config,
+                            body=new, now=now,
+                        )
+                    )  # fmt: skip
+                except TooLarge:
+                    continue  # its own look admits it, dropping old results to fit
+                writes.append(write)
             for (wake, row, *_), applied in zip(
-                admitted, docs.cas_write_many(conn, params), strict=True
+                writes, docs.cas_write_many(conn, params), strict=True
             ):
                 if not applied:
                     continue  # a control came first: its own look reconciles the start
@@ -674,6 +680,23 @@ class Scheduler:
         return self.store.run(fn)
 
     def _cas(self, row: Any, doc: DocState, body: Body, now: datetime, **extra: Any) -> bool:
+        """One compare-and-swap of ``body``; when the document would be over its ceiling,
+        the oldest results are dropped until it fits. Byte-bounded results make every
+        document fit (``missions/limits.py``), but one written before the bounds may not,
+        and a settlement refused for good would hold Stop and Delete forever."""
+        while True:
+            try:
+                return self._cas_once(row, doc, body, now, **extra)
+            except TooLarge:
+                if not body.results:
+                    raise
+                log.warning(
+                    "schedule %s: the document is over its ceiling; dropping its oldest result",
+                    row.id,
+                )
+                body = replace(body, results=body.results[1:])
+
+    def _cas_once(self, row: Any, doc: DocState, body: Body, now: datetime, **extra: Any) -> bool:
         state = extra.get("state", doc.state)
 
         def run(conn: Connection) -> bool:
@@ -875,7 +898,7 @@ class Scheduler:
             slot=pending.slot,
             outcome=outcome,
             reason=reason,
-            summary=(summary or "")[:4096],
+            summary=summary or "",  # archive() cuts it to its byte bound
             admitted_at=pending.admitted_at,
             settled_at=now,
         )

@@ -50,10 +50,12 @@ from kalends.missions.limits import (
     MAX_INSTRUCTION_CHARS,
     MAX_PAGE,
     MAX_PREVIEW,
+    MAX_REASON_BYTES,
     MAX_REQUEST_ID,
     MAX_RESULTS,
     MAX_SCHEDULES,
     MAX_STORED_TITLE,
+    MAX_SUMMARY_BYTES,
     MAX_TEMPLATE_ITEMS,
     MAX_TITLE,
     MAX_TOMBSTONE_BYTES,
@@ -62,7 +64,7 @@ from kalends.missions.limits import (
     MIN_REQUEST_ID,
 )
 from kalends.missions.runtime.passages import find_passage, passage_log_tail, read_passage
-from kalends.missions.runtime.process import MAX_SUMMARY_CHARS, ProcessRuntime
+from kalends.missions.runtime.process import ProcessRuntime
 from kalends.missions.workspaces import MAX_NAME, WORKSPACE_ROLE, check_role
 from kalends.storage.mission_tables import schedules
 from kalends.storage.prepared import Prepared
@@ -351,7 +353,8 @@ class LimitsOut(BaseModel):
     minRequestId: int
     maxRequestId: int
     maxPreview: int
-    maxSummaryChars: int
+    maxSummaryBytes: int
+    maxReasonBytes: int
 
 
 class CapabilitiesOut(BaseModel):
@@ -704,7 +707,8 @@ def capabilities(workspace: WorkspaceID, ctx: ContextDep, who: PrincipalDep) -> 
             minRequestId=MIN_REQUEST_ID,
             maxRequestId=MAX_REQUEST_ID,
             maxPreview=MAX_PREVIEW,
-            maxSummaryChars=MAX_SUMMARY_CHARS,
+            maxSummaryBytes=MAX_SUMMARY_BYTES,
+            maxReasonBytes=MAX_REASON_BYTES,
         ),
         pageSize=MAX_PAGE,
         runtimeKinds=list(RUNTIME_KINDS),

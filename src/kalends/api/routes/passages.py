@@ -32,6 +32,7 @@ from kalends.api.dispatch import DispatchedRoute
 from kalends.api.errors import error_responses
 from kalends.api.security import ContextDep, PrincipalDep
 from kalends.errors import KalendsError, NotFound, StorageError, Unauthenticated
+from kalends.missions.limits import MAX_SUMMARY_BYTES
 from kalends.missions.runtime.base import Report, RuntimeUnavailable
 from kalends.missions.runtime.passages import (
     DEFAULT_LIST_LIMIT,
@@ -39,12 +40,7 @@ from kalends.missions.runtime.passages import (
     newest_passages,
     read_passage,
 )
-from kalends.missions.runtime.process import (
-    MAX_SUMMARY_CHARS,
-    OUTCOMES,
-    ProcessRuntime,
-    record_report,
-)
+from kalends.missions.runtime.process import OUTCOMES, ProcessRuntime, record_report
 from kalends.missions.runtime.shim import CorruptRecord
 from kalends.missions.runtime.token import InvalidToken
 from kalends.storage.mission_tables import schedules, workspace_members
@@ -117,9 +113,14 @@ class ReportBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     outcome: Literal["completed", "failed"] = Field(description="How the passage ended.")
+    # A character takes at least one stored byte: the length is a quick first bound, and
+    # the runtime refuses a summary over its byte bound (422 on ``summary``).
     summary: str = Field(
-        max_length=MAX_SUMMARY_CHARS,
-        description=f"What the passage did (at most {MAX_SUMMARY_CHARS} characters).",
+        max_length=MAX_SUMMARY_BYTES,
+        description=(
+            f"What the passage did: at most {MAX_SUMMARY_BYTES} bytes as stored (UTF-8, "
+            f"JSON escapes counted): {MAX_SUMMARY_BYTES // 4} four-byte characters."
+        ),
     )
 
 

@@ -23,7 +23,8 @@ from kalends.missions.runtime.base import (
     Report,
     RuntimeUnavailable,
 )
-from kalends.missions.runtime.process import MAX_SUMMARY_CHARS, OUTCOMES, PassageSettled
+from kalends.missions.runtime.process import OUTCOMES, PassageSettled
+from kalends.missions.stored_text import check_summary
 
 __all__ = ["MemoryRuntime"]
 
@@ -189,8 +190,7 @@ class MemoryRuntime:
         the passage settles."""
         if outcome not in OUTCOMES:
             raise InvalidInput(f"outcome must be completed or failed, got {outcome!r}")
-        if len(summary) > MAX_SUMMARY_CHARS:
-            raise InvalidInput(f"summary: at most {MAX_SUMMARY_CHARS} characters", field="summary")
+        check_summary(summary)
         with self._lock:
             p = self._get(session_id)
             if p.settled:
