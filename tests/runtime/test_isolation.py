@@ -13,6 +13,7 @@ import sys
 import tempfile
 import textwrap
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -334,3 +335,20 @@ class TestSandboxMounts:
     def test_the_exchange_directory_is_bound_last(self) -> None:
         found = self.mounts("/w", ["/x"])
         assert found[-1] == ("--bind", "/x/io")
+
+
+def test_a_spooled_summary_over_the_stored_byte_bound_is_refused_and_nothing_spooled(
+    tmp_path: Path,
+) -> None:
+    from kalends.missions.limits import MAX_SUMMARY_BYTES
+    from kalends.missions.runtime.process import spool_report
+
+    with pytest.raises(InvalidInput, match="summary"):
+        spool_report(
+            tmp_path,
+            "token",
+            "completed",
+            "\U0001f600" * (MAX_SUMMARY_BYTES // 4 + 1),
+            at=datetime.now(UTC),
+        )
+    assert not (tmp_path / "report.json").exists()

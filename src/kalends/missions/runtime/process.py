@@ -645,11 +645,7 @@ def spool_report(spool: Path, token: str, outcome: str, summary: str, *, at: dat
     as :func:`record_report` apply; the token's own check is the runtime's."""
     if outcome not in OUTCOMES:
         raise InvalidInput(f"outcome must be completed or failed, got {outcome!r}", field="outcome")
-    if len(summary) > MAX_SUMMARY_CHARS:
-        raise InvalidInput(
-            f"summary: at most {MAX_SUMMARY_CHARS} characters, got {len(summary)}",
-            field="summary",
-        )
+    check_summary(summary)
     if not token:
         raise InvalidToken(field="token")
     records.write_json_atomic(
