@@ -27,7 +27,8 @@ from kalends.missions.runtime.isolation import (
     default_path,
     find_bwrap,
 )
-from kalends.missions.runtime.process import ProcessRuntime
+from kalends.missions.limits import MAX_SUMMARY_BYTES
+from kalends.missions.runtime.process import ProcessRuntime, spool_report
 from kalends.missions.runtime.shim import confined_argv
 from kalends.missions.runtime.token import SECRET_FILE, sign
 
@@ -340,9 +341,6 @@ class TestSandboxMounts:
 def test_a_spooled_summary_over_the_stored_byte_bound_is_refused_and_nothing_spooled(
     tmp_path: Path,
 ) -> None:
-    from kalends.missions.limits import MAX_SUMMARY_BYTES
-    from kalends.missions.runtime.process import spool_report
-
     with pytest.raises(InvalidInput, match="summary"):
         spool_report(
             tmp_path,
