@@ -21,13 +21,13 @@ import typer
 
 import kalends
 from kalends.errors import InvalidInput
+from kalends.missions.limits import MAX_SUMMARY_BYTES
 from kalends.missions.runtime.isolation import (
     Isolation,
     PassageUser,
     default_path,
     find_bwrap,
 )
-from kalends.missions.limits import MAX_SUMMARY_BYTES
 from kalends.missions.runtime.process import ProcessRuntime, spool_report
 from kalends.missions.runtime.shim import confined_argv
 from kalends.missions.runtime.token import SECRET_FILE, sign
