@@ -7,7 +7,9 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import anyio
+import httpx2
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from api.conftest import PASSWORD, ApiWorld
@@ -326,3 +328,41 @@ def test_an_expired_token_on_a_session_route_is_401_before_403(api: ApiWorld) ->
     with nothing_written(api.store):
         reply = api.client.post("/api/tokens", json={"name": "x"}, headers=api.headers("erin"))
     assert reply.status_code == 401 and reply.json()["code"] == "unauthenticated"
+
+
+def _from(api: ApiWorld, address: str) -> TestClient:
+    """A client of the same application connecting from ``address``."""
+    return TestClient(api.client.app, client=(address, 50000), raise_server_exceptions=False)
+
+
+def _login(client: TestClient, handle: str, password: str) -> httpx2.Response:
+    return client.post("/api/auth/login", json={"handle": handle, "password": password})
+
+
+def test_dave_logs_in_from_his_own_address_after_25_failures_as_DAVE_from_other_addresses(
+    api: ApiWorld,
+) -> None:
+    for n in range(25):
+        spelling = " DAVE " if n % 2 else "dave"
+        assert _login(_from(api, f"203.0.113.{n}"), spelling, "wrong guess").status_code == 401
+    # An address that failed on the account waits for all 25 failures, whatever the spelling.
+    limited = _login(_from(api, "203.0.113.0"), "dave", PASSWORD)
+    assert limited.status_code == 429 and limited.json()["code"] == "rate-limited"
+    assert 1 <= int(limited.headers["Retry-After"]) <= 300
+    home = _login(_from(api, "192.0.2.44"), " DAVE ", PASSWORD)
+    assert home.status_code == 200, home.text
+    assert home.json()["actor"]["handle"] == "dave"
+
+
+def test_the_login_link_works_while_throttled_and_lets_the_password_in_again(
+    api: ApiWorld,
+) -> None:
+    for _ in range(5):
+        assert _login(api.client, "carol", "bad-bad-1").status_code == 401
+    assert _login(api.client, "carol", PASSWORD).status_code == 429
+    secret = api.accounts.issue_login_link(api.actors["carol"].id)
+    redeemed = api.client.get(f"/api/auth/link?token={secret}", follow_redirects=False)
+    assert redeemed.status_code == 303
+    assert api.client.get("/api/auth/me").json()["actor"]["handle"] == "carol"
+    api.client.cookies.clear()
+    assert _login(api.client, "carol", PASSWORD).status_code == 200

@@ -23,14 +23,14 @@ from sqlalchemy.exc import IntegrityError
 from kalends.auth import links, sessions, tokens
 from kalends.auth.credentials import usable
 from kalends.auth.passwords import Passwords, check_new_password
-from kalends.auth.throttle import LoginThrottle, throttle_key
+from kalends.auth.throttle import LoginKey, LoginThrottle, throttle_key
 from kalends.auth.values import Principal, SessionGrant, TokenInfo, instant_json
 from kalends.errors import Conflict, InvalidInput, NotFound, Unauthenticated
 from kalends.storage.auth_tables import accounts
 from kalends.storage.task_tables import actors
 from kalends.storage.unit_of_work import Store, for_update
 from kalends.tasks.access import KnownActor, parse_uuid, resolve_actor
-from kalends.tasks.directory import Directory
+from kalends.tasks.directory import Directory, normalize_handle
 from kalends.tasks.models import Actor
 
 __all__ = ["WRONG_CREDENTIALS", "Accounts"]
@@ -50,8 +50,8 @@ Touch = Callable[[], None]
 class Accounts:
     """Accounts, sessions, tokens and login links over one store.
 
-    ``throttle`` counts failed password checks (login and password change); by
-    default one per instance on the store's clock. ``hasher`` is the argon2id
+    ``throttle`` delays failed password checks (login and password change) per account
+    and address; by default one per instance on the store's clock. ``hasher`` is the argon2id
     hasher; hashes made with other parameters are renewed at the next login.
     """
 
@@ -152,9 +152,14 @@ class Accounts:
 
         return self.store.run(run)
 
-    def redeem_login_link(self, secret: str) -> SessionGrant:
+    def redeem_login_link(self, secret: str, *, remote: str = "") -> SessionGrant:
         """Open a session with the link ``secret``, once; unknown, used or expired links are
-        :class:`Unauthenticated` and write nothing."""
+        :class:`Unauthenticated` and write nothing.
+
+        Never throttled: a link works however many passwords failed. Redeeming it counts
+        as the account signing in from ``remote``, which clears that address's failures
+        on the account (see :meth:`LoginThrottle.succeeded`).
+        """
         refused = Unauthenticated("this login link is unknown, used or expired")
         if not usable(secret):
             raise refused
@@ -166,7 +171,9 @@ class Accounts:
                 raise refused
             return sessions.open_session(conn, actor_id, now)
 
-        return self.store.run(run)
+        grant = self.store.run(run)
+        self.throttle.succeeded(throttle_key(grant.principal.handle, remote))
+        return grant
 
     # --- passwords ---------------------------------------------------------------------
 
@@ -224,11 +231,13 @@ class Accounts:
     def login(self, handle: str, password: str, *, remote: str = "") -> SessionGrant:
         """Open a session for the handle's account if ``password`` matches.
 
-        Refused with :class:`RateLimited` (nothing written) while the throttle says
-        so; otherwise every failure is the same :class:`Unauthenticated`, after the
-        same argon2 work.
+        The handle is normalised once (:func:`normalize_handle`), and that name is both
+        throttled and looked up. Refused with :class:`RateLimited` (nothing written) while
+        the throttle delays the name from ``remote``, whether or not it has an account;
+        otherwise every failure is the same :class:`Unauthenticated`, after the same
+        argon2 work.
         """
-        name = handle.strip().lower() if isinstance(handle, str) else ""
+        name = normalize_handle(handle) if isinstance(handle, str) else ""
 
         def read(conn: Connection) -> Any:
             return conn.execute(
@@ -392,8 +401,9 @@ class Accounts:
 
         return touch
 
-    def _throttled(self, key: str, attempt: Callable[[], T]) -> T:
-        """Run ``attempt`` counted by the throttle: refused when over, failed unless it returns."""
+    def _throttled(self, key: LoginKey, attempt: Callable[[], T]) -> T:
+        """Run ``attempt`` counted by the throttle: refused while delayed, failed unless it
+        returns."""
         self.throttle.attempt(key)
         try:
             result = attempt()

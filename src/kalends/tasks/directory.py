@@ -24,6 +24,14 @@ _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 POSITION_GAP = 1 << 20
 
 
+def normalize_handle(text: str) -> str:
+    """A handle as someone typed it, as handles are stored: no surrounding spaces, lowercase.
+
+    Whether the result is a valid handle (:data:`HANDLE_PATTERN`) is the caller's question.
+    """
+    return text.strip().lower()
+
+
 class Directory:
     """Who exists and who may see which list."""
 

@@ -82,6 +82,8 @@ class NewTokenOut(BaseModel):
 
 
 def _remote(request: Request) -> str:
+    """The client's address: the peer's, or what a trusted proxy forwarded (uvicorn sets it
+    only for the addresses of `kalends serve --forwarded-allow-ips`)."""
     return request.client.host if request.client else ""
 
 
@@ -135,9 +137,9 @@ def login(body: LoginBody, request: Request, response: Response, ctx: ContextDep
     responses=error_responses(401, 422),
 )
 def redeem_link(
-    ctx: ContextDep, token: Annotated[str, Query(min_length=1, max_length=256)]
+    request: Request, ctx: ContextDep, token: Annotated[str, Query(min_length=1, max_length=256)]
 ) -> RedirectResponse:
-    grant = ctx.accounts.redeem_login_link(token)
+    grant = ctx.accounts.redeem_login_link(token, remote=_remote(request))
     response = RedirectResponse("/", status_code=303)
     _set_session(response, ctx, grant)
     return response
