@@ -178,6 +178,9 @@ class Workers:
     def start(self, owner: str) -> subprocess.Popen[bytes]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("KALENDS_")}
         env["KALENDS_DATABASE_URL"] = self.url
+        # Journeys test scheduling, not confinement (tests/runtime/test_isolation.py
+        # does): as root, passages run as the worker's own user.
+        env["KALENDS_PASSAGE_USER"] = "root"
         with (
             open(self.logs / f"{owner}.out", "wb") as out,
             open(self.logs / f"{owner}.err", "wb") as err,
