@@ -4,6 +4,10 @@ Precedence: an explicit value (``--database``) over the environment variable
 ``KALENDS_DATABASE_URL`` over the default SQLite file ``kalends.sqlite3`` in the
 user's data directory. A plain filesystem path means a SQLite file;
 ``postgresql://`` URLs are served by psycopg 3.
+
+The data directory kalends creates holds the database, its runtime secret and the
+passages' records: :func:`secure_data_dir` creates it private to the server's user
+(``0700``), and :mod:`kalends.storage.engine` creates a new SQLite file ``0600``.
 """
 
 from __future__ import annotations
@@ -27,12 +31,16 @@ __all__ = [
     "resolve_runtime_dir",
     "normalize_database_url",
     "resolve_database_url",
+    "secure_data_dir",
 ]
 
 ENV_DATABASE_URL = "KALENDS_DATABASE_URL"
 ENV_RUNTIME_DIR = "KALENDS_RUNTIME_DIR"
 DEFAULT_RUNTIME_DIRNAME = "runtime"
 DEFAULT_DATABASE_FILENAME = "kalends.sqlite3"
+
+DATA_DIR_MODE = 0o700
+"""The mode of a data directory kalends creates: only the server's user may enter it."""
 
 _FIELD = "database"
 _SQLITE_DRIVERS = {"sqlite", "sqlite+pysqlite"}
@@ -77,14 +85,31 @@ def resolve_runtime_dir(
     if raw:
         return Path(raw).expanduser().resolve()
     base = data_dir if data_dir is not None else Path(platformdirs.user_data_dir("kalends"))
-    return base / DEFAULT_RUNTIME_DIRNAME
+    return secure_data_dir(base) / DEFAULT_RUNTIME_DIRNAME
 
 
 def default_database_url(data_dir: Path | None = None) -> str:
-    """Return the URL of the default SQLite file, creating its directory."""
+    """Return the URL of the default SQLite file, creating its directory
+    (:func:`secure_data_dir`)."""
     directory = data_dir if data_dir is not None else Path(platformdirs.user_data_dir("kalends"))
-    directory.mkdir(parents=True, exist_ok=True)
-    return _sqlite_file_url(directory / DEFAULT_DATABASE_FILENAME)
+    return _sqlite_file_url(secure_data_dir(directory) / DEFAULT_DATABASE_FILENAME)
+
+
+def secure_data_dir(directory: Path) -> Path:
+    """Return ``directory``, created :data:`DATA_DIR_MODE` if missing (its missing parents
+    as the umask says); an existing directory keeps its mode.
+
+    The one place that decides who may enter the data directory kalends creates; the
+    mode is set after creation, so no umask loosens (or tightens) it.
+    """
+    try:
+        directory.mkdir(mode=DATA_DIR_MODE, parents=True)
+    except FileExistsError:
+        if not directory.is_dir():
+            raise
+    else:
+        directory.chmod(DATA_DIR_MODE)
+    return directory
 
 
 def normalize_database_url(raw: str) -> str:

@@ -113,7 +113,7 @@ class TestDestinations:
         headers = api.headers("bob")
         written = ok(api.client.put(f"{BOBS}/push", json={"urls": [NTFY, HOOK]}, headers=headers))
         assert [(d["channel"], d["position"]) for d in written] == [("push", 1), ("push", 2)]
-        assert written[0]["display"] == "ntfys://reader:****@ntfy.example.com/bob-phone"
+        assert written[0]["display"] == "ntfys://reader:****@ntfy.example.com/****"
         added = ok(api.client.post(f"{BOBS}/email", json={"url": MAIL}, headers=headers), 201)
         assert set(added) == {"channel", "position", "display", "created_at"}
         # By handle or by ID: the same settings, as the service shows them.
@@ -124,13 +124,30 @@ class TestDestinations:
         removed = ok(api.client.post(f"{BOBS}/push/remove", json={"url": NTFY}, headers=headers))
         assert removed == {
             "channel": "push",
-            "display": "ntfys://reader:****@ntfy.example.com/bob-phone",
+            "display": "ntfys://reader:****@ntfy.example.com/****",
         }
         assert [d["position"] for d in shown(api, "bob", "push")] == [2]
         assert ok(api.client.put(f"{BOBS}/push", json={"urls": []}, headers=headers)) == []
         assert [d["channel"] for d in shown(api, "bob")] == ["email"]
         for answer in (written, added, listed, removed):
             no_secret_in(json.dumps(answer))
+
+    def test_a_web_hooks_path_and_query_tokens_are_masked_in_every_reply(
+        self, api: ApiWorld
+    ) -> None:
+        headers = api.headers("bob")
+        token, discord = "Wh00kT0ken-9f2c4e", "https://discord.com/api/webhooks/4242/DiScOrDsEcReT"
+        hook = f"jsons://hooks.example.com/webhook/{token}?:apikey=QuErYsEcReT"
+        replies = [
+            ok(api.client.put(f"{BOBS}/push", json={"urls": [hook]}, headers=headers)),
+            ok(api.client.post(f"{BOBS}/push", json={"url": discord}, headers=headers), 201),
+            ok(api.client.get(BOBS, headers=headers)),
+            ok(api.client.post(f"{BOBS}/push/remove", json={"url": hook}, headers=headers)),
+        ]
+        assert replies[0][0]["display"] == "jsons://hooks.example.com/****/****?:apikey=****"
+        text = json.dumps(replies)
+        for secret in (token, "QuErYsEcReT", "DiScOrDsEcReT"):
+            assert secret not in text
 
     @pytest.mark.parametrize(
         ("method", "tail", "body"),

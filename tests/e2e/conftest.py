@@ -158,16 +158,19 @@ def launch(
     *args: str,
     owner: str | None = OWNER,
     env: dict[str, str] | None = None,
+    wrapper: tuple[str, ...] = (),
 ) -> Server:
     """Starts ``kalends serve`` without waiting; see :func:`start_server`.
 
-    ``owner=None`` leaves ``--owner`` out; ``env`` adds to the environment.
+    ``owner=None`` leaves ``--owner`` out; ``env`` adds to the environment; ``wrapper``
+    is a command that runs the server's command line (e.g. ``setpriv`` with its options).
     """
     directory.mkdir(parents=True, exist_ok=True)
     stderr_path = directory / f"serve-{time.monotonic_ns()}.stderr"
     with stderr_path.open("w") as err:
         process = subprocess.Popen(
             [
+                *wrapper,
                 sys.executable,
                 "-m",
                 "kalends",
@@ -200,9 +203,12 @@ def start_server(
     *args: str,
     owner: str | None = OWNER,
     env: dict[str, str] | None = None,
+    wrapper: tuple[str, ...] = (),
 ) -> Server:
     """Starts ``kalends serve --port 0`` and waits until it says where it serves."""
-    server = launch(database, directory, "--port", "0", *args, owner=owner, env=env)
+    server = launch(
+        database, directory, "--port", "0", *args, owner=owner, env=env, wrapper=wrapper
+    )
     deadline = time.monotonic() + START_WITHIN
     while True:
         left = deadline - time.monotonic()

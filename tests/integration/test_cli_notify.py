@@ -89,7 +89,7 @@ class TestJourney:
             notify("set", "alice", "--channel", "push", "--url", NTFYS, "--url", POVER)
         )
         assert [(d["channel"], d["position"]) for d in written] == [("push", 1), ("push", 2)]
-        assert written[0]["display"] == "ntfys://reader:****@ntfy.example.com/alice-phone"
+        assert written[0]["display"] == "ntfys://reader:****@ntfy.example.com/****"
 
         added = world.json(notify("add", "alice", "--channel", "email", "--url", MAIL))
         assert added["display"] == "mailto://alice:****@example.com/"
@@ -107,7 +107,7 @@ class TestJourney:
         assert removed == {
             "removed": {
                 "channel": "push",
-                "display": "ntfys://reader:****@ntfy.example.com/alice-phone",
+                "display": "ntfys://reader:****@ntfy.example.com/****",
             }
         }
         assert [d["position"] for d in world.json(notify("ls", "alice", "--channel", "push"))] == [
@@ -125,11 +125,32 @@ class TestJourney:
 
         listed = world.invoke(notify("ls", "alice"))
         assert listed.exit_code == 0
-        assert "ntfys://reader:****@ntfy.example.com/alice-phone" in listed.stdout
+        assert "ntfys://reader:****@ntfy.example.com/****" in listed.stdout
         assert "pa55word" not in listed.stdout
 
         empty = world.invoke(notify("ls", "bob", actor="bob"))
         assert "bob has no destination yet" in empty.stdout
+
+    def test_ls_masks_a_web_hooks_path_token_in_tables_and_json(self, world: World) -> None:
+        token = "Wh00kT0ken-9f2c4e"
+        hook = f"jsons://hooks.example.com/webhook/{token}"
+        slack = "https://hooks.slack.com/services/T0ABCDEF/B0GHIJKL/xoxbSeCrEtToKeN123"
+        done = world.invoke(
+            notify("set", "alice", "--channel", "push", "--url", hook, "--url", slack)
+        )
+        assert done.exit_code == 0, done.output
+
+        table = world.invoke(notify("ls", "alice"))
+        listed = world.json(notify("ls", "alice"))
+
+        assert table.exit_code == 0, table.output
+        assert "jsons://hooks.example.com/****/****" in table.stdout
+        assert [d["display"] for d in listed] == [
+            "jsons://hooks.example.com/****/****",
+            "slack://T...F/B...L/x...3//",
+        ]
+        for secret in (token, "xoxbSeCrEtToKeN123"):
+            assert secret not in table.stdout + json.dumps(listed) + done.stdout
 
     def test_urls_can_come_from_standard_input(self, world: World) -> None:
         written = world.json(
@@ -329,9 +350,9 @@ def test_a_real_process_reads_urls_from_stdin_and_lists_them_redacted(tmp_path: 
     listed = run("actor", "notify", "ls", "alice", "--json")
     assert listed.returncode == 0, listed.stderr
     assert [d["display"] for d in json.loads(listed.stdout)] == [
-        "ntfys://reader:****@ntfy.example.com/alice-phone",
+        "ntfys://reader:****@ntfy.example.com/****",
         "pover://u...G@a...i//",
-        "json://hooks.example.com/kalends?%2BAuthorization=****",
+        "json://hooks.example.com/****?%2BAuthorization=****",
     ]
     for secret in SECRETS:
         assert secret not in done.stdout + listed.stdout + listed.stderr

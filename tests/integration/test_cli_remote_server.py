@@ -815,7 +815,7 @@ class TestNotify:
             *notify, "set", OWNER, "--channel", "push", "--url", NTFY, "--url", HOOK
         )
         assert [(d["channel"], d["position"]) for d in written] == [("push", 1), ("push", 2)]
-        assert written[0]["display"] == "ntfys://reader:****@ntfy.example.com/olivia-phone"
+        assert written[0]["display"] == "ntfys://reader:****@ntfy.example.com/****"
         # A URL from standard input keeps it out of the shell history.
         added = world.rjson(*notify, "add", OWNER, "--channel", "email", "--url", "-", input=MAIL)
         assert added["display"] == "mailto://olivia:****@example.com/"

@@ -78,7 +78,8 @@ class TestRoundTrips:
         assert listed == written
         assert urls(listed) == [("push", 1, NTFYS), ("push", 2, NTFY), ("push", 3, GOTIFY)]
         assert all(x.created_at == FAKE_CLOCK_START for x in listed)
-        assert listed[0].display.startswith("ntfys://reader:****@ntfy.example.com/alice-phone")
+        # The topic is the path: masked, as every path is (kalends.reminders.privacy).
+        assert listed[0].display == "ntfys://reader:****@ntfy.example.com/****"
         assert "pa55word" not in json.dumps([x.to_json() for x in listed])
         assert "pa55word" not in repr(listed)
 
@@ -196,8 +197,64 @@ class TestJson:
         url = "json://hooks.example.com/kalends?+Authorization=Bearer%20k3y-abcdef&method=PUT"
         added = world.destinations.add("alice", "alice", "push", url)
 
-        assert added.display == "json://hooks.example.com/kalends?method=PUT&%2BAuthorization=****"
+        assert added.display == "json://hooks.example.com/****?method=PUT&%2BAuthorization=****"
         assert "k3y-abcdef" not in json.dumps(added.to_json())
+
+    @pytest.mark.parametrize(
+        ("url", "secret", "display"),
+        [
+            # a generic web hook with its token in the path
+            (
+                "jsons://hooks.example.com/webhook/TOKEN-d41d8cd98f00b204",
+                "TOKEN-d41d8cd98f00b204",
+                "jsons://hooks.example.com/****/****",
+            ),
+            # a token as the whole path
+            ("json://hooks.example.com/Zk3yQ9", "Zk3yQ9", "json://hooks.example.com/****"),
+            # a Discord web hook's own address
+            (
+                "https://discord.com/api/webhooks/123456789012/aBcDeFgHiJkLmNoPqRsTuV",
+                "aBcDeFgHiJkLmNoPqRsTuV",
+                "discord://1...2/a...V/",
+            ),
+            # a Slack web hook's own address
+            (
+                "https://hooks.slack.com/services/T0ABCDEF/B0GHIJKL/xoxbSeCrEtToKeN123",
+                "xoxbSeCrEtToKeN123",
+                "slack://T...F/B...L/x...3//",
+            ),
+            # a token in the query string, an argument Apprise keeps
+            (
+                "discord://123456/abcTOKEN?avatar_url=https://img.example.com/a?k=QuErYsEcReT",
+                "QuErYsEcReT",
+                "discord://1...6/a...N/?avatar_url=****",
+            ),
+            # a payload extra and a removed key
+            (
+                "json://hooks.example.com/?:api_key=PaYlOaDsEcReT&-token=x",
+                "PaYlOaDsEcReT",
+                "json://hooks.example.com/?-token=****&:api_key=****",
+            ),
+            # an ntfy topic given as the host
+            ("ntfy://aliceprivatetopic", "aliceprivatetopic", "ntfys://****"),
+        ],
+    )
+    def test_display_masks_every_path_segment_and_secret_argument(
+        self, world: World, url: str, secret: str, display: str
+    ) -> None:
+        added = world.destinations.add("alice", "alice", "push", url)
+        listed = world.destinations.list("alice", "alice", "push")
+        replaced = world.destinations.set("alice", "alice", "push", [url])
+
+        assert added.display == display
+        for shown in (added, *listed, *replaced):
+            assert secret not in json.dumps(shown.to_json())
+
+    def test_display_shows_the_recipients_of_an_e_mail_url(self, world: World) -> None:
+        added = world.destinations.add("alice", "alice", "email", MAILS)
+        assert added.display == (
+            "mailtos://smtp.example.com/alice%40example.com?from=kalends@example.com"
+        )
 
     def test_to_json_hides_the_pushover_tokens(self, world: World) -> None:
         user_key = "uQiRzpo4DXghDmr9QzzfQu27cmVRsG"

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import os
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from kalends.config import (
     DEFAULT_DATABASE_FILENAME,
+    DEFAULT_RUNTIME_DIRNAME,
     ENV_DATABASE_URL,
     default_database_url,
     mask_password,
     normalize_database_url,
     resolve_database_url,
+    resolve_runtime_dir,
 )
 from kalends.errors import InvalidInput
+from kalends.storage.engine import create_engine_for
+from kalends.storage.migrate import open_store
 
 
 class TestPrecedence:
@@ -62,6 +69,54 @@ class TestPrecedence:
     ) -> None:
         monkeypatch.setenv(ENV_DATABASE_URL, "postgresql://db.example/kalends")
         assert resolve_database_url() == "postgresql+psycopg://db.example/kalends"
+
+
+@pytest.fixture
+def umask_022() -> Iterator[None]:
+    """The umask most systems give a login: files 0644 and directories 0755 by default."""
+    previous = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+@pytest.mark.usefixtures("umask_022")
+class TestPrivateDataDirectory:
+    def test_a_fresh_default_database_lives_in_a_0700_directory_in_0600_files(
+        self, tmp_path: Path
+    ) -> None:
+        data_dir = tmp_path / "share" / "kalends"
+        store = open_store(create_engine_for(default_database_url(data_dir)))
+        try:
+            store.run(lambda conn: None)  # a write: SQLite creates the -wal and -shm files
+            with store.transaction(write=False):
+                modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in data_dir.iterdir()}
+        finally:
+            store.close()
+        assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+        assert modes == {
+            DEFAULT_DATABASE_FILENAME: 0o600,
+            f"{DEFAULT_DATABASE_FILENAME}-wal": 0o600,
+            f"{DEFAULT_DATABASE_FILENAME}-shm": 0o600,
+        }
+
+    def test_the_default_runtime_directory_is_inside_a_0700_data_directory(
+        self, tmp_path: Path
+    ) -> None:
+        data_dir = tmp_path / "share" / "kalends"
+        root = resolve_runtime_dir(environ={}, data_dir=data_dir)
+        assert root == data_dir / DEFAULT_RUNTIME_DIRNAME
+        assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+
+    def test_an_existing_data_directory_and_database_keep_their_modes(self, tmp_path: Path) -> None:
+        data_dir = tmp_path / "kalends"
+        data_dir.mkdir(mode=0o750)
+        (data_dir / DEFAULT_DATABASE_FILENAME).touch(mode=0o640)
+        store = open_store(create_engine_for(default_database_url(data_dir)))
+        store.close()
+        assert stat.S_IMODE(data_dir.stat().st_mode) == 0o750
+        assert stat.S_IMODE((data_dir / DEFAULT_DATABASE_FILENAME).stat().st_mode) == 0o640
 
 
 class TestNormalize:

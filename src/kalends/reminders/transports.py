@@ -17,7 +17,8 @@ again. So every message carries its idempotency key, the reminder intent's ID:
 Apprise reads no configuration file here: only the URLs given, with persistent
 storage kept in memory. This module also holds what kalends knows about Apprise
 URLs (:func:`apprise_service`, :func:`redacted_url`), which the notification
-settings use to validate and display them.
+settings use to validate and display them; what of a URL is shown, and what Apprise
+may log of it, is :mod:`kalends.reminders.privacy`'s rule.
 
 Apprise is imported when it is first needed (a send, a URL to read), not with this
 module: importing it and its plugins costs about 100 ms, which every command of the
@@ -36,6 +37,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlencode
 from uuid import UUID
+
+from kalends.reminders.privacy import (
+    EMAIL_SCHEMES,
+    handing_to_apprise,
+    install_log_redaction,
+    masked_url,
+    secret_parts,
+)
 
 if TYPE_CHECKING:
     import apprise
@@ -65,7 +74,6 @@ READ_TIMEOUT_SECONDS = 20.0
 # The most one destination may take in all (Apprise reports a timeout after it).
 SERVICE_TIMEOUT_SECONDS = 60.0
 
-EMAIL_SCHEMES = frozenset({"mailto", "mailtos"})
 REMINDER_ID_LABEL = "Reminder ID:"
 IDEMPOTENCY_HEADERS = ("Idempotency-Key", "X-Kalends-Reminder")
 
@@ -185,12 +193,14 @@ class AppriseTransport:
                 failures.append((number, f"destination {number}: Apprise cannot use this {what}"))
                 continue
             service, _ = found
-            secrets |= _hidden_parts(url, _compact(_privacy_url(service), url))
+            shown = masked_url(_compact(_privacy_url(service), url))
+            secrets |= _hidden_parts(url, shown) | secret_parts(url)
             labels.append((number, f"destination {number} ({service.service_name})"))
             notifier.add(service)
         delivered = 0
         if labels:
-            reasons, status = self._notify(notifier, delivery)
+            with handing_to_apprise(delivery.destinations):
+                reasons, status = self._notify(notifier, delivery)
             for index, (number, label) in enumerate(labels):
                 reason = reasons[index] if index < len(reasons) else f"not sent ({status})"
                 if reason is None:
@@ -240,10 +250,12 @@ def url_scheme(url: str) -> str | None:
 
 
 def apprise_service(url: str) -> tuple[str, str] | None:
-    """The Apprise scheme a URL resolves to and its privacy-redacted form; ``None`` if unusable.
+    """The Apprise scheme a URL resolves to and its display; ``None`` if unusable.
 
-    Native service URLs (e.g. a Discord webhook's ``https://`` address) resolve to
-    their Apprise scheme, which is why the scheme is returned.
+    The display is Apprise's privacy form masked further
+    (:func:`kalends.reminders.privacy.masked_url`). Native service URLs (e.g. a Discord
+    webhook's ``https://`` address) resolve to their Apprise scheme, which is why the
+    scheme is returned.
     """
     global _default_asset
     if _default_asset is None:
@@ -252,11 +264,12 @@ def apprise_service(url: str) -> tuple[str, str] | None:
     if found is None:
         return None
     service, scheme = found
-    return scheme, _compact(_privacy_url(service), url)
+    return scheme, masked_url(_compact(_privacy_url(service), url))
 
 
 def redacted_url(url: str) -> str:
-    """Apprise's privacy form of ``url``; ``scheme://****`` when Apprise cannot read it.
+    """The display of ``url`` (see :func:`apprise_service`); ``scheme://****`` when Apprise
+    cannot read it.
 
     Of the URL arguments the form lists, only those the URL itself gives are kept
     (Apprise spells out every default); their values are the privacy form's.
@@ -279,9 +292,10 @@ def body_with_key(body: str, job_id: str) -> str:
 def _plugins() -> apprise.NotificationManager:
     """Apprise's registry of services, its plugins loaded once, before any URL is read.
 
-    Imports Apprise on first use. On Python < 3.13 one of Apprise's e-mail helpers
-    imports the deprecated ``imghdr`` module; that known warning is silenced here,
-    once, and no other.
+    Imports Apprise on first use, its loggers redacted
+    (:func:`kalends.reminders.privacy.install_log_redaction`) before it reads a URL. On
+    Python < 3.13 one of Apprise's e-mail helpers imports the deprecated ``imghdr``
+    module; that known warning is silenced here, once, and no other.
     """
     global _manager
     if _manager is not None:
@@ -296,6 +310,7 @@ def _plugins() -> apprise.NotificationManager:
 
                 manager = apprise.NotificationManager()  # type: ignore[no-untyped-call]
                 manager.load_modules()  # type: ignore[no-untyped-call]
+            install_log_redaction()
             _manager = manager
         return _manager
 
@@ -335,19 +350,20 @@ def _service(
     import apprise  # noqa: PLC0415 (imported on first use)
     from apprise.plugins import url_to_dict  # noqa: PLC0415 (imported on first use)
 
-    parsed = url_to_dict(url.strip(), secure_logging=True)  # type: ignore[no-untyped-call]
-    if not isinstance(parsed, dict) or not isinstance(parsed.get("schema"), str):
-        return None
-    scheme = parsed["schema"].lower()
-    if scheme not in manager:
-        return None
-    given = parsed.get("qsd") or {}
-    for key, value in defaults.items():
-        if key not in parsed and key not in given:
-            parsed[key] = value
-    if headers and _takes_headers(manager[scheme]):
-        parsed["headers"] = {**(parsed.get("headers") or {}), **headers}
-    service = apprise.Apprise.instantiate(parsed, asset=asset)
+    with handing_to_apprise([url]):
+        parsed = url_to_dict(url.strip(), secure_logging=True)  # type: ignore[no-untyped-call]
+        if not isinstance(parsed, dict) or not isinstance(parsed.get("schema"), str):
+            return None
+        scheme = parsed["schema"].lower()
+        if scheme not in manager:
+            return None
+        given = parsed.get("qsd") or {}
+        for key, value in defaults.items():
+            if key not in parsed and key not in given:
+                parsed[key] = value
+        if headers and _takes_headers(manager[scheme]):
+            parsed["headers"] = {**(parsed.get("headers") or {}), **headers}
+        service = apprise.Apprise.instantiate(parsed, asset=asset)
     if not isinstance(service, apprise.NotifyBase):
         return None
     return service, scheme

@@ -9,17 +9,29 @@ The execution option :data:`WRITE_OPTION` chooses: true for a write, false for
 a read (made read-only with ``PRAGMA query_only``, as PostgreSQL's ``READ ONLY``),
 absent for a plain deferred read-write transaction.
 
+A new SQLite file is created ``0600`` before SQLite opens it, so its ``-wal`` and
+``-shm`` files, which SQLite gives the database file's mode, are private too.
+
 PostgreSQL: psycopg 3, ``pool_pre_ping``, and ``lock_timeout`` set to the same
 busy timeout so a blocked statement reports "lock not available" instead of
 waiting forever; the unit of work retries it like SQLite's ``SQLITE_BUSY``.
+
+Either way :func:`renew_connections` makes every connection opened so far reconnect
+before its next use: a SQLite connection keeps the access its file allowed when it
+was opened (one opened while the file was read-only stays read-only), and a
+PostgreSQL one stays with the server it reached.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
+import threading
 import time
+from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy import exc as exc_module
@@ -32,9 +44,12 @@ from kalends.errors import InvalidInput
 __all__ = [
     "DEFAULT_BUSY_TIMEOUT_MS",
     "NOWAIT_OPTION",
+    "SQLITE_FILE_MODE",
     "WRITE_OPTION",
     "create_engine_for",
     "dialect_name",
+    "is_renewed",
+    "renew_connections",
 ]
 
 DEFAULT_BUSY_TIMEOUT_MS = 5000
@@ -47,6 +62,9 @@ NOWAIT_OPTION = "kalends_nowait"
 """Execution option read by SQLite's ``begin`` hook: true, a write transaction that cannot
 take the write lock at once fails busy instead of waiting for it (a caller that must not
 block). PostgreSQL ignores it."""
+
+SQLITE_FILE_MODE = 0o600
+"""The mode of a SQLite file kalends creates (SQLite gives ``-wal`` and ``-shm`` the same)."""
 
 _WAL_RETRY_SECONDS = 0.01
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -80,10 +98,13 @@ def create_engine_for(
                 field="database",
             )
         bare = parsed.difference_update_query(["synchronous"])
-        return _sqlite_engine(
+        engine = _sqlite_engine(
             bare.render_as_string(hide_password=False), busy_timeout_ms, echo, synchronous
         )
-    return _postgresql_engine(normalized, busy_timeout_ms, schema, echo)
+    else:
+        engine = _postgresql_engine(normalized, busy_timeout_ms, schema, echo)
+    _track_generations(engine)
+    return engine
 
 
 SQLITE_SYNCHRONOUS = "NORMAL"
@@ -99,6 +120,55 @@ def dialect_name(bind: Engine | Connection) -> str:
     return bind.dialect.name
 
 
+class _Generation:
+    """How many times an engine's connections were renewed; a connection remembers the
+    count it was opened at (:func:`is_renewed`)."""
+
+    __slots__ = ("count", "lock")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.lock = threading.Lock()
+
+
+_GENERATIONS: WeakKeyDictionary[Engine, _Generation] = WeakKeyDictionary()
+_GENERATION_KEY = "kalends_generation"
+
+
+def renew_connections(engine: Engine) -> None:
+    """Make every connection ``engine`` opened until now give way to a new one.
+
+    The pool is replaced (SQLAlchemy's ``dispose``): its idle connections close now and
+    each checkout opens a new one. A connection checked out now belongs to the old pool:
+    its holder asks :func:`is_renewed` and closes it for good (``invalidate``) instead of
+    giving it back, as :class:`kalends.storage.unit_of_work.Store` does.
+    """
+    generation = _GENERATIONS.get(engine)
+    if generation is not None:
+        with generation.lock:
+            generation.count += 1
+    engine.dispose()
+
+
+def is_renewed(connection: Connection) -> bool:
+    """Whether :func:`renew_connections` was called on the engine (one made by
+    :func:`create_engine_for`) since ``connection`` (not invalidated) was opened: its
+    holder should close it and take another."""
+    generation = _GENERATIONS.get(connection.engine)
+    if generation is None or not generation.count:
+        return False
+    opened = connection.connection.info.get(_GENERATION_KEY, 0)
+    return bool(opened < generation.count)
+
+
+def _track_generations(engine: Engine) -> None:
+    generation = _GENERATIONS[engine] = _Generation()
+
+    @event.listens_for(engine, "connect")
+    def _opened(_dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+        record.info[_GENERATION_KEY] = generation.count
+
+
 # Connections kept open per SQLite engine: the server's request threads (40) plus its
 # background loops; more may open under a burst and are closed on return.
 SQLITE_POOL_SIZE = 48
@@ -107,6 +177,7 @@ SQLITE_POOL_OVERFLOW = 16
 
 def _sqlite_engine(url: str, busy_timeout_ms: int, echo: bool, synchronous: str) -> Engine:
     # The sqlite3 ``timeout`` is the same busy handler as the pragma; keep them equal.
+    database = make_url(url).database
     engine = create_engine(
         url,
         echo=echo,
@@ -117,6 +188,13 @@ def _sqlite_engine(url: str, busy_timeout_ms: int, echo: bool, synchronous: str)
         pool_size=SQLITE_POOL_SIZE,
         max_overflow=SQLITE_POOL_OVERFLOW,
     )
+
+    if database and database != ":memory:" and not database.startswith("file:"):
+        path = Path(database)
+
+        @event.listens_for(engine, "do_connect")
+        def _create_private(*_args: Any) -> None:
+            _create_private_file(path)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
@@ -167,6 +245,23 @@ def _sqlite_engine(url: str, busy_timeout_ms: int, echo: bool, synchronous: str)
             ) from exc
 
     return engine
+
+
+def _create_private_file(path: Path) -> None:
+    """Creates ``path`` empty (an empty file is an empty SQLite database) with
+    :data:`SQLITE_FILE_MODE`, unless it exists; SQLite would create it ``0644``."""
+    if path.exists():
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, SQLITE_FILE_MODE)
+    except FileExistsError:
+        return  # another connection created it first
+    except OSError:
+        return  # SQLite reports why it cannot open the file, as it always did
+    try:
+        os.fchmod(fd, SQLITE_FILE_MODE)  # whatever the umask
+    finally:
+        os.close(fd)
 
 
 def _enable_wal(cursor: sqlite3.Cursor, busy_timeout_ms: int) -> None:

@@ -11,6 +11,15 @@ with :func:`for_update`. Read transactions are read-only on both backends.
 transaction and, when the database is busy (SQLite ``SQLITE_BUSY``/``LOCKED``,
 PostgreSQL serialization failure, deadlock or lock timeout), rolls back and
 runs the callable again, up to :data:`MAX_ATTEMPTS` times in all.
+
+A write that fails because the database refused to be written (SQLite: read-only or
+I/O errors; PostgreSQL: a server that became read-only, such as a standby after a
+failover) renews every connection (:func:`kalends.storage.engine.renew_connections`):
+a SQLite connection opened while the file was read-only stays read-only even once the
+file is writable again, and a PostgreSQL one stays with the server it reached.
+:meth:`Store.run` then runs the callable once more on a new connection, so the first
+write after the cause is gone succeeds. :meth:`Store.accepts_writes` tells readiness
+whether a write would succeed now.
 """
 
 from __future__ import annotations
@@ -19,20 +28,28 @@ import random
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, insert
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, OperationalError, StatementError
 from sqlalchemy.sql.selectable import GenerativeSelect
 
 from kalends.clock import Clock, SystemClock
 from kalends.errors import DatabaseBusy, InvalidInput, KalendsError, StorageError
-from kalends.storage.engine import NOWAIT_OPTION, WRITE_OPTION
+from kalends.storage.engine import (
+    NOWAIT_OPTION,
+    WRITE_OPTION,
+    create_engine_for,
+    is_renewed,
+    renew_connections,
+)
+from kalends.storage.schema import kalends_meta
 
 __all__ = [
     "BACKOFF_BASE_SECONDS",
@@ -41,6 +58,7 @@ __all__ = [
     "Store",
     "for_update",
     "is_busy_error",
+    "refused_write",
     "translate_error",
 ]
 
@@ -51,9 +69,12 @@ BACKOFF_BASE_SECONDS = 0.02
 BACKOFF_MAX_SECONDS = 0.5
 
 _SQLITE_BUSY_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
+# The file refused the write, or reading or opening it failed: the connection may be stale.
+_SQLITE_REFUSED_CODES = {sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN}
 # serialization_failure, deadlock_detected, lock_not_available
 _POSTGRES_BUSY_STATES = {"40001", "40P01", "55P03"}
 _POSTGRES_READ_ONLY_STATE = "25006"
+_POSTGRES_NO_PRIVILEGE_STATE = "42501"
 
 T = TypeVar("T")
 S = TypeVar("S", bound=GenerativeSelect)
@@ -79,6 +100,31 @@ def is_busy_error(exc: BaseException) -> bool:
         message = str(orig).lower()
         return "database is locked" in message or "database table is locked" in message
     return getattr(orig, "sqlstate", None) in _POSTGRES_BUSY_STATES
+
+
+def refused_write(exc: BaseException) -> bool:
+    """Tell whether ``exc``, raised in a write transaction, means "the database refused to be
+    written": SQLite read-only, I/O and cannot-open errors, PostgreSQL's read-only state
+    (``25006``, in a transaction begun read-write). In a read transaction the same errors
+    are the transaction's own read-only mode at work, not this.
+
+    ``exc`` is a driver's error, SQLAlchemy's wrapper of one, or the :class:`StorageError`
+    :func:`translate_error` made of that wrapper.
+    """
+    if isinstance(exc, StorageError):
+        cause = exc.__cause__
+        return isinstance(cause, DBAPIError) and refused_write(cause)
+    orig = exc.orig if isinstance(exc, DBAPIError) else exc
+    code = getattr(orig, "sqlite_errorcode", None)
+    if code is not None:
+        return (code & 0xFF) in _SQLITE_REFUSED_CODES
+    if isinstance(orig, sqlite3.OperationalError):
+        return "readonly database" in str(orig).lower()
+    return getattr(orig, "sqlstate", None) == _POSTGRES_READ_ONLY_STATE
+
+
+class _WriteProbed(Exception):
+    """The write probe wrote its row: roll it back."""
 
 
 @dataclass(slots=True)
@@ -147,13 +193,21 @@ class Store:
         finally:
             self._kept = None
             if kept.connection is not None:
-                kept.connection.close()
+                _give_back(kept.connection)
 
     def _connect(self) -> tuple[Connection, _Kept | None]:
         """A connection for an outermost transaction, and the keeper it came from."""
         kept = self._kept
         if kept is None or kept.busy or kept.thread != threading.get_ident():
             return self.engine.connect(), None
+        if (
+            kept.connection is not None
+            and not kept.connection.closed
+            and not kept.connection.invalidated
+            and is_renewed(kept.connection)
+        ):
+            _give_back(kept.connection)
+            kept.connection = None
         if kept.connection is None or kept.connection.closed or kept.connection.invalidated:
             kept.connection = self.engine.connect()
         kept.busy = True
@@ -171,11 +225,12 @@ class Store:
         :class:`DatabaseBusy`, other operational errors :class:`StorageError`; either
         way nothing was written. Not retried: use :meth:`run` for that.
 
-        Without ``wait``, a SQLite write transaction whose write lock another connection
-        holds fails busy at once instead of waiting for it. Without ``savepoints`` the
-        write blocks nested in this transaction open none: for a caller that lets any
-        failure inside end the whole transaction (a savepoint costs a SAVEPOINT and a
-        RELEASE, as much as two statements).
+        A write the database refused (:func:`refused_write`) renews every connection,
+        this one first. Without ``wait``, a SQLite write transaction whose write lock
+        another connection holds fails busy at once instead of waiting for it. Without
+        ``savepoints`` the write blocks nested in this transaction open none: for a
+        caller that lets any failure inside end the whole transaction (a savepoint costs
+        a SAVEPOINT and a RELEASE, as much as two statements).
         """
         active = self._active.get(None)
         if active is not None:
@@ -189,7 +244,13 @@ class Store:
             with active.connection.begin_nested():
                 yield active.connection
             return
-        connection, kept = self._connect()
+        try:
+            connection, kept = self._connect()
+        except StatementError as exc:  # the database could not be opened
+            translated = translate_error(exc)
+            if translated is None:
+                raise
+            raise translated from exc
         try:
             options: dict[str, Any] = {WRITE_OPTION: write, NOWAIT_OPTION: not wait}
             if self.dialect == "postgresql":
@@ -202,13 +263,17 @@ class Store:
             finally:
                 self._active.reset(token)
         except StatementError as exc:
+            if write and refused_write(exc):
+                if not connection.invalidated:
+                    connection.invalidate(exc)
+                renew_connections(self.engine)
             translated = translate_error(exc)
             if translated is None:
                 raise
             raise translated from exc
         finally:
             if kept is None:
-                connection.close()
+                _give_back(connection)
             else:
                 kept.busy = False
                 if connection.invalidated:
@@ -230,22 +295,25 @@ class Store:
         :class:`DatabaseBusy` with nothing written. Inside a running transaction
         ``fn`` runs once in a savepoint; the outermost ``run`` does the retrying.
 
-        Without ``wait`` it is tried once, not retried, and on SQLite a write lock held
+        A write the database refused (:func:`refused_write`) runs once more, on a new
+        connection: the first one may have been opened while the database was read-only.
+
+        Without ``wait`` it is not retried when busy, and on SQLite a write lock held
         elsewhere is not waited for: :class:`DatabaseBusy` at once, nothing written.
         ``savepoints`` is :meth:`transaction`'s, for the outermost transaction.
         """
         if self.in_transaction:
             with self.transaction(write) as connection:
                 return fn(connection)
-        if not wait:
-            with self.transaction(write, wait=False, savepoints=savepoints) as connection:
-                return fn(connection)
         attempt = 1
+        reconnected = False
         while True:
             try:
-                with self.transaction(write, savepoints=savepoints) as connection:
+                with self.transaction(write, wait=wait, savepoints=savepoints) as connection:
                     return fn(connection)
             except DatabaseBusy as exc:
+                if not wait:
+                    raise
                 if attempt >= self.max_attempts:
                     raise DatabaseBusy(
                         f"the database stayed busy through {attempt} attempts; nothing was written",
@@ -253,6 +321,46 @@ class Store:
                     ) from exc
                 self._sleep(_backoff(attempt))
                 attempt += 1
+            except StorageError as exc:
+                if reconnected or not write or not refused_write(exc):
+                    raise
+                reconnected = True
+
+    def accepts_writes(self) -> bool:
+        """Whether a write would succeed now: a write transaction inserts a row into
+        ``kalends_meta`` and is rolled back. A database busy with another writer accepts
+        writes (the probe does not wait for it). A refused probe renews every connection,
+        so the writes that follow answer as the probe did.
+
+        On SQLite the probe opens a connection of its own: an open connection keeps the
+        access the file allowed when it was opened, so only a new one tells whether the
+        file may be written now. On PostgreSQL a pooled connection tells.
+        """
+
+        def probe(conn: Connection) -> None:
+            key = f"kalends.write-probe.{uuid.uuid4().hex}"
+            conn.execute(insert(kalends_meta).values(key=key, value=""))
+            raise _WriteProbed
+
+        prober = self
+        database = self.engine.url.database
+        if self.dialect == "sqlite" and database and database != ":memory:":
+            engine = create_engine_for(self.engine.url.render_as_string(hide_password=False))
+            prober = Store(engine, self.clock, max_attempts=1)
+        try:
+            prober.run(probe, wait=False)
+        except _WriteProbed:
+            return True
+        except DatabaseBusy:
+            return True
+        except StorageError as exc:
+            if refused_write(exc):
+                renew_connections(self.engine)
+            return False
+        finally:
+            if prober is not self:
+                prober.close()
+        return False  # pragma: no cover (the probe always raises)
 
     def close(self) -> None:
         """Close every pooled connection; the store may still be used afterwards."""
@@ -277,9 +385,21 @@ def translate_error(exc: StatementError) -> KalendsError | None:
         return StorageError(
             f"cannot write: the transaction or the database is read-only: {_one_line(exc.orig)}"
         )
+    if getattr(exc.orig, "sqlstate", None) == _POSTGRES_NO_PRIVILEGE_STATE:
+        return StorageError(
+            f"the database refused kalends' role the privilege: {_one_line(exc.orig)}"
+        )
     if isinstance(exc, OperationalError):
         return StorageError(f"the database could not complete the operation: {_one_line(exc.orig)}")
     return None
+
+
+def _give_back(connection: Connection) -> None:
+    """Closes ``connection``: back to its pool, or for good if its pool was renewed since
+    it was opened (that pool is no longer the engine's, and would keep it open)."""
+    if not connection.invalidated and is_renewed(connection):
+        connection.invalidate()
+    connection.close()
 
 
 def _one_line(error: BaseException | None) -> str:

@@ -1,4 +1,9 @@
-"""Liveness and readiness."""
+"""Liveness and readiness.
+
+Readiness asks the database to take a write, rolled back
+(:meth:`kalends.storage.unit_of_work.Store.accepts_writes`): a database that answers
+reads but refuses writes, such as a SQLite file turned read-only, is not ready.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,6 @@ from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
-from sqlalchemy import text
 
 from kalends import __version__
 from kalends.api.dispatch import DispatchedRoute
@@ -28,14 +32,13 @@ def healthz() -> dict[str, str]:
 
 @router.get(
     "/readyz",
-    summary="Readiness: the database answers and every background loop runs",
+    summary="Readiness: the database takes writes and every background loop runs",
     responses={503: {"description": "Not ready; `checks` says what is missing."}},
 )
 def readyz(ctx: ContextDep) -> JSONResponse:
     checks: dict[str, bool] = {}
     try:
-        ctx.services.store.run(lambda conn: conn.execute(text("SELECT 1")).scalar(), write=False)
-        checks["database"] = True
+        checks["database"] = ctx.services.store.accepts_writes()
     except KalendsError:
         checks["database"] = False
     for name in ctx.settings.workers:
