@@ -207,6 +207,7 @@ def build_fixture(
     services: Services, clock: FakeClock, directory: Path, workspaces: int, per: int, label: str
 ) -> Fixture:
     actor = services.directory.add_actor("bench", "Bench", "bench@example.com").id
+    services.grants.grant(actor, "run")  # creating schedules needs the run privilege
     total = workspaces * per
     log(f"{label}: creating {workspaces} workspaces x {per} schedules through create ...")
     t0 = time.perf_counter()

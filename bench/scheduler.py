@@ -306,6 +306,7 @@ def build_fixture(url: str, offset_s: float, directory: Path, sizes: Sizes) -> d
     picked = burst_indices(sizes.schedules, sizes.burst)
     try:
         actor = services.directory.add_actor("bench", "Bench", "bench@example.com").id
+        services.grants.grant(actor, "run")  # creating schedules needs the run privilege
         log(f"creating and playing {sizes.schedules:,} schedules ...")
         t0 = time.perf_counter()
         burst_ids: list[str] = []

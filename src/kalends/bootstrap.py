@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kalends.auth.grants import Grants
 from kalends.clock import Clock
 from kalends.config import resolve_database_url
 from kalends.missions import ScheduleService, Workspaces
@@ -25,6 +26,7 @@ class Services:
     destinations: Destinations
     workspaces: Workspaces
     schedules: ScheduleService
+    grants: Grants
 
 
 def build(store: Store) -> Services:
@@ -39,6 +41,7 @@ def build(store: Store) -> Services:
         destinations=Destinations(store),
         workspaces=Workspaces(store),
         schedules=ScheduleService(store),
+        grants=Grants(store),
     )
 
 

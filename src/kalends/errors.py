@@ -123,6 +123,13 @@ class Forbidden(KalendsError, PermissionError):
     code = "forbidden"
 
 
+class RunPrivilegeRequired(Forbidden):
+    """Defining what runs needs the run privilege, which the server's owner grants
+    (`kalends actor grant run ACTOR`); nothing was written."""
+
+    code = "run-privilege-required"
+
+
 class ListArchived(Conflict):
     """The list is archived: it can be read, not changed."""
 

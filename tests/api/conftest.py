@@ -6,7 +6,8 @@ and an API token (``api.headers("bob")``); erin has an account whose token expir
 frank one whose token was revoked.
 Lists: ``home`` — alice owns it, bob edits, carol views; dave is no member.
 Workspaces: ``home`` (a temporary directory) — alice owns it, bob edits, carol
-views; ``away`` — dave owns it alone.
+views; ``away`` — dave owns it alone. Run privilege: alice as the owner account; bob
+and dave by a grant; carol, erin and frank not.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from fastapi.testclient import TestClient
 
 from kalends.api import ApiContext, ApiSettings, create_app
 from kalends.auth import Accounts, LoginThrottle
+from kalends.auth.grants import Privilege
 from kalends.bootstrap import Services, build
 from kalends.clock import FakeClock
 from kalends.missions import Workspace
@@ -90,6 +92,8 @@ def make_api_world(services: Services, clock: FakeClock, root: Path) -> ApiWorld
     services.workspaces.set_member(actors["alice"].id, home.id, actors["bob"].id, Role.EDITOR)
     services.workspaces.set_member(actors["alice"].id, home.id, actors["carol"].id, Role.VIEWER)
     away = services.workspaces.add(actors["dave"].id, root / "away", "away")
+    for runner in ("bob", "dave"):
+        services.grants.grant(actors[runner].id, Privilege.RUN)
     clock.advance(timedelta(days=2))  # erin's token has expired
     ctx = ApiContext(
         services=services,

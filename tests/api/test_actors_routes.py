@@ -45,7 +45,10 @@ def shown(api: ApiWorld, who: str, channel: str | None = None) -> list[dict[str,
 
 class TestActors:
     def test_anyone_logged_in_lists_every_actor_as_the_cli_prints_them(self, api: ApiWorld) -> None:
-        expected = [a.to_json() for a in api.services.directory.actors()]
+        expected = [a.to_json() for a in api.services.grants.actors()]
+        # The run privilege shows beside each: the owner account, and bob and dave's grants.
+        runners = {"alice", "bob", "dave"}
+        assert {a["handle"]: a["mayRun"] for a in expected} == {h: h in runners for h in api.actors}
         for who in ("carol", "dave"):
             assert ok(api.client.get("/api/actors", headers=api.headers(who))) == expected
         refused(api, "GET", "/api/actors", {}, 401, "unauthenticated")

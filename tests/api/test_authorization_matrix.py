@@ -590,10 +590,13 @@ REPORTS = [
 # --- actors, their reminder destinations, and the passages one may see ----------------------------
 #
 # Everyone may list actors (handles name people to share with); only the server's owner
-# account adds one. Destinations are each person's own: another's, even the server
-# owner's asking, is refused (403) before anything is read.
+# account adds one, and only it grants or revokes the run privilege (defining what
+# passages run is a server-level decision: a workspace owner, bob or dave, is refused).
+# Destinations are each person's own: another's, even the server owner's asking, is
+# refused (403) before anything is read.
 
 ACTORS = "/api/actors"
+GRANT = ACTORS + "/{actor}/grants/{privilege}"
 DESTINATIONS = ACTORS + "/{actor}/destinations"
 CHANNEL = DESTINATIONS + "/{channel}"
 
@@ -615,6 +618,29 @@ def _add_actor(m: Matrix, _c: Column) -> Call:
         assert made.display_name == "New One"
 
     return Call(ACTORS, json={"handle": handle, "display_name": "New One"}, after=after)
+
+
+def _grant_run(m: Matrix, _c: Column) -> Call:
+    guest = m.guest()
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        standing = m.api.services.grants.standing(guest.id)
+        assert standing.may_run
+        assert reply.json() == standing.to_json()
+
+    return Call(f"{ACTORS}/{guest.handle}/grants/run", after=after)
+
+
+def _revoke_run(m: Matrix, _c: Column) -> Call:
+    guest = m.guest()
+    m.api.services.grants.grant(guest.id, "run")
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        standing = m.api.services.grants.standing(guest.id)
+        assert not standing.may_run
+        assert reply.json() == standing.to_json()
+
+    return Call(f"{ACTORS}/{guest.handle}/grants/run", after=after)
 
 
 def _hook(m: Matrix) -> str:
@@ -702,6 +728,8 @@ def _passages(m: Matrix, column: Column) -> Call:
 ACTOR_ROWS = [
     Row("every actor", "GET", ACTORS, personal(), _actors),
     Row("add an actor", "POST", ACTORS, server_owner(201), _add_actor, fresh="success"),
+    Row("grant run", "POST", GRANT, server_owner(), _grant_run, fresh="success"),
+    Row("revoke run", "DELETE", GRANT, server_owner(), _revoke_run, fresh="success"),
     Row("my destinations", "GET", DESTINATIONS, personal(), _own(_destinations), fresh="success"),
     Row("alice's destinations", "GET", DESTINATIONS, alices_settings(), _destinations("alice")),
     Row(

@@ -188,6 +188,7 @@ def _a_running_schedule(url: str, root: Path) -> UUID:
     services = open_services(url)
     try:
         alice = services.directory.add_actor("alice", "Alice")
+        services.grants.grant(alice.id, "run")
         (root / "work").mkdir()
         workspace = services.workspaces.add(alice.id, root / "work", "work")
         config = {

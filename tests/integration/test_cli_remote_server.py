@@ -769,7 +769,8 @@ class TestActors:
         )
         listed = world.rjson("actor", "ls")
         assert listed == json.loads(world.ok(world.anonymous("actor", "ls", "--json")).stdout)
-        assert made in listed and {a["handle"] for a in listed} >= {OWNER, "bob", "carol"}
+        assert {**made, "mayRun": False} in listed
+        assert {a["handle"] for a in listed} >= {OWNER, "bob", "carol"}
         # People read the same table in both modes.
         text = world.ok(world.remote("actor", "ls")).stdout
         assert text == world.ok(world.anonymous("actor", "ls")).stdout
@@ -782,6 +783,36 @@ class TestActors:
         )
         assert refusal["code"] == "forbidden" and "owner account" in refusal["message"]
         assert world.snapshot() == before
+
+    def test_only_the_servers_owner_grants_the_run_privilege_an_editor_needs_to_create(
+        self, world: World, tmp_path: Path
+    ) -> None:
+        own = bob_logged_in(world, tmp_path)
+        world.rjson("workspace", "add", world.directory("granted"), "--name", "Granted")
+        world.rjson("workspace", "member", "set", "Granted", "bob", "--role", "editor")
+        create = ("schedule", "create", "Granted", "--title", "T", "--command", "true",
+                  "--immediate", "--json")  # fmt: skip
+        assert world.rjson("actor", "ls", **own)  # bob's token used: its first use is recorded
+        before = world.snapshot()
+        refusal = error_of(world.remote(*create, **own), 1)
+        assert refusal["code"] == "run-privilege-required"
+        # An editor may not grant it to himself; the server's owner account does.
+        refusal = error_of(world.remote("actor", "grant", "run", "bob", "--json", **own), 1)
+        assert refusal["code"] == "forbidden" and "owner account" in refusal["message"]
+        assert world.snapshot() == before
+        granted = world.rjson("actor", "grant", "run", "bob")
+        assert (granted["handle"], granted["mayRun"]) == ("bob", True)
+        assert {a["handle"]: a["mayRun"] for a in world.rjson("actor", "ls")}["bob"] is True
+        made = json.loads(world.ok(world.remote(*create, **own)).stdout)
+        assert made["status"] == "created"
+        text = world.ok(world.remote("actor", "revoke", "run", "bob")).stdout
+        assert "revoked run from bob" in text
+        assert error_of(world.remote(*create, **own), 1)["code"] == "run-privilege-required"
+        # The owner account keeps it whatever is revoked.
+        kept = world.rjson("actor", "revoke", "run", OWNER)
+        assert kept["mayRun"] is True
+        missing = error_of(world.remote("actor", "grant", "run", "nobody", "--json"), 1)
+        assert missing["code"] == "not-found"
 
     def test_an_added_actor_is_told_how_to_get_an_account(self, world: World) -> None:
         text = world.ok(world.remote("actor", "add", "dora", "--name", "Dora")).stdout

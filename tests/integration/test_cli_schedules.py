@@ -130,6 +130,8 @@ def _world(url: str, tmp_path: Path) -> Iterator[World]:
     home = services.workspaces.add("alice", tmp_path / "home", "home")
     services.workspaces.set_member("alice", "home", "bob", "editor")
     services.workspaces.set_member("alice", "home", "vera", "viewer")
+    for runner in ("alice", "bob"):  # they create schedules: the run privilege
+        services.grants.grant(runner, "run")
     try:
         yield World(url=url, root=tmp_path, services=services, home_id=str(home.id))
     finally:

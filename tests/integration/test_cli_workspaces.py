@@ -179,6 +179,7 @@ class TestRefusals:
 
     def test_a_workspace_holding_schedules_is_not_removed(self, world: World) -> None:
         world.json("workspace", "add", world.directory("home"), "--name", "home")
+        world.services.grants.grant("alice", "run")
         world.services.schedules.create(
             "alice",
             "home",

@@ -3,6 +3,7 @@
 
 ``home`` (a temporary directory): alice owns it, bob edits, carol views.
 ``away``: dave owns it alone; alice, bob and carol are not members.
+alice, bob and dave hold the run privilege (they create schedules); carol does not.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from kalends.auth.grants import Privilege
 from kalends.bootstrap import Services, build
 from kalends.clock import FakeClock
 from kalends.missions import ScheduleService, Workspace, Workspaces
@@ -69,6 +71,8 @@ def make_mission_world(services: Services, clock: FakeClock, root: Path) -> Miss
         services.workspaces.set_member(alice.id, home.id, bob.id, Role.EDITOR)
         services.workspaces.set_member(alice.id, home.id, carol.id, Role.VIEWER)
         away = services.workspaces.add(dave.id, root / "away", "away")
+        for runner in (alice, bob, dave):
+            services.grants.grant(runner.id, Privilege.RUN)
     return MissionWorld(
         services=services,
         clock=clock,

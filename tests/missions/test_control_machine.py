@@ -110,6 +110,7 @@ class Env:
         self.numbers = itertools.count()
         with services.store.transaction():
             self.owner = services.directory.add_actor("owner", "Owner").id
+            services.grants.grant(self.owner, "run")
 
 
 class ControlMachine(RuleBasedStateMachine):

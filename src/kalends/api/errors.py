@@ -53,7 +53,7 @@ class ErrorBody(BaseModel):
 _STATUS_BY_CODE = {
     400: "Refused before anything else: this request belongs to another route.",
     401: "Not authenticated: no valid session or token.",
-    403: "Authenticated, but not allowed (membership, role, or CSRF).",
+    403: "Authenticated, but not allowed (membership, role, the run privilege, or CSRF).",
     404: "Not found.",
     409: "Conflict with the current state; nothing was written.",
     413: "The body is over its size limit.",

@@ -1,6 +1,7 @@
-"""``kalends actor``: who exists. Local mode: anyone running the CLI may add actors; in
-server mode only the server's owner account may (``POST /api/actors``), and anyone
-logged in may list them."""
+"""``kalends actor``: who exists, and who holds the run privilege. Local mode: anyone
+running the CLI may add actors and grant or revoke the privilege (they own the database
+file); in server mode only the server's owner account may (``POST /api/actors``, ``POST``
+and ``DELETE /api/actors/{actor}/grants/run``), and anyone logged in may list them."""
 
 from __future__ import annotations
 
@@ -11,10 +12,17 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from kalends.auth.grants import ActorPrivileges, Privilege
 from kalends.cli import remote_values as values
 from kalends.cli.notify import notify_app
 from kalends.cli.output import console, emit_json
-from kalends.cli.remote import SERVER_MODE_HELP, Remote, ServerOption, local_or_remote
+from kalends.cli.remote import (
+    SERVER_MODE_HELP,
+    Remote,
+    ServerOption,
+    local_or_remote,
+    path_part,
+)
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
@@ -27,6 +35,10 @@ actor_app = typer.Typer(
     help=(
         f"Actors: the people lists are shared with. {LOCAL_MODE_HELP} {SERVER_MODE_HELP} "
         "On a server only its owner account adds actors. "
+        "Creating a schedule or changing what it runs (command, env, cwd) needs the run "
+        "privilege: `actor grant run ACTOR` gives it (on a server, its owner account "
+        "holds it and alone grants it; locally whoever runs kalends may grant it, "
+        "themselves included). Whoever holds it can run anything the passage user can. "
         f"{EXIT_CODES_HELP}"
     ),
     no_args_is_help=True,
@@ -73,27 +85,105 @@ def add_command(
 def ls_command(
     database: DatabaseOption = None, server: ServerOption = None, json_output: JsonOption = False
 ) -> None:
-    """List every actor."""
+    """List every actor, and whether they hold the run privilege ("may run")."""
     with local_or_remote(database, server, json_output, anonymous=True) as s:
         if isinstance(s, Remote):
-            actors = [values.actor(d) for d in s.get("/api/actors")]
+            listed = [_privileges(d) for d in s.get("/api/actors")]
         else:
-            actors = s.directory.actors()
+            listed = s.services.grants.actors()
     if json_output:
-        emit_json([a.to_json() for a in actors])
+        emit_json([a.to_json() for a in listed])
         return
-    console.print(actors_table(actors))
+    may_run = ["yes" if a.may_run else "" for a in listed]
+    console.print(actors_table([a.actor for a in listed], may_run=may_run))
 
 
-def actors_table(actors: list[Actor], roles: list[str] | None = None) -> Table:
+PrivilegeArgument = Annotated[
+    Privilege, typer.Argument(help="The server privilege: run (defining what passages run).")
+]
+GranteeArgument = Annotated[str, typer.Argument(help="The actor's handle or ID.")]
+
+
+@actor_app.command("grant")
+def grant_command(
+    privilege: PrivilegeArgument,
+    actor: GranteeArgument,
+    database: DatabaseOption = None,
+    server: ServerOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Grant a server privilege: `actor grant run ACTOR` lets them create schedules and
+    change what they run (command, env, cwd).
+
+    Whoever holds run can run anything the passage user can. Local mode: whoever runs
+    kalends may grant it (they own the database file), to themselves too. Server mode:
+    the server's owner account only; it holds the privilege itself without a grant.
+    """
+    with local_or_remote(database, server, json_output, anonymous=True) as s:
+        if isinstance(s, Remote):
+            route = f"/api/actors/{path_part(actor.strip())}/grants/{privilege.value}"
+            done = _privileges(s.post(route))
+        else:
+            done = s.services.grants.grant(actor.strip(), privilege)
+    if json_output:
+        emit_json(done.to_json())
+        return
+    console.print(
+        Text(
+            f"granted {privilege.value} to {done.actor.handle}: they may create schedules "
+            "and change what they run",
+        ),
+        soft_wrap=True,
+    )
+
+
+@actor_app.command("revoke")
+def revoke_command(
+    privilege: PrivilegeArgument,
+    actor: GranteeArgument,
+    database: DatabaseOption = None,
+    server: ServerOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Revoke a server privilege granted before; revoking one not held changes nothing.
+
+    Their schedules keep running as defined; they may still edit objective, notes,
+    timing, bounds and conditions. The server's owner account keeps run whatever is
+    revoked. Who may revoke: as for `actor grant`.
+    """
+    with local_or_remote(database, server, json_output, anonymous=True) as s:
+        if isinstance(s, Remote):
+            route = f"/api/actors/{path_part(actor.strip())}/grants/{privilege.value}"
+            done = _privileges(s.delete(route))
+        else:
+            done = s.services.grants.revoke(actor.strip(), privilege)
+    if json_output:
+        emit_json(done.to_json())
+        return
+    line = f"revoked {privilege.value} from {done.actor.handle}"
+    if done.may_run:
+        line += "; they still hold it as the server's owner account"
+    console.print(Text(line), soft_wrap=True)
+
+
+def _privileges(d: dict[str, object]) -> ActorPrivileges:
+    return ActorPrivileges(actor=values.actor(d), may_run=bool(d.get("mayRun")))
+
+
+def actors_table(
+    actors: list[Actor], roles: list[str] | None = None, *, may_run: list[str] | None = None
+) -> Table:
     table = Table(box=box.SIMPLE_HEAD)
     table.add_column("handle", no_wrap=True)
     table.add_column("name")
     table.add_column("e-mail")
     if roles is not None:
         table.add_column("role", no_wrap=True)
+    if may_run is not None:
+        table.add_column("may run", no_wrap=True)
     for i, actor in enumerate(actors):
         row = [actor.handle, actor.display_name, actor.email or ""]
         row += [roles[i]] if roles is not None else []
+        row += [may_run[i]] if may_run is not None else []
         table.add_row(*(Text(cell) for cell in row))
     return table

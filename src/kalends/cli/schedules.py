@@ -1045,6 +1045,11 @@ def create_command(
     Needs a title, a command and one policy: --policy JSON, or --daily HH:MM, --every 90m,
     --at LOCAL, --after 2h, --cron EXPR (with --zone), or --immediate. With --json: the
     creation receipt. A repeated --request-id returns the first receipt.
+
+    Defining what runs needs the run privilege too, in local mode as on a server: whoever
+    holds it can run anything the passage user can. `kalends actor grant run ACTOR` gives
+    it (locally anyone who may open the database; on a server its owner account). --env
+    names starting with LD_ or PYTHON are refused.
     """
     with local_or_remote(database, server, json_output, actor=actor) as s:
         flags = FieldFlags(
@@ -1204,7 +1209,9 @@ def edit_command(
 
     With a passage pending only --objective and --notes may change. Changing --command,
     --arg or --cwd keeps the environment (its values are never shown); --env replaces it
-    and --clear-env removes it. With --json: the control outcome.
+    and --clear-env removes it. Changing any of them needs the run privilege (`kalends
+    actor grant run ACTOR`); the other fields are the editor role's. With --json: the
+    control outcome.
     """
     with local_or_remote(database, server, json_output, actor=actor) as s:
         flags = FieldFlags(

@@ -82,6 +82,10 @@ POLICY_KINDS = (
 ONE_SHOT_KINDS = frozenset({"immediate", "at", "after"})
 CONDITION_KINDS = ("schedule-succeeded", "mission-completed", "git-branch", "conversation", "files")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+# Environment names a profile may not set (compared in upper case): the dynamic loader's
+# (LD_PRELOAD, LD_LIBRARY_PATH, ...) and Python's (PYTHONPATH, PYTHONSTARTUP, ...), which
+# change what every program of a passage loads, kalends' own shims included.
+_REFUSED_ENV_PREFIXES = ("LD_", "PYTHON")
 _BRANCH = re.compile(r"[A-Za-z0-9._/-]{1,200}")
 _ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _WITHIN_UNITS = {"minutes": 60, "hours": 3600, "days": 86_400}
@@ -241,7 +245,9 @@ def _title(value: object, *, new: bool) -> str:
     return text
 
 
-def _profile(data: object) -> Profile:
+def _profile(data: object, *, stored: bool) -> Profile:
+    """``stored``: read back from storage, where names refused since are kept as stored
+    (so the document still reads, and can be edited or deleted)."""
     obj = _object(data, "profile", ("command", "env", "cwd"))
     if "command" not in obj:
         raise _fail("profile.command", "is required: the program and its arguments")
@@ -265,6 +271,12 @@ def _profile(data: object) -> Profile:
     for key in sorted(env_data):
         if not isinstance(key, str) or not _ENV_NAME.fullmatch(key):
             raise _fail("profile.env", f"{key!r} is not a valid variable name")
+        if not stored and key.upper().startswith(_REFUSED_ENV_PREFIXES):
+            raise _fail(
+                "profile.env",
+                f"{key!r} is refused: names starting with LD_ or PYTHON (in any case) change "
+                "what every program of a passage loads",
+            )
         env.append((key, _text(env_data[key], f"profile.env.{key}", MAX_ENV_VALUE_CHARS)))
     cwd = _cwd(obj.get("cwd", "."))
     return Profile(command=args, env=tuple(env), cwd=cwd)
@@ -445,8 +457,9 @@ def _require_unicode(data: object, field: str) -> None:
         return  # not JSON at all: the parser names the field
 
 
-def config_from_json(data: object, *, new: bool = True) -> Config:
-    """Parse a configuration given by a caller (``new``) or read back from storage."""
+def config_from_json(data: object, *, new: bool = True, stored_profile: bool = False) -> Config:
+    """Parse a configuration given by a caller (``new``) or read back from storage.
+    ``stored_profile``: the profile is the stored one, unchanged (see :func:`_profile`)."""
     if new:
         _require_unicode(data, "config")
     obj = _object(data, "", (*_FIELDS, "v") if not new else _FIELDS)
@@ -466,7 +479,7 @@ def config_from_json(data: object, *, new: bool = True) -> Config:
         title=_title(obj["title"], new=new),
         objective=objective,
         notes=notes,
-        profile=_profile(obj["profile"]),
+        profile=_profile(obj["profile"], stored=stored_profile),
         template=_template(obj.get("template")),
         policy=_policy(obj["policy"]),
         condition=_condition(obj.get("condition")),
@@ -514,4 +527,4 @@ def load_config(text: str) -> Config:
     data = json.loads(text)
     if not isinstance(data, dict) or data.get("v") != CONFIG_VERSION:
         raise InvalidInput(f"configuration: unknown version {data.get('v')!r}", field="config")
-    return config_from_json(data, new=False)
+    return config_from_json(data, new=False, stored_profile=True)

@@ -23,6 +23,8 @@ from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, updat
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
+from kalends.auth.grants import Privilege
+from kalends.auth.grants import require as require_privilege
 from kalends.civil import format_local
 from kalends.errors import (
     ControlConflict,
@@ -515,7 +517,12 @@ class ScheduleService:
         *,
         request_id: str,
     ) -> Receipt:
-        """Create a paused document (it never starts work). Idempotent by ``request_id``."""
+        """Create a paused document (it never starts work). Idempotent by ``request_id``.
+
+        The actor needs the editor role on the workspace and the run privilege (a new
+        document defines what runs); :class:`~kalends.errors.RunPrivilegeRequired` when
+        they lack it, and nothing is written.
+        """
         request_id = check_request_id(request_id)
         parsed = config_from_json(config, new=True)
         digest = _digest("create", config_to_json(parsed))
@@ -523,6 +530,7 @@ class ScheduleService:
         def run(conn: Connection) -> Receipt:
             actor_id = resolve_actor(conn, actor)
             workspace_id, _ = workspace_role(conn, actor_id, workspace, Role.EDITOR)
+            require_privilege(conn, actor_id, Privilege.RUN, "creating a schedule")
             found = self._receipt_row(conn, workspace_id, request_id)
             if found is not None:
                 return self._repeated_create(found, digest)
@@ -717,7 +725,9 @@ class ScheduleService:
         What may change follows seed 002's editor table: everything before the first
         admission and between passages; only objective and notes while a passage is
         pending; nothing while its outcome is uncertain; the template only while no
-        task was ever created from it.
+        task was ever created from it. Changing the profile (command, ``env``, ``cwd``)
+        also needs the run privilege (:class:`~kalends.errors.RunPrivilegeRequired`,
+        nothing written); every other field is the editor role's.
         """
         if not isinstance(changes, Mapping) or not changes:
             raise InvalidInput("changes: name at least one field to change", field="changes")
@@ -796,6 +806,10 @@ class ScheduleService:
             if act is Action.CONFIGURE:
                 assert changes is not None
                 new_config = self._edited(doc, changes)
+                if new_config.profile != doc.config.profile:
+                    require_privilege(
+                        conn, actor_id, Privilege.RUN, "changing a schedule's command, env or cwd"
+                    )
             if act is Action.PLAY and doc.body.first_play_at is None:
                 check_not_past(doc.config, now)
             applied = apply(act, doc, now, request_id=request_id, config=new_config)
@@ -851,7 +865,9 @@ class ScheduleService:
             # The environment's values are never shown, so an edit that names no
             # environment keeps the current one; ``"env": {}`` clears it.
             merged["profile"] = {**profile, "env": doc.config.profile.to_json()["env"]}
-        new = config_from_json(merged, new="title" in changes)
+        new = config_from_json(
+            merged, new="title" in changes, stored_profile="profile" not in changes
+        )
         why = edit_refusal(doc, new)
         if why is not None:
             raise ControlConflict(f"configure: {why}", action="configure", reason=why)

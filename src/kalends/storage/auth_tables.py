@@ -1,4 +1,5 @@
-"""The tables of authentication: accounts, cookie sessions, API tokens and login links.
+"""The tables of authentication: accounts, cookie sessions, API tokens, login links and
+the server privileges granted to actors.
 
 Only digests of secrets are stored: a session's cookie secret, a token and a
 login link are high-entropy random strings, kept as their SHA-256 in hex and
@@ -14,8 +15,10 @@ from kalends.storage.schema import UTCDateTime, metadata
 
 __all__ = [
     "DIGEST_LENGTH",
+    "PRIVILEGE_LENGTH",
     "TOKEN_NAME_LENGTH",
     "accounts",
+    "actor_grants",
     "api_tokens",
     "auth_sessions",
     "login_links",
@@ -25,6 +28,8 @@ __all__ = [
 DIGEST_LENGTH = 64
 # The longest name of an API token, in characters.
 TOKEN_NAME_LENGTH = 120
+# The longest name of a server privilege (``run``), in characters.
+PRIVILEGE_LENGTH = 32
 
 accounts = Table(
     "accounts",
@@ -76,4 +81,13 @@ login_links = Table(
     Column("used_at", UTCDateTime(), nullable=True),
     Index("ix_login_links_actor_id", "actor_id"),
     comment="One-time sign-in links, found by the SHA-256 of their secret; redeemed once.",
+)
+
+actor_grants = Table(
+    "actor_grants",
+    metadata,
+    Column("actor_id", Uuid(), ForeignKey("actors.id", ondelete="CASCADE"), primary_key=True),
+    Column("privilege", String(PRIVILEGE_LENGTH), primary_key=True),
+    Column("granted_at", UTCDateTime(), nullable=False),
+    comment="Server privileges granted to actors by the server's owner (who holds them all).",
 )

@@ -9,6 +9,10 @@ Who may do what, and why:
   anything is read or written). Who exists on a server is the server owner's decision,
   as registering workspace directories is; the new actor has no account until
   ``kalends login-link --as HANDLE`` gives them one.
+- The run privilege (``mayRun`` in the listing): granting and revoking it, the server's
+  owner account only (403 for anyone else, before anything is read or written). Whoever
+  holds it defines what passages run, and so can run anything the passage user can: a
+  server-level decision, not a workspace role. The owner account holds it always.
 - Reminder destinations: each actor reads and changes only their own, the server's
   owner included (403 for anyone else's). The destinations are Apprise URLs that hold
   passwords and tokens and decide where reminders, with their task titles, are sent: an
@@ -42,6 +46,7 @@ __all__ = ["router", "require_server_owner"]
 router = APIRouter(prefix="/api", tags=["actors"], route_class=DispatchedRoute)
 
 ACTORS = "/actors"
+GRANT = ACTORS + "/{actor}/grants/{privilege}"
 DESTINATIONS = ACTORS + "/{actor}/destinations"
 CHANNEL = DESTINATIONS + "/{channel}"
 
@@ -61,6 +66,12 @@ Email = Annotated[str, StringConstraints(max_length=MAX_EMAIL_CHARS, pattern=NO_
 Url = Annotated[str, StringConstraints(max_length=MAX_URL_CHARS, pattern=NO_NUL)]
 ChannelName = Literal["email", "push"]
 ChannelPath = Annotated[ChannelName, Path(description="The channel: email or push.")]
+PrivilegePath = Annotated[
+    Literal["run"], Path(description="The server privilege: run (defining what runs).")
+]
+GranteePath = Annotated[
+    str, Path(alias="actor", pattern=ACTOR_KEY, description="The actor's handle or ID.")
+]
 TargetPath = Annotated[
     str,
     Path(alias="actor", pattern=ACTOR_KEY, description="Whose destinations: your handle or ID."),
@@ -95,6 +106,12 @@ class ActorOut(BaseModel):
     email: str | None
 
 
+class ActorListed(ActorOut):
+    mayRun: bool = Field(
+        description="Holds the run privilege: may create schedules and change what they run."
+    )
+
+
 class DestinationsBody(Strict):
     urls: list[Url] = Field(
         max_length=MAX_URLS,
@@ -125,11 +142,11 @@ class RemovedOut(BaseModel):
 @router.get(
     ACTORS,
     summary="Every actor, by handle (any caller: sharing names people by handle)",
-    response_model=list[ActorOut],
+    response_model=list[ActorListed],
     responses=error_responses(401),
 )
 def list_actors(ctx: ContextDep, who: PrincipalDep) -> JSONResponse:
-    return answer([a.to_json() for a in ctx.services.directory.actors()])
+    return answer([a.to_json() for a in ctx.services.grants.actors()])
 
 
 @router.post(
@@ -143,6 +160,32 @@ def add_actor(body: NewActor, ctx: ContextDep, who: PrincipalDep) -> JSONRespons
     require_server_owner(ctx, who, "add actors")
     added = ctx.services.directory.add_actor(body.handle, body.display_name, body.email)
     return answer(added.to_json(), 201)
+
+
+@router.post(
+    GRANT,
+    summary="Grant a server privilege to an actor (the server's owner account only)",
+    response_model=ActorListed,
+    responses=error_responses(401, 403, 404, 422),
+)
+def grant_privilege(
+    target: GranteePath, privilege: PrivilegePath, ctx: ContextDep, who: PrincipalDep
+) -> JSONResponse:
+    require_server_owner(ctx, who, f"grant the {privilege} privilege")
+    return answer(ctx.services.grants.grant(target, privilege).to_json())
+
+
+@router.delete(
+    GRANT,
+    summary="Revoke an actor's server privilege (the server's owner account only)",
+    response_model=ActorListed,
+    responses=error_responses(401, 403, 404, 422),
+)
+def revoke_privilege(
+    target: GranteePath, privilege: PrivilegePath, ctx: ContextDep, who: PrincipalDep
+) -> JSONResponse:
+    require_server_owner(ctx, who, f"revoke the {privilege} privilege")
+    return answer(ctx.services.grants.revoke(target, privilege).to_json())
 
 
 # --- reminder destinations --------------------------------------------------------------------
