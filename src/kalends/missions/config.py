@@ -50,6 +50,7 @@ from kalends.missions.limits import (
     MAX_TITLE,
     MAX_WITHIN,
 )
+from kalends.missions.runtime.isolation import REFUSED_PREFIXES
 
 __all__ = [
     "CONFIG_VERSION",
@@ -82,10 +83,6 @@ POLICY_KINDS = (
 ONE_SHOT_KINDS = frozenset({"immediate", "at", "after"})
 CONDITION_KINDS = ("schedule-succeeded", "mission-completed", "git-branch", "conversation", "files")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-# Environment names a profile may not set (compared in upper case): the dynamic loader's
-# (LD_PRELOAD, LD_LIBRARY_PATH, ...) and Python's (PYTHONPATH, PYTHONSTARTUP, ...), which
-# change what every program of a passage loads, kalends' own shims included.
-_REFUSED_ENV_PREFIXES = ("LD_", "PYTHON")
 _BRANCH = re.compile(r"[A-Za-z0-9._/-]{1,200}")
 _ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _WITHIN_UNITS = {"minutes": 60, "hours": 3600, "days": 86_400}
@@ -271,11 +268,11 @@ def _profile(data: object, *, stored: bool) -> Profile:
     for key in sorted(env_data):
         if not isinstance(key, str) or not _ENV_NAME.fullmatch(key):
             raise _fail("profile.env", f"{key!r} is not a valid variable name")
-        if not stored and key.upper().startswith(_REFUSED_ENV_PREFIXES):
+        if not stored and key.upper().startswith(REFUSED_PREFIXES):
             raise _fail(
                 "profile.env",
-                f"{key!r} is refused: names starting with LD_ or PYTHON (in any case) change "
-                "what every program of a passage loads",
+                f"{key!r} is refused: names starting with {' or '.join(REFUSED_PREFIXES)} (in "
+                "any case) change what every program of a passage loads",
             )
         env.append((key, _text(env_data[key], f"profile.env.{key}", MAX_ENV_VALUE_CHARS)))
     cwd = _cwd(obj.get("cwd", "."))
