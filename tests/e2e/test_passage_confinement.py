@@ -17,21 +17,33 @@ import tempfile
 import textwrap
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from kalends.auth import Accounts
+from kalends.bootstrap import open_services
 from kalends.missions.runtime.isolation import PassageUser
 
-from .conftest import LOOP_WITHIN, Server, finish, owner_session, poll, start_server
+from .conftest import (
+    CSRF_HEADER,
+    LOOP_WITHIN,
+    Server,
+    finish,
+    owner_session,
+    poll,
+    start_server,
+)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a root server is the case here")
 
 # The system's Python: the passage user cannot run an interpreter kept in root's home.
 SYSTEM_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 CANARY = "server-only-credential"
+EVE_PASSWORD = "correct horse battery staple"
 
 ATTACK = textwrap.dedent(
     """\
@@ -94,10 +106,13 @@ def ok(response: httpx.Response, status: int = 200) -> Any:
     return response.json()
 
 
-class Attack:
-    def __init__(self, server: Server, client: httpx.Client, workspace: Path) -> None:
-        self.server, self.client, self.workspace = server, client, workspace
-        added = ok(client.post("/api/workspaces", json={"path": str(workspace)}), 201)
+class Space:
+    """A workspace the owner registers; ``client`` is who then works in it."""
+
+    def __init__(self, owner: httpx.Client, client: httpx.Client, workspace: Path) -> None:
+        self.client, self.workspace = client, workspace
+        added = ok(owner.post("/api/workspaces", json={"path": str(workspace)}), 201)
+        self.id = added["id"]
         self.scheduled = f"/api/workspaces/{added['id']}/missions/scheduled"
         self.base = f"/api/workspaces/{added['id']}/missions"
 
@@ -127,12 +142,29 @@ class Attack:
         return str(answer["schedule"]["pending"]["passageId"])
 
 
+@dataclass
+class World:
+    server: Server
+    owner: httpx.Client
+    eve: httpx.Client
+    eve_id: str
+    nobody: PassageUser
+
+
 @pytest.fixture(params=["off", "on"], ids=["passage-user", "passage-user+sandbox"])
 def served(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[Server, httpx.Client, PassageUser]]:
+) -> Iterator[World]:
     directory = tmp_path_factory.mktemp("confined")
     database = f"sqlite:///{directory / 'kalends.sqlite3'}"
+    services = open_services(database)
+    try:
+        eve_id = str(services.directory.add_actor("eve", "Eve").id)
+        accounts = Accounts(services.store)
+        accounts.ensure_account("eve")
+        accounts.set_password("eve", EVE_PASSWORD, current_password=None)
+    finally:
+        services.store.close()
     server = start_server(
         database,
         directory,
@@ -143,8 +175,12 @@ def served(
         env={"KALENDS_DATABASE_URL": database, "AWS_SECRET_ACCESS_KEY": CANARY},
     )
     try:
-        with owner_session(server) as client:
-            yield server, client, PassageUser.lookup("nobody")
+        with owner_session(server) as owner, server.client() as eve:
+            login = ok(
+                eve.post("/api/auth/login", json={"handle": "eve", "password": EVE_PASSWORD})
+            )
+            eve.headers[CSRF_HEADER] = login["csrfToken"]
+            yield World(server, owner, eve, eve_id, PassageUser.lookup("nobody"))
     finally:
         finish(server)
 
@@ -157,18 +193,29 @@ def _session_of(server: Server, passage: str) -> str:
     raise AssertionError(f"no start record for {passage}")
 
 
-def test_a_passage_cannot_read_the_server_or_forge_another_passages_report(
-    served: tuple[Server, httpx.Client, PassageUser],
-) -> None:
-    server, client, nobody = served
+def test_an_editor_cannot_become_the_server(served: World) -> None:
+    server, owner, nobody = served.server, served.owner, served.nobody
     victim_space, attacker_space = _open_workspace(nobody), _open_workspace(nobody)
     try:
         (victim_space / "wait.py").write_text(WAIT)
         (attacker_space / "attack.py").write_text(ATTACK)
-        victim = Attack(server, client, victim_space)
-        attacker = Attack(server, client, attacker_space)
+        # The owner's own work, in a workspace eve has no role on.
+        victim = Space(owner, owner, victim_space)
+        # A shared workspace where eve is an editor.
+        attacker = Space(owner, served.eve, attacker_space)
+        ok(
+            owner.put(
+                f"/api/workspaces/{attacker.id}/members/{served.eve_id}", json={"role": "editor"}
+            )
+        )
 
-        # A profile that would load code into every program is refused, nothing stored.
+        # Step 1: a plain editor cannot define what runs.
+        secret = server.directory / "runtime" / "secret"
+        database = server.directory / "kalends.sqlite3"
+        refused = attacker.create({"command": ["sh", "-c", f"cat {database}"]})
+        assert (refused.status_code, refused.json()["code"]) == (403, "run-privilege-required")
+        # Granted the privilege, a profile that preloads a library is still refused.
+        ok(owner.post("/api/actors/eve/grants/run"))
         preload = attacker.create(
             {"command": [SYSTEM_PYTHON, "attack.py"], "env": {"LD_PRELOAD": "/tmp/x.so"}}
         )
@@ -178,16 +225,14 @@ def test_a_passage_cannot_read_the_server_or_forge_another_passages_report(
         victim_passage = victim.run_now(waiting)
         poll(
             lambda: (
-                ok(client.get(f"{victim.base}/{waiting}/schedule"))["pending"]["status"]
-                == "running"
+                ok(owner.get(f"{victim.base}/{waiting}/schedule"))["pending"]["status"] == "running"
             ),
             LOOP_WITHIN,
             "the victim's passage to run",
         )
         victim_session = _session_of(server, victim_passage)
 
-        secret = server.directory / "runtime" / "secret"
-        database = server.directory / "kalends.sqlite3"
+        # Step 2: with the privilege, the passage still reaches nothing of the server's.
         mission = ok(
             attacker.create(
                 {
@@ -213,8 +258,9 @@ def test_a_passage_cannot_read_the_server_or_forge_another_passages_report(
         assert findings["secret"] is None
         assert CANARY not in json.dumps(findings["environ"])
         assert "KALENDS_DATABASE_URL" not in findings["environ"]
+        # Step 3: a token it signs itself is refused, and the victim's passage keeps
+        # no forged report.
         assert findings["forged_status"] == 401
-        # The victim's passage still has no report: nothing was forged for it.
         report = server.directory / "runtime" / "passages" / victim_session / "report.json"
         assert not report.exists()
         (victim_space / "release").touch()
