@@ -155,7 +155,8 @@ class ReparentCycle(InvalidInput):
 
 
 class ControlConflict(Conflict):
-    """The control is not allowed in the schedule's current state; nothing was written."""
+    """The control is not allowed in the schedule's current state; the schedule is
+    unchanged (the refusal is kept under the control's request ID)."""
 
     code = "control-conflict"
 

@@ -145,17 +145,18 @@ def public_refusal(refusal: Expect) -> Access:
     return Access(refusal, refusal, refusal, refusal, unauthenticated=refusal, public=True)
 
 
-def read(status: int = 200, stranger: Expect = FORBIDDEN) -> Access:
-    """Any member of the workspace reads; a non-member gets ``stranger``."""
+def read(status: int = 200, stranger: Expect = NOT_FOUND) -> Access:
+    """Any member of the workspace reads; a non-member gets ``stranger``: by default what
+    a workspace that does not exist gets, so nothing tells them the ID is taken."""
     return Access(ok(status), ok(status), ok(status), stranger)
 
 
-def write(status: int = 200, stranger: Expect = FORBIDDEN) -> Access:
-    """Editors and owners; a viewer is refused."""
+def write(status: int = 200, stranger: Expect = NOT_FOUND) -> Access:
+    """Editors and owners; a viewer, who sees the workspace, is refused (403)."""
     return Access(FORBIDDEN, ok(status), ok(status), stranger)
 
 
-def owners_only(status: int = 200, stranger: Expect = FORBIDDEN) -> Access:
+def owners_only(status: int = 200, stranger: Expect = NOT_FOUND) -> Access:
     """Owners only; an editor is refused too."""
     return Access(FORBIDDEN, FORBIDDEN, ok(status), stranger)
 

@@ -24,7 +24,6 @@ from api.matrix_support import (
     COLUMNS,
     CSRF_FAILED,
     EXPIRED,
-    FORBIDDEN,
     NO_CSRF,
     NOT_FOUND,
     REVOKED,
@@ -257,10 +256,10 @@ AUTH = [
 
 # --- workspaces -----------------------------------------------------------------------------------
 #
-# dave, a member of ``away`` only, gets 403 on every route under home's ID, never 404:
-# the services look the workspace up first and find it, then find no role of his on it
-# (workspace_role: Forbidden "you are not a member of this workspace"). A workspace ID
-# is a random UUID he can only hold if he was given it; an unknown ID is 404.
+# dave, a member of ``away`` only, gets 404 on every route under home's ID, never 403:
+# a workspace he has no role on is, to him, one that does not exist (workspace_role:
+# the same NotFound as an unknown ID's), so no answer tells him that home's ID is taken.
+# A viewer, who may see the workspace, is still refused a write with 403.
 
 WS = "/api/workspaces/{id}"
 
@@ -372,9 +371,10 @@ WORKSPACES = [
 
 # --- mission schedules ----------------------------------------------------------------------------
 #
-# dave gets 403 here too, never 404: every schedule route checks the caller's role on the
-# workspace of its path before it looks the schedule up (routes.missions._within), so a
-# non-member learns nothing of the schedules, not even whether a mission ID exists.
+# dave gets 404 here too, naming the workspace: every schedule route checks the caller's
+# role on the workspace of its path before it looks the schedule up
+# (routes.missions._within), so a non-member learns nothing of the schedules, not even
+# whether a mission ID exists, nor whether the workspace's does.
 
 SCHEDULED = WS + "/missions/scheduled"
 SCHEDULE = WS + "/missions/{missionID}/schedule"
@@ -818,9 +818,10 @@ def test_the_matrix_asks_for_each_kind_of_answer() -> None:
 
 def test_a_schedule_is_found_under_its_own_workspace_only(api: ApiWorld) -> None:
     """away's schedule through home's path: not found for home's members (404 naming
-    missionID); dave, whose schedule it is, is no member of home and is refused (403)
-    exactly as for a mission ID that does not exist — before any schedule is looked up.
-    And home's schedule through away's path: 404 for dave, 403 for home's members."""
+    missionID); dave, whose schedule it is, is no member of home and is told home is not
+    there (404 naming workspace) exactly as for a mission ID that does not exist — before
+    any schedule is looked up. And home's schedule through away's path: 404 naming
+    missionID for dave, 404 naming workspace for home's members."""
     m = make_matrix(api)
     away_mission = m.schedule(workspace=m.away)
     home_mission = m.schedule()
@@ -843,15 +844,16 @@ def test_a_schedule_is_found_under_its_own_workspace_only(api: ApiWorld) -> None
             ),
         ]
 
-    def expect(column: Column, method: str, home_path: bool) -> Expect:
+    def expect(column: Column, method: str, home_path: bool) -> tuple[Expect, str | None]:
+        """The answer, and the field a 404 names."""
         if column.kind in ("none", "passage") or column in (EXPIRED, REVOKED):
-            return UNAUTHENTICATED
+            return UNAUTHENTICATED, None
         if column is NO_CSRF and method == "POST":
-            return CSRF_FAILED
+            return CSRF_FAILED, None
         # A member of the path's workspace is told the schedule is not there; anyone
-        # else is refused the workspace before any schedule is looked up.
+        # else is told the workspace is not there, before any schedule is looked up.
         member_of_path = (column.who == "dave") is not home_path
-        return NOT_FOUND if member_of_path else FORBIDDEN
+        return NOT_FOUND, "missionID" if member_of_path else "workspace"
 
     cases = [
         (True, calls(m.home, away_mission), calls(m.home, NIL)),
@@ -866,14 +868,14 @@ def test_a_schedule_is_found_under_its_own_workspace_only(api: ApiWorld) -> None
                 with nothing_written(api.store), files_unchanged(m.runtime.root):
                     reply = client.request(method, url, json=body, headers=headers)
                     nil = client.request(method, nil_url, json=body, headers=headers)
-                status, code = expect(column, method, home_path)
+                (status, code), field = expect(column, method, home_path)
                 where = f"{method} {url} as {column.name}"
                 got = reply.json()
                 if (reply.status_code, got.get("code")) != (status, code):
                     failures.append(f"{where}: expected {status} {code}, got {reply.text}")
-                elif status == 404 and got["details"].get("field") != "missionID":
-                    failures.append(f"{where}: not about missionID: {reply.text}")
-                elif status != 404 and (nil.status_code, nil.json()) != (status, got):
+                elif field is not None and got["details"].get("field") != field:
+                    failures.append(f"{where}: not about {field}: {reply.text}")
+                elif field != "missionID" and (nil.status_code, nil.json()) != (status, got):
                     # A refusal that does not depend on the mission says nothing of it.
                     failures.append(f"{where}: {reply.text} but for no mission {nil.text}")
                 if "Matrix" in reply.text or "echo" in reply.text:

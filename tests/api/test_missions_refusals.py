@@ -25,6 +25,7 @@ from kalends.storage.engine import WRITE_OPTION
 from kalends.storage.testing import StorageTarget, nothing_written
 from kalends.storage.unit_of_work import Store
 from missions.conftest import daily_config
+from missions.refusal_support import only_the_refusal_recorded
 
 NIL = "00000000-0000-0000-0000-000000000000"
 
@@ -109,7 +110,8 @@ def test_a_control_the_state_refuses_is_a_control_conflict(api: ApiWorld) -> Non
         ("check", "no passage is pending"),
     ]
     for n, (action, _why) in enumerate(cases):
-        with nothing_written(api.store):
+        # The document stays as it was; the refusal is recorded under its request ID.
+        with only_the_refusal_recorded(api.store, f"refused-{n:04d}"):
             reply = post_control(api, mission, control_body(action, f"refused-{n:04d}", 1))
         body = error(reply, 409, "recurrence-control-conflict")
         assert body["details"]["action"] == action
@@ -117,8 +119,9 @@ def test_a_control_the_state_refuses_is_a_control_conflict(api: ApiWorld) -> Non
     api.services.schedules.stop(
         api.actors["bob"].id, mission, request_id="stop-0001", expected_revision=1
     )
-    with nothing_written(api.store):
+    with only_the_refusal_recorded(api.store, "play-0001"):
         reply = post_control(api, mission, control_body("play", "play-0001", 2))
+    with only_the_refusal_recorded(api.store, "run-0001"):
         run = api.client.post(
             schedule(api.home.id, mission, "/run-now"),
             json={"requestID": "run-0001", "expectedRevision": 2},

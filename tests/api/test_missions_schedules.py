@@ -18,6 +18,7 @@ from kalends.missions import limits as mission_limits
 from kalends.missions.config import CONDITION_KINDS, POLICY_KINDS
 from kalends.storage.testing import nothing_written
 from missions.conftest import daily_config
+from missions.refusal_support import only_the_refusal_recorded
 
 
 @pytest.fixture(autouse=True)
@@ -363,8 +364,8 @@ def test_run_now_has_its_own_route(api: ApiWorld) -> None:
             headers=api.headers("bob"),
         )
     assert again.json()["repeated"] is True
-    # A second passage never overlaps the pending one.
-    with nothing_written(api.store):
+    # A second passage never overlaps the pending one (its refusal is recorded).
+    with only_the_refusal_recorded(api.store, "run-0002"):
         busy = api.client.post(
             schedule(api, mission, "/run-now"),
             json={"requestID": "run-0002", "expectedRevision": 2},

@@ -130,9 +130,11 @@ def test_show_is_refused_to_non_members_and_unknown_ids(api: ApiWorld) -> None:
         unknown = api.client.get(f"/api/workspaces/{NIL}", headers=api.headers("dave"))
         malformed = api.client.get("/api/workspaces/home", headers=api.headers("alice"))
         anonymous = api.client.get(f"/api/workspaces/{api.home.id}")
-    error(foreign, 403, "forbidden")
+    # Told as for an ID nobody uses: the same answer but for the ID itself.
+    error(foreign, 404, "not-found")
     assert "alice" not in foreign.text
     error(unknown, 404, "not-found")
+    assert foreign.text.replace(str(api.home.id), NIL) == unknown.text
     assert error(malformed, 422, "invalid-input")["details"]["field"] == "id"
     error(anonymous, 401, "unauthenticated")
 
@@ -181,7 +183,7 @@ def test_only_owners_manage_members_and_an_owner_stays(api: ApiWorld) -> None:
         )
     error(by_editor, 403, "forbidden")
     error(by_viewer, 403, "forbidden")
-    error(by_stranger, 403, "forbidden")
+    error(by_stranger, 404, "not-found")
     error(last_owner, 409, "conflict")
     error(remove_last, 409, "conflict")
     error(not_member, 404, "not-found")
@@ -194,7 +196,7 @@ def test_remove_a_workspace(api: ApiWorld) -> None:
     url = f"/api/workspaces/{api.away.id}"
     with nothing_written(api.store):
         refused = api.client.delete(url, headers=api.headers("alice"))
-    error(refused, 403, "forbidden")
+    error(refused, 404, "not-found")  # alice has no role on dave's workspace
     receipt = api.services.schedules.create(
         api.actors["dave"].id, api.away.id, daily_config(), request_id="create-0001"
     )

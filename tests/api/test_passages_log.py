@@ -147,7 +147,7 @@ def test_the_log_is_refused_outside_the_schedule_workspace(
             log_url(api.away.id, mission, pending["passageId"]), headers=api.headers("dave")
         )
         anonymous = api.client.get(log_url(api.home.id, mission, pending["passageId"]))
-    error(stranger, 403, "forbidden")
+    assert error(stranger, 404, "not-found")["details"]["field"] == "workspace"
     assert error(elsewhere, 404, "not-found")["details"]["field"] == "missionID"
     error(anonymous, 401, "unauthenticated")
     for reply in (stranger, elsewhere, anonymous):

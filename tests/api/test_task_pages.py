@@ -414,11 +414,11 @@ class TestRefusals:
             pytest.param({"limit": "2", "trashed": "true"}, id="with-trash"),
         ],
     )
-    def test_a_page_for_a_non_member_is_403(
+    def test_a_page_for_a_non_member_is_404_as_for_no_list(
         self, api: ApiWorld, stock: dict[str, Task], query: dict[str, str]
     ) -> None:
         reply = refused(
-            api, "GET", tasks_url(api.home_list.id, **query), api.headers("dave"), 403, "forbidden"
+            api, "GET", tasks_url(api.home_list.id, **query), api.headers("dave"), 404, "not-found"
         )
 
         assert "link" not in reply.headers

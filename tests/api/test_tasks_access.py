@@ -22,8 +22,9 @@ class Route:
     kwargs: dict[str, Any] = field(default_factory=dict)
     # "read", "write", or "own" (a route about the caller's own lists and reminders).
     kind: str = "read"
-    # What a non-member gets: 403, or 404 where the route hides that the object exists.
-    stranger: int = 403
+    # What a non-member gets: 404, what an ID nobody uses gets (no answer tells them the
+    # object exists; a member with too low a role gets 403).
+    stranger: int = 404
     # A write that needs the owner role (an editor is refused too).
     owners_only: bool = False
 
@@ -74,7 +75,7 @@ def routes(api: ApiWorld) -> list[Route]:
         Route("GET", f"{t}/reminders"),
         Route("GET", s),
         Route("GET", f"/api/attachments/{attachment.id}"),
-        Route("GET", f"/api/reminders/{claim.id}", stranger=404),
+        Route("GET", f"/api/reminders/{claim.id}"),
         Route("POST", f"{lst}/archive", body(), "write", owners_only=True),
         Route("POST", f"{lst}/unarchive", body(), "write", owners_only=True),
         Route("PUT", f"{lst}/members/dave", body(role="owner"), "write", owners_only=True),
@@ -95,7 +96,7 @@ def routes(api: ApiWorld) -> list[Route]:
         Route("POST", f"{s}/stop", body(expectedRevision=1), "write"),
         Route("POST", f"{t}/comments", body(body="hi"), "write"),
         Route("POST", f"{t}/attachments", {"files": {"file": ("b.txt", b"b")}}, "write"),
-        Route("POST", f"/api/reminders/{claim.id}/retry", kind="write", stranger=404),
+        Route("POST", f"/api/reminders/{claim.id}/retry", kind="write"),
     ]
 
 

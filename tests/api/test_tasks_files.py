@@ -6,10 +6,15 @@ import hashlib
 from typing import Any
 from uuid import UUID
 
+import pytest
+from sqlalchemy import update
+
 from api.conftest import ApiWorld
 from api.test_tasks_support import ZONE, invalid, new_task, ok, refused, schedule
 from kalends.api.routes.tasks_models import AttachmentOut, IntentOut
+from kalends.errors import InvalidInput
 from kalends.reminders.outbox import Outbox
+from kalends.storage.task_tables import attachments
 from kalends.storage.testing import nothing_written
 from kalends.tasks.values import MAX_ATTACHMENT_BYTES
 
@@ -126,7 +131,7 @@ class TestAttachments:
         url = f"/api/tasks/{task['ref']}/attachments"
         files = {"file": ("a.txt", b"a", "text/plain")}
         refused(api, "POST", url, api.headers("carol"), 403, "forbidden", files=files)
-        refused(api, "POST", url, api.headers("dave"), 403, "forbidden", files=files)
+        refused(api, "POST", url, api.headers("dave"), 404, "not-found", files=files)
         refused(api, "POST", url, {}, 401, "unauthenticated", files=files)
         invalid(api, "POST", url, "file", data={"name": "a.txt"})
         invalid(api, "POST", url, "file", json={"file": "abc"})
@@ -148,13 +153,96 @@ class TestAttachments:
     def test_download_refusals(self, api: ApiWorld) -> None:
         task = new_task(api)
         made = ok(upload(api, task), 201)
-        refused(api, "GET", f"/api/attachments/{made['id']}", api.headers("dave"), 403, "forbidden")
+        refused(api, "GET", f"/api/attachments/{made['id']}", api.headers("dave"), 404, "not-found")
         refused(api, "GET", f"/api/attachments/{made['id']}", {}, 401, "unauthenticated")
         refused(
             api, "GET", f"/api/attachments/{UUID(int=9)}", api.headers("alice"), 404, "not-found"
         )
         invalid(api, "GET", "/api/attachments/notes.txt", "attachment_id")
-        refused(api, "GET", f"/api/tasks/{task['ref']}/attachments", api.headers("dave"), 403)
+        refused(api, "GET", f"/api/tasks/{task['ref']}/attachments", api.headers("dave"), 404)
+
+
+# Media types a form may not name: each could never be sent back as a header.
+NOT_MEDIA_TYPES = [
+    pytest.param("text/plain\n", id="line-feed-after"),
+    pytest.param("text/plain\r\n", id="crlf-after"),
+    pytest.param("text/plain\v", id="vertical-tab-after"),
+    pytest.param("text/plain;\na=b", id="line-feed-before-a-parameter"),
+    pytest.param("text/plain;\r\n a=b", id="crlf-before-a-parameter"),
+    pytest.param("text/plain;\va=b", id="vertical-tab-before-a-parameter"),
+    pytest.param("text/plain; a=b\n", id="line-feed-after-a-parameter"),
+    pytest.param('text/plain; a="b\nc"', id="line-feed-in-a-quoted-value"),
+    pytest.param("text/pl\x00ain", id="nul-inside"),
+    pytest.param("text/ plain", id="space-in-the-subtype"),
+    pytest.param(" text/plain", id="leading-space"),
+    pytest.param("text", id="no-subtype"),
+    pytest.param("/plain", id="no-type"),
+    pytest.param("text/plain; charset", id="parameter-without-a-value"),
+    pytest.param("tëxt/plain", id="not-ascii"),
+    pytest.param("a" * 128 + "/b", id="type-over-127-characters"),
+]
+
+# Media types a form may name, sent back exactly as given.
+MEDIA_TYPES = [
+    pytest.param("application/vnd.api+json", id="structured-suffix"),
+    pytest.param("application/x-www-form-urlencoded", id="x-prefix"),
+    pytest.param('text/plain; charset="utf-8"', id="quoted-parameter"),
+    pytest.param("text/plain;charset=utf-8;format=flowed", id="two-parameters-no-spaces"),
+    pytest.param("text/plain ;\tcharset=utf-8", id="space-and-tab-around-the-semicolon"),
+]
+
+
+class TestMediaTypes:
+    @pytest.mark.parametrize("media", NOT_MEDIA_TYPES)
+    def test_a_form_media_type_that_is_no_rfc_6838_type_is_422_naming_the_field(
+        self, api: ApiWorld, media: str
+    ) -> None:
+        task = new_task(api)
+        url = f"/api/tasks/{task['ref']}/attachments"
+        files = {"file": ("a.txt", b"a", "text/plain")}
+        invalid(api, "POST", url, "mediaType", data={"mediaType": media}, files=files)
+        assert ok(api.client.get(url, headers=api.headers("alice"))) == []
+
+    @pytest.mark.parametrize("media", MEDIA_TYPES)
+    def test_a_media_type_with_parameters_is_kept_and_downloads_with_it(
+        self, api: ApiWorld, media: str
+    ) -> None:
+        task = new_task(api)
+        made = ok(
+            api.client.post(
+                f"/api/tasks/{task['ref']}/attachments",
+                files={"file": ("a.bin", b"abc", "application/octet-stream")},
+                data={"mediaType": media},
+                headers=api.headers("alice"),
+            ),
+            201,
+        )
+        assert made["media_type"] == media
+        got = api.client.get(f"/api/attachments/{made['id']}", headers=api.headers("alice"))
+        assert (got.status_code, got.content) == (200, b"abc")
+        assert got.headers["content-type"] == media
+
+    @pytest.mark.parametrize("media", NOT_MEDIA_TYPES)
+    def test_the_service_refuses_what_the_form_refuses(self, api: ApiWorld, media: str) -> None:
+        task = new_task(api)
+        with nothing_written(api.store), pytest.raises(InvalidInput) as caught:
+            api.services.tasks.attach(api.actors["alice"].id, task["ref"], "a.txt", media, b"a")
+        assert caught.value.field == "media_type"
+        assert "\n" not in caught.value.message and "\r" not in caught.value.message
+
+    def test_a_stored_type_that_is_no_media_type_downloads_as_bytes(self, api: ApiWorld) -> None:
+        """One stored before media types were checked whole still downloads."""
+        task = new_task(api)
+        made = ok(upload(api, task), 201)
+        with api.store.transaction() as conn:
+            conn.execute(
+                update(attachments)
+                .where(attachments.c.id == UUID(made["id"]))
+                .values(media_type="text/plain;\r\n a=b")
+            )
+        got = api.client.get(f"/api/attachments/{made['id']}", headers=api.headers("alice"))
+        assert got.status_code == 200
+        assert got.headers["content-type"] == "application/octet-stream"
 
 
 def due_reminder(api: ApiWorld) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -255,7 +343,7 @@ class TestReminders:
         invalid(api, "GET", "/api/reminders?limit=x", "limit")
         invalid(api, "GET", "/api/reminders/abc", "reminder_id")
         invalid(api, "POST", "/api/reminders/abc/retry", "reminder_id")
-        refused(api, "GET", url, api.headers("dave"), 403, "forbidden")
+        refused(api, "GET", url, api.headers("dave"), 404, "not-found")
         refused(api, "GET", f"/api/reminders/{intent['id']}", api.headers("dave"), 404, "not-found")
         refused(api, "GET", "/api/reminders", {}, 401, "unauthenticated")
 

@@ -81,7 +81,7 @@ class TestCreate:
     def test_viewers_and_strangers_cannot_add_tasks(self, api: ApiWorld) -> None:
         body = {"json": {"title": "not mine"}}
         refused(api, "POST", tree_url(api), api.headers("carol"), 403, "forbidden", **body)
-        refused(api, "POST", tree_url(api), api.headers("dave"), 403, "forbidden", **body)
+        refused(api, "POST", tree_url(api), api.headers("dave"), 404, "not-found", **body)
         refused(api, "POST", tree_url(api), {}, 401, "unauthenticated", **body)
 
 
@@ -134,7 +134,7 @@ class TestRead:
         invalid(api, "GET", f"{base}?trashed=maybe", "trashed")
         invalid(api, "GET", f"{base}?tag=a%00b", "tag")
         invalid(api, "GET", "/api/lists/0000/tasks", "list_id")
-        refused(api, "GET", base, api.headers("dave"), 403, "forbidden")
+        refused(api, "GET", base, api.headers("dave"), 404, "not-found")
 
     def test_detail_is_read_by_reference_in_any_case_or_by_id(self, api: ApiWorld) -> None:
         task = new_task(api, title="pay rent", description="before the 5th")
@@ -152,7 +152,7 @@ class TestRead:
 
     def test_detail_refusals(self, api: ApiWorld) -> None:
         task = new_task(api)
-        refused(api, "GET", f"/api/tasks/{task['ref']}", api.headers("dave"), 403, "forbidden")
+        refused(api, "GET", f"/api/tasks/{task['ref']}", api.headers("dave"), 404, "not-found")
         refused(api, "GET", f"/api/tasks/{task['ref']}", {}, 401, "unauthenticated")
         refused(api, "GET", "/api/tasks/ZZZZZZ", api.headers("alice"), 404, "not-found")
         refused(api, "GET", f"/api/tasks/{UUID(int=1)}", api.headers("alice"), 404, "not-found")
@@ -168,7 +168,7 @@ class TestRead:
         TreeNodeOut.model_validate(tree)
         assert tree["title"] == "house"
         assert [c["title"] for c in tree["children"]] == ["kitchen"]
-        refused(api, "GET", f"/api/tasks/{house['ref']}/checklist", api.headers("dave"), 403)
+        refused(api, "GET", f"/api/tasks/{house['ref']}/checklist", api.headers("dave"), 404)
 
 
 class TestEdit:
@@ -259,8 +259,8 @@ class TestEdit:
             "PATCH",
             url,
             api.headers("dave"),
-            403,
-            "forbidden",
+            404,
+            "not-found",
             json={"expectedRevision": 1, "title": "x"},
         )
 
@@ -310,14 +310,14 @@ class TestMove:
         )
         assert moved["list_id"] == str(other.id)
         assert api.services.tasks.get(api.actors["bob"].id, task["id"]).task.list_id == other.id
-        # Alice is no member of bob's list.
+        # Alice is no member of bob's list: to her the task is not there.
         refused(
             api,
             "POST",
             f"/api/tasks/{task['ref']}/move",
             api.headers("alice"),
-            403,
-            "forbidden",
+            404,
+            "not-found",
             json={"expectedRevision": moved["revision"], "list": str(api.home_list.id)},
         )
 
@@ -418,7 +418,7 @@ class TestTrash:
             api, "POST", url, api.headers("carol"), 403, "forbidden", json={"expectedRevision": 1}
         )
         refused(
-            api, "POST", url, api.headers("dave"), 403, "forbidden", json={"expectedRevision": 1}
+            api, "POST", url, api.headers("dave"), 404, "not-found", json={"expectedRevision": 1}
         )
         refused(
             api,
@@ -471,8 +471,8 @@ class TestComments:
         task = new_task(api)
         url = f"/api/tasks/{task['ref']}/comments"
         refused(api, "POST", url, api.headers("carol"), 403, "forbidden", json={"body": "hi"})
-        refused(api, "POST", url, api.headers("dave"), 403, "forbidden", json={"body": "hi"})
-        refused(api, "GET", url, api.headers("dave"), 403, "forbidden")
+        refused(api, "POST", url, api.headers("dave"), 404, "not-found", json={"body": "hi"})
+        refused(api, "GET", url, api.headers("dave"), 404, "not-found")
         invalid(api, "POST", url, "body", json={"body": ""})
         invalid(api, "POST", url, "body", json={"body": "  "})
         invalid(api, "POST", url, "body", json={"text": "hi"})
@@ -499,7 +499,7 @@ class TestHistory:
         ]
         service = api.services.tasks.history(api.actors["carol"].id, task["id"])
         assert [e.to_json() for e in service] == events
-        refused(api, "GET", f"/api/tasks/{task['ref']}/history", api.headers("dave"), 403)
+        refused(api, "GET", f"/api/tasks/{task['ref']}/history", api.headers("dave"), 404)
 
     def test_a_completed_task_stays_readable(self, api: ApiWorld) -> None:
         task = new_task(api)

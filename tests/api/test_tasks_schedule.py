@@ -169,7 +169,7 @@ class TestSchedule:
         url = f"/api/tasks/{task['ref']}/schedule"
         body = {"json": {"expectedRevision": 1, "due": "2025-03-05"}}
         refused(api, "PUT", url, api.headers("carol"), 403, "forbidden", **body)
-        refused(api, "PUT", url, api.headers("dave"), 403, "forbidden", **body)
+        refused(api, "PUT", url, api.headers("dave"), 404, "not-found", **body)
         refused(api, "PUT", url, {}, 401, "unauthenticated", **body)
 
 
@@ -251,8 +251,8 @@ class TestTransitions:
                 "POST",
                 url,
                 api.headers("dave"),
-                403,
-                "forbidden",
+                404,
+                "not-found",
                 json={"expectedRevision": 1},
             )
             invalid(api, "POST", url, "expectedRevision", json={})
@@ -344,7 +344,7 @@ class TestSeries:
         url = f"/api/tasks/{task['ref']}/series"
         body = {"json": {"expectedRevision": 1, "rule": {"kind": "daily"}}}
         refused(api, "POST", url, api.headers("carol"), 403, "forbidden", **body)
-        refused(api, "POST", url, api.headers("dave"), 403, "forbidden", **body)
+        refused(api, "POST", url, api.headers("dave"), 404, "not-found", **body)
         started = repeat_daily(api, task)
         sid = started["series"]["id"]
         refused(api, "POST", url, api.headers("alice"), 409, "revision-conflict", **body)
@@ -362,11 +362,11 @@ class TestSeries:
                 "POST",
                 f"/api/series/{sid}/{action}",
                 api.headers("dave"),
-                403,
+                404,
                 json={"expectedRevision": 1},
             )
             invalid(api, "POST", f"/api/series/{sid}/{action}", "expectedRevision", json={})
-        refused(api, "GET", f"/api/series/{sid}", api.headers("dave"), 403, "forbidden")
+        refused(api, "GET", f"/api/series/{sid}", api.headers("dave"), 404, "not-found")
         refused(api, "GET", f"/api/series/{UUID(int=3)}", api.headers("alice"), 404, "not-found")
         invalid(api, "GET", "/api/series/whatever", "series")
         # A task of no series has no series.

@@ -737,6 +737,17 @@ class TestTasks:
         assert error_of(world.remote(*given, "--json"), 2)["code"] == "invalid-input"
         assert world.snapshot() == before
 
+    def test_a_media_type_with_a_line_break_exits_2_in_both_modes_and_sends_nothing(
+        self, world: World, scratch: str, tmp_path: Path
+    ) -> None:
+        task = world.rjson("task", "add", scratch, "with a file")
+        file = tmp_path / "notes.txt"
+        file.write_text("water: 1 l\n")
+        args = ("task", "attach", task["ref"], str(file), "--type", "text/plain\r\n")
+        refusal = refused_alike(world, 2, *args)
+        assert refusal["code"] == "invalid-input"
+        assert refusal["details"]["field"] == "media_type"
+
     def test_an_unknown_task_is_not_found_as_in_local_mode(self, world: World) -> None:
         assert refused_alike(world, 1, "task", "show", "ZZZZZZ")["code"] == "not-found"
 

@@ -65,6 +65,9 @@ def config(**overrides: Any) -> dict[str, Any]:
     return data
 
 
+CONTROLS = "schedule_controls"
+
+
 def snapshot(services: Services) -> dict[str, list[tuple[str, ...]]]:
     with services.store.engine.connect() as conn:
         return {
@@ -95,13 +98,21 @@ class World:
     def json(self, *args: str, actor: str = "alice", stdin: str | None = None) -> Any:
         return json.loads(self.ok(*args, "--json", actor=actor, stdin=stdin).stdout)
 
-    def refused(self, code: int, *args: str, actor: str = "alice") -> dict[str, Any]:
+    def refused(
+        self, code: int, *args: str, actor: str = "alice", kept: bool = False
+    ) -> dict[str, Any]:
         """A command that must exit ``code``, write nothing and print one error line (after
-        at most one note naming a generated request ID or revision read)."""
+        at most one note naming a generated request ID or revision read). ``kept``: a
+        control the state refuses, whose refusal alone is kept, under its request ID."""
         before = snapshot(self.services)
         result = self.invoke(*args, "--json", actor=actor)
         assert result.exit_code == code, (result.stdout, result.stderr)
-        assert snapshot(self.services) == before, "something was written"
+        after = snapshot(self.services)
+        if kept:
+            records = before.pop(CONTROLS), after.pop(CONTROLS)
+            assert len(records[1]) == len(records[0]) + 1, "no refusal kept"
+            assert set(records[0]) < set(records[1]), "a record changed"
+        assert after == before, "something was written"
         lines = result.stderr.strip().splitlines()
         assert lines[-1].startswith("error: "), result.stderr
         assert len(lines) == 1 or (len(lines) == 2 and "if the reply is lost" in lines[0])
@@ -451,13 +462,14 @@ class TestControls:
 
     def test_a_control_the_state_forbids_is_a_control_conflict(self, world: World) -> None:
         sid = world.schedule()
-        error = world.refused(1, "schedule", "pause", sid, "--request-id", "pause-0001")
+        error = world.refused(1, "schedule", "pause", sid, "--request-id", "pause-0001", kept=True)
         assert error["code"] == "control-conflict"
         assert error["message"] == "pause: the schedule is already paused"
         world.json("schedule", "stop", sid)
-        assert world.refused(1, "schedule", "play", sid)["code"] == "control-conflict"
-        assert world.refused(1, "schedule", "resume", sid)["code"] == "control-conflict"
-        assert world.refused(1, "schedule", "check", sid)["code"] == "control-conflict"
+        for action in ("play", "resume", "check"):
+            assert world.refused(1, "schedule", action, sid, kept=True)["code"] == (
+                "control-conflict"
+            )
 
     def test_viewers_and_strangers_are_refused(self, world: World) -> None:
         sid = world.schedule()
@@ -469,8 +481,10 @@ class TestControls:
         ):
             error = world.refused(1, *args, actor="vera")
             assert error["code"] == "forbidden" and "editor role" in error["message"]
-            assert world.refused(1, *args, actor="nora")["code"] == "forbidden"
-        assert world.refused(1, "schedule", "show", sid, actor="nora")["code"] == "forbidden"
+            # To a stranger the workspace and its schedules are not there.
+            assert world.refused(1, *args, actor="nora")["code"] == "not-found"
+        error = world.refused(1, "schedule", "show", sid, actor="nora")
+        assert (error["code"], error["message"]) == ("not-found", f"schedule: no schedule {sid}")
         assert world.json("schedule", "show", sid, actor="vera")["id"] == sid
 
 
@@ -566,7 +580,7 @@ class TestEdit:
     def test_only_instructions_change_while_a_passage_is_pending(self, world: World) -> None:
         sid = world.schedule()
         world.json("schedule", "run-now", sid)
-        error = world.refused(1, "schedule", "edit", sid, "--every", "1h")
+        error = world.refused(1, "schedule", "edit", sid, "--every", "1h", kept=True)
         assert (
             error["code"] == "control-conflict"
             and "only the objective and notes" in (error["message"])

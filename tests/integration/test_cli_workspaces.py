@@ -165,7 +165,9 @@ class TestRefusals:
             "not-found",
             "workspace: no workspace 'nowhere'",
         )
-        assert world.refused(1, "workspace", "show", "home", actor="nora")["code"] == "forbidden"
+        # A stranger is told what a name nobody uses is told.
+        error = world.refused(1, "workspace", "show", "home", actor="nora")
+        assert (error["code"], error["message"]) == ("not-found", "workspace: no workspace 'home'")
         error = world.refused(1, "workspace", "member", "set", "home", "nora", "--role", "viewer",
                               actor="vera")  # fmt: skip
         assert error["code"] == "forbidden" and "owner role" in error["message"]

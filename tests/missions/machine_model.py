@@ -5,9 +5,13 @@ Written from seed 002 "Daily document controls" and the transition table in
 revision, the desired state, the phase (live, deleting, tombstone), the pending
 passage, the Interrupted mark, the first Play, the quota, the configuration
 generations and the control records (at most 64; a new control evicts the oldest
-completed one, and refuses when every record is unresolved). A Delete with no passage
-pending compacts the document to its tombstone at once, and the records go with it:
-only the Delete's own record stays, so every earlier request then reads unknown.
+completed one, and refuses when every record is unresolved). A control refused at its
+own revision, or at one the document has not reached, is recorded too, as a completed
+record holding its refusal (when no record makes room, the eviction bound rises over
+it instead), so that its status reads the code its answer carried; a stale revision is
+not recorded. A Delete with no passage pending compacts the document to its tombstone
+at once, and the records go with it: only the Delete's own record stays, so every
+earlier request then reads unknown.
 
 Every method is pure: :meth:`Model.control` returns the expected outcome and the
 model after it, so a caller commits the new model only when the real service agreed.
@@ -47,12 +51,14 @@ class Control:
 
 @dataclass(frozen=True, slots=True)
 class Record:
-    """A kept control record: what was asked, at which revision, and what it recorded."""
+    """A kept control record: what was asked, at which revision, and what it recorded;
+    for a refused control, the code of its refusal."""
 
     control: Control
     expected: int
     recorded: int
     complete: bool
+    refused: Kind | None = None
 
 
 Kind = Literal[
@@ -151,15 +157,19 @@ class Model:
             # is a reuse.
             if kept.control != control or kept.expected != expected:
                 return Expected("request-reused", kept), self
+            if kept.refused is not None:
+                return Expected(kept.refused, kept), self  # the same refusal again
             return Expected("repeated", kept), self
         if self.phase == "tombstone":
             return Expected("control-conflict"), self
-        if expected != self.revision:
+        if expected < self.revision:
             return Expected("revision-conflict"), self
+        if expected > self.revision:
+            return self._refuse(request_id, control, expected, "revision-conflict")
         if not self.allows(control.action):
-            return Expected("control-conflict"), self
+            return self._refuse(request_id, control, expected, "control-conflict")
         if control.action == "configure" and not self.edit_allowed(control.payload):
-            return Expected("control-conflict"), self
+            return self._refuse(request_id, control, expected, "control-conflict")
         after, complete = self._apply(request_id, control)
         if control.action == "play" or after.state != "running":
             # Interrupted is desired running without a live scheduler: Pause, Stop and
@@ -194,6 +204,20 @@ class Model:
             )
         after = replace(after, records={**after.records, request_id: record})
         return Expected("applied", record), after
+
+    def _refuse(
+        self, request_id: str, control: Control, expected: int, kind: Kind
+    ) -> tuple[Expected, Model]:
+        """A refusal recorded under its request ID, at the revision an applied control would
+        have recorded; unrecorded, the eviction bound rises over that revision instead."""
+        revision = self.revision + 1
+        room = self._evict()
+        if room is None:
+            return Expected(kind), replace(
+                self, evicted_revision=max(self.evicted_revision, revision)
+            )
+        record = Record(control, expected, revision, complete=True, refused=kind)
+        return Expected(kind, record), replace(room, records={**room.records, request_id: record})
 
     def _apply(self, request_id: str, control: Control) -> tuple[Model, bool]:
         action = control.action
@@ -281,6 +305,8 @@ class Model:
         """Seed 002's exact status read: applied while the record is kept; rejected only when
         storage proves the request never applied and never can; otherwise unknown."""
         kept = self.records.get(request_id)
+        if kept is not None and kept.refused is not None:
+            return Status("rejected", kept.refused)
         if kept is not None:
             return Status("applied", record=kept)
         if expected is None or self.phase == "tombstone":

@@ -11,6 +11,7 @@ import pytest
 from kalends.errors import Forbidden, InvalidInput, NotFound, UnknownZone
 from kalends.storage.testing import nothing_written
 from missions.conftest import MissionWorld, daily_config
+from missions.refusal_support import only_the_refusal_recorded
 from missions.surgery import create
 
 DAILY = {"kind": "daily", "time": "09:00", "zone": "UTC"}
@@ -125,7 +126,10 @@ def test_configure_needs_a_change(mw: MissionWorld) -> None:
 def test_at_in_the_past_is_refused_at_first_play(mw: MissionWorld) -> None:
     # The fake clock starts at 2025-03-01 12:00 UTC; creation keeps the schedule paused.
     sid = create(mw, policy={"kind": "at", "local": "2025-03-01T12:30:00", "zone": "Europe/Berlin"})
-    with nothing_written(mw.store), pytest.raises(InvalidInput) as caught:
+    # The document stays paused; the refusal is kept under its request ID (it never can
+    # apply: the time only recedes further).
+    refused = pytest.raises(InvalidInput)
+    with only_the_refusal_recorded(mw.store, "play-0001"), refused as caught:
         mw.schedules.play(mw.bob.id, sid, request_id="play-0001", expected_revision=1)
     assert caught.value.field == "policy.local"
     assert "past" in caught.value.message
@@ -140,7 +144,8 @@ def test_at_in_the_past_is_refused_at_first_play(mw: MissionWorld) -> None:
 
 def test_end_bound_in_the_past_is_refused_at_first_play(mw: MissionWorld) -> None:
     sid = create(mw, end={"until": {"local": "2025-02-28T00:00:00", "zone": "UTC"}})
-    with nothing_written(mw.store), pytest.raises(InvalidInput) as caught:
+    refused = pytest.raises(InvalidInput)
+    with only_the_refusal_recorded(mw.store, "play-0001"), refused as caught:
         mw.schedules.play(mw.bob.id, sid, request_id="play-0001", expected_revision=1)
     assert caught.value.field == "end.until"
 
@@ -220,18 +225,19 @@ def test_viewer_cannot_create_or_control(mw: MissionWorld) -> None:
 
 
 def test_non_member_can_neither_read_nor_write(mw: MissionWorld) -> None:
+    """To a non-member the workspace and its schedules are not there (as unknown IDs)."""
     sid = create(mw)
     with nothing_written(mw.store):
-        with pytest.raises(Forbidden):
+        with pytest.raises(NotFound):
             mw.schedules.detail(mw.dave.id, sid)
-        with pytest.raises(Forbidden):
+        with pytest.raises(NotFound):
             mw.schedules.page(mw.dave.id, mw.home.id)
-        with pytest.raises(Forbidden):
+        with pytest.raises(NotFound):
             mw.schedules.create(mw.dave.id, mw.home.id, daily_config(), request_id="create-dave")
-        with pytest.raises(Forbidden):
+        with pytest.raises(NotFound):
             mw.schedules.play(mw.dave.id, sid, request_id="play-dave", expected_revision=1)
         # A repeat of someone else's request reads nothing back to a stranger either.
-        with pytest.raises(Forbidden):
+        with pytest.raises(NotFound):
             mw.schedules.create(mw.dave.id, mw.home.id, daily_config(), request_id="create-0001")
 
 

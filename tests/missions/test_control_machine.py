@@ -9,6 +9,8 @@ A hypothesis state machine sends Play, Pause, Stop, Resume, Run now, Check, Conf
   outcome (recorded revision, ``repeated``), nothing changes — or, when its record was
   evicted, whatever a new request at that revision does;
 * with a request ID from history and another control: ``RequestReused``;
+* refused at the current revision or at one not reached yet: the refusal is recorded
+  under the request ID (a completed record), and its status reads its code;
 * in a run of Configure or Check up to the 64-record bound and past it, so records are
   evicted.
 
@@ -234,7 +236,9 @@ class ControlMachine(RuleBasedStateMachine):
         control, expected = self.sent[request_id]
         before = self.model
         want = self.send(request_id, control, expected)
-        if request_id in before.records:
+        # (Once its record was evicted, a request under the same ID may have left its own.)
+        kept = before.records.get(request_id)
+        if kept is not None and (kept.control, kept.expected) == (control, expected):
             assert want.kind == "repeated" and self.model == before
 
     @precondition(lambda self: self.history)
@@ -245,7 +249,8 @@ class ControlMachine(RuleBasedStateMachine):
             control = Control("check" if control.action != "check" else "play")
         before = self.model
         want = self.send(request_id, control, self.model.revision)
-        if request_id in before.records:
+        kept = before.records.get(request_id)
+        if kept is not None and (kept.control, kept.expected) != (control, before.revision):
             assert want.kind == "request-reused" and self.model == before
 
     @precondition(

@@ -13,6 +13,7 @@ from kalends.errors import ControlConflict, RequestReused, RevisionConflict
 from kalends.missions import ACTIONS
 from kalends.storage.testing import nothing_written
 from missions.conftest import MissionWorld, daily_config
+from missions.refusal_support import only_the_refusal_recorded
 from missions.surgery import control, create, edit_body, revision
 
 # --- the transition table ---------------------------------------------------------------
@@ -113,7 +114,14 @@ def test_transition_table(mw: MissionWorld, state: str) -> None:
             _effect(action, before, after)
         else:
             assert action not in offered, action
-            with nothing_written(mw.store), pytest.raises(ControlConflict) as caught:
+            # The document stays as it was; the refusal is recorded under its request ID
+            # (a tombstone keeps no record of it).
+            guard = (
+                nothing_written(mw.store)
+                if state == "tombstone"
+                else only_the_refusal_recorded(mw.store, "the-control")
+            )
+            with guard, pytest.raises(ControlConflict) as caught:
                 mw.schedules.control(
                     mw.bob.id,
                     sid,
@@ -306,9 +314,16 @@ def test_control_status_answers(mw: MissionWorld) -> None:
     # At the current revision an allowed control could still apply: unknown, not rejected.
     could = status(mw.carol.id, sid, "pause-later", expected_revision=2, action="pause")
     assert (could.status, could.code) == ("unknown", None)
-    # Without an action nothing proves a refusal at the current revision.
-    bare = status(mw.carol.id, sid, "resume-0001", expected_revision=2)
+    # Without an action nothing proves a refusal at the current revision…
+    bare = status(mw.carol.id, sid, "resume-0002", expected_revision=2)
     assert bare.status == "unknown"
+    # …but a refusal recorded under its request ID proves itself.
+    recorded = status(mw.carol.id, sid, "resume-0001")
+    assert (recorded.status, recorded.code, recorded.action) == (
+        "rejected",
+        "control-conflict",
+        "resume",
+    )
     # Never seen, no expected revision: unknown.
     never = status(mw.carol.id, sid, "never-sent")
     assert (never.status, never.code, never.revision) == ("unknown", None, None)

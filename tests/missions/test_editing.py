@@ -17,8 +17,8 @@ from kalends.missions import Body, PassageStatus
 from kalends.missions.config import load_config
 from kalends.missions.document import archive, latest_missed
 from kalends.storage.mission_tables import schedules
-from kalends.storage.testing import nothing_written
 from missions.conftest import MissionWorld
+from missions.refusal_support import only_the_refusal_recorded
 from missions.surgery import control, create, edit_body, result, revision, stored_body
 
 EVERY_20 = {"kind": "every", "minutes": 20}
@@ -108,7 +108,7 @@ def test_only_objective_and_notes_while_a_passage_is_pending(
     control(mw, sid, "play", "play-0001")
     control(mw, sid, "run-now", "run-now-1")
     refused = pytest.raises(ControlConflict, match="only the objective and notes")
-    with nothing_written(mw.store), refused:
+    with only_the_refusal_recorded(mw.store, "edit-0001"), refused:
         _configure(mw, sid, changes, "edit-0001")
     _configure(mw, sid, {"objective": "Tomorrow's work.", "notes": "Be brief."}, "edit-0002")
     detail = mw.schedules.detail(mw.alice.id, sid)
@@ -132,7 +132,8 @@ def test_read_only_while_the_pending_passage_is_uncertain(mw: MissionWorld) -> N
     detail = mw.schedules.detail(mw.alice.id, sid)
     assert detail["locks"]["readOnly"] is True
     assert "configure" not in detail["availableActions"]
-    with nothing_written(mw.store), pytest.raises(ControlConflict, match="uncertain"):
+    refused = pytest.raises(ControlConflict, match="uncertain")
+    with only_the_refusal_recorded(mw.store, "edit-0001"), refused:
         _configure(mw, sid, {"notes": "Even notes wait."}, "edit-0001")
     # Pause and Stop stay available: an uncertain passage never blocks them.
     assert {"pause", "stop"} <= set(detail["availableActions"])
@@ -145,7 +146,7 @@ def test_template_locked_once_a_task_was_created(mw: MissionWorld) -> None:
     assert mw.schedules.detail(mw.alice.id, sid)["locks"]["template"] is True
     for i, template in enumerate(([{"title": "Step two"}], None)):
         locked = pytest.raises(ControlConflict, match="template is locked")
-        with nothing_written(mw.store), locked:
+        with only_the_refusal_recorded(mw.store, f"edit-lock-{i}"), locked:
             _configure(mw, sid, {"template": template}, f"edit-lock-{i}")
     # The same template, given again, is no change; other fields stay editable.
     _configure(
@@ -264,7 +265,8 @@ def test_quota_counts_run_now_reservations_and_failures(mw: MissionWorld) -> Non
     assert spent["counters"] == {"admitted": 2, "settled": 2, "successful": 1}
     assert "run-now" not in spent["availableActions"]
     assert (spent["blockReason"], spent["nextDueAt"]) == ("quota-exhausted", None)
-    with nothing_written(mw.store), pytest.raises(ControlConflict, match="quota"):
+    refused = pytest.raises(ControlConflict, match="quota")
+    with only_the_refusal_recorded(mw.store, "run-now-3"), refused:
         mw.schedules.run_now(
             mw.bob.id, sid, request_id="run-now-3", expected_revision=revision(mw, sid)
         )

@@ -58,7 +58,7 @@ def test_list_shows_only_memberships_with_live_counts(mw: MissionWorld) -> None:
     dave = mw.workspaces.list(mw.dave.id)
     assert [(w.name, w.role, w.schedules) for w in dave] == [("away", Role.OWNER, 0)]
     assert mw.schedules.detail(mw.alice.id, kept)["phase"] == "live"
-    with pytest.raises(Forbidden):
+    with pytest.raises(NotFound):  # a non-member is told what an unknown ID is told
         mw.workspaces.get(mw.dave.id, mw.home.id)
     with pytest.raises(NotFound):
         mw.workspaces.get(mw.alice.id, "no-such-workspace")
@@ -131,7 +131,7 @@ def test_member_roles(mw: MissionWorld) -> None:
     carol = create(mw)
     mw.schedules.play(mw.carol.id, carol, request_id="play-carol", expected_revision=1)
     mw.workspaces.remove_member(mw.alice.id, mw.home.id, mw.dave.id)
-    with pytest.raises(Forbidden):
+    with pytest.raises(NotFound):
         mw.schedules.page(mw.dave.id, mw.home.id)
 
 

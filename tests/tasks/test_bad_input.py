@@ -462,32 +462,32 @@ REFUSALS = [
         "forbidden",
         id="viewer-attaches",
     ),
-    # A non-member reading a task.
+    # A non-member reading a task: told as for a task that does not exist.
     pytest.param(
         lambda s: s.tasks.get(s.world.dave.id, s.task.id),
-        Forbidden,
-        "forbidden",
+        NotFound,
+        "not-found",
         id="outsider-gets",
     ),
     # A non-member reading a list.
     pytest.param(
         lambda s: s.tasks.tree(s.world.dave.id, s.world.home.id),
-        Forbidden,
-        "forbidden",
+        NotFound,
+        "not-found",
         id="outsider-tree",
     ),
     # A non-member reading history.
     pytest.param(
         lambda s: s.tasks.history(s.world.dave.id, s.task.ref),
-        Forbidden,
-        "forbidden",
+        NotFound,
+        "not-found",
         id="outsider-history",
     ),
     # A non-member writing.
     pytest.param(
         lambda s: s.tasks.rename(s.world.dave.id, s.task.id, s.task.revision, "x"),
-        Forbidden,
-        "forbidden",
+        NotFound,
+        "not-found",
         id="outsider-renames",
     ),
     # Moving a subtree to a list the actor only views.
@@ -497,13 +497,13 @@ REFUSALS = [
         "forbidden",
         id="move-to-viewed-list",
     ),
-    # Moving a subtree to a list the actor is not a member of.
+    # Moving a subtree to a list the actor is not a member of: as to no list at all.
     pytest.param(
         lambda s: s.tasks.move_to_list(
             s.world.bob.id, s.task.id, s.task.revision, s.world.private.id
         ),
-        Forbidden,
-        "forbidden",
+        NotFound,
+        "not-found",
         id="move-to-foreign-list",
     ),
     # --- structure ---

@@ -7,7 +7,7 @@ from datetime import date
 
 import pytest
 
-from kalends.errors import Forbidden
+from kalends.errors import NotFound
 from kalends.tasks import Task, TaskDetail, TaskStatus, TreeNode, parse_schedule
 from kalends.tasks.refs import ALPHABET, REF_LENGTH
 
@@ -124,7 +124,8 @@ class TestGet:
         world.tasks.get(world.bob.id, task.id)
         world.services.directory.share(world.alice.id, world.home.id, world.bob.id, None)
 
-        with pytest.raises(Forbidden):
+        # To a non-member the task is not there, as one that never existed.
+        with pytest.raises(NotFound):
             world.tasks.get(world.bob.id, task.id)
 
 

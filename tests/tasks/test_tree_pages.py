@@ -13,7 +13,7 @@ from typing import Any, cast
 import pytest
 from sqlalchemy import event
 
-from kalends.errors import Forbidden, InvalidInput, NotFound
+from kalends.errors import InvalidInput, NotFound
 from kalends.storage.unit_of_work import Store
 from kalends.tasks import Task, TaskStatus, TreeNode, parse_schedule
 from kalends.tasks.models import TreePage
@@ -642,15 +642,15 @@ class TestAccess:
 
     @pytest.mark.parametrize("filters", UNFILTERED_AND_FILTERED)
     @pytest.mark.parametrize("after", [None, "1048576:AAAAAA"])
-    def test_a_non_member_is_refused_and_nothing_is_written(
+    def test_a_non_member_is_told_the_list_is_not_there_and_nothing_is_written(
         self, stock: Stock, filters: dict[str, Any], after: str | None
     ) -> None:
         world = stock.world
 
         with nothing_written(world.store):
-            with pytest.raises(Forbidden):
+            with pytest.raises(NotFound):
                 world.tasks.tree_page(world.dave.id, world.home.id, limit=2, after=after, **filters)
-            with pytest.raises(Forbidden):
+            with pytest.raises(NotFound):
                 world.tasks.tree_page(world.bob.id, world.private.id, limit=2, **filters)
 
     def test_an_unknown_list_or_actor_is_not_found(self, world: World) -> None:

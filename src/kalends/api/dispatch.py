@@ -31,11 +31,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from anyio import to_thread
+from fastapi import params
 from fastapi.routing import APIRoute
 from sqlalchemy.engine import Connection
 from starlette.routing import Match
 from starlette.types import Scope
 
+from kalends.api.bodies import with_depth_bound
 from kalends.api.context import ApiContext
 from kalends.api.handlers import Handler, plan_route
 from kalends.api.security import DeferredPrincipal
@@ -166,10 +168,15 @@ class DispatchedRoute(APIRoute):
 
     def get_route_handler(self) -> Handler:
         """The framework's handler, behind this route's plan when it has one
-        (:mod:`kalends.api.handlers`)."""
+        (:mod:`kalends.api.handlers`), and behind the bound on a JSON body's nesting
+        (:mod:`kalends.api.bodies`) when the route takes one."""
         framework = super().get_route_handler()
         plan = plan_route(self)
-        return framework if plan is None else plan.handler(framework)
+        handler = framework if plan is None else plan.handler(framework)
+        body = self.dependant.body_params
+        if body and not isinstance(body[0].field_info, params.Form):
+            return with_depth_bound(handler)
+        return handler
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         # Under a root path (a mounted application) the framework strips it first.

@@ -82,7 +82,9 @@ class Plan:
                 return None
             try:
                 body = await request.json()
-            except ValueError:
+            except (ValueError, RecursionError):
+                # (RecursionError: nested deeper than the decoder recurses, which the
+                # bound of kalends.api.bodies keeps from here; the framework refuses it)
                 return None
         solved: dict[Any, Any] = {}
         values: dict[str, Any] = {}

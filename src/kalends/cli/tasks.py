@@ -48,6 +48,7 @@ from kalends.cli.task_views import (
 )
 from kalends.errors import InvalidInput, OpenDescendants
 from kalends.tasks import Task, TaskDetail, TaskList, TaskStatus, TreeNode
+from kalends.tasks.media import check_media_type
 from kalends.tasks.series import SeriesView
 
 task_app = typer.Typer(
@@ -532,7 +533,9 @@ def attach_command(
             ) from exc
         label = name if name is not None else file.name
         guessed = mimetypes.guess_type(label)[0] or "application/octet-stream"
-        media = media_type or guessed
+        # Checked before either mode sends it: a line break is no media type, and the
+        # client's multipart encoder would fail on it rather than refuse it.
+        media = check_media_type(media_type if media_type is not None else guessed)
         if isinstance(s, Remote):
             answer = s.upload(
                 _task_route(ref, "attachments"),

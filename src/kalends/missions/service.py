@@ -3,7 +3,11 @@
 Every mutation is one compare-and-swap on the document's revision. Controls
 carry a request ID and the revision the caller saw: a repeated request ID
 returns the original outcome and never acts twice; a stale revision is a
-conflict that changes nothing (seed 002 "Daily document controls").
+conflict that changes nothing (seed 002 "Daily document controls"). A control
+refused at its own revision, or at one not reached yet, changes nothing of the
+document either; its refusal is recorded under its request ID, so that a repeat
+and the exact status read answer what the refusal answered
+(:mod:`kalends.missions.refusals`).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from kalends.errors import (
     ControlConflict,
     CorruptDocument,
     InvalidInput,
+    KalendsError,
     LimitReached,
     NotFound,
     RequestReused,
@@ -67,6 +72,12 @@ from kalends.missions.limits import (
     MAX_TOMBSTONES,
     MIN_REQUEST_ID,
 )
+from kalends.missions.refusals import (
+    APPLIED,
+    insert_refusal,
+    refusal_of,
+    refusal_outcome,
+)
 from kalends.missions.views import iso, project, project_tombstone
 from kalends.missions.workspaces import check_role, workspace_role
 from kalends.storage.ids import ids_at
@@ -78,7 +89,7 @@ from kalends.storage.mission_tables import (
     workspaces,
 )
 from kalends.storage.prepared import Prepared
-from kalends.storage.unit_of_work import Store, for_update
+from kalends.storage.unit_of_work import Store, for_update, keeping_writes
 from kalends.tasks.access import parse_uuid, resolve_actor
 from kalends.tasks.values import Role
 
@@ -236,7 +247,8 @@ _SCHEDULE = Prepared(_SCHEDULE_ROW)
 _sc = schedule_controls
 _rc = schedule_controls.alias("repeat_of")
 # A control's first read: the schedule's row, the record of its request ID if that
-# request was applied before, and how many records the schedule keeps (the bound of 64).
+# request was answered before (applied or refused), and how many records the schedule
+# keeps (the bound of 64).
 _SCHEDULE_FOR_CONTROL = Prepared(
     _SCHEDULE_ROW.add_columns(
         _rc.c.action.label("repeat_action"),
@@ -244,6 +256,7 @@ _SCHEDULE_FOR_CONTROL = Prepared(
         _rc.c.expected_revision.label("repeat_expected"),
         _rc.c.recorded_revision.label("repeat_recorded"),
         _rc.c.complete.label("repeat_complete"),
+        _rc.c.outcome.label("repeat_outcome"),
         select(func.count())
         .select_from(_sc)
         .where(_sc.c.schedule_id == _S.c.id)
@@ -278,7 +291,8 @@ _CAS_ONE = Prepared(_CAS)
 _OLDEST = (
     select(_sc.c.request_id, _sc.c.recorded_revision)
     .where(_sc.c.schedule_id == bindparam("schedule_id"), _sc.c.complete)
-    .order_by(_sc.c.recorded_revision)
+    # (a refusal's record shares its recorded revision with others: one order for both)
+    .order_by(_sc.c.recorded_revision, _sc.c.request_id)
     .limit(bindparam("excess"))
 )
 _OLDEST_COMPLETE = Prepared(_OLDEST)
@@ -477,8 +491,12 @@ def compact(conn: Connection, row: Any, now: datetime) -> bool:
     )
     if result.rowcount != 1:
         return False
+    # Only the Delete's own record stays (a refused Delete's goes with the others).
     conn.execute(
-        delete(_sc).where(_sc.c.schedule_id == row.id, _sc.c.action != Action.DELETE.value)
+        delete(_sc).where(
+            _sc.c.schedule_id == row.id,
+            or_(_sc.c.action != Action.DELETE.value, _sc.c.outcome != APPLIED),
+        )
     )
     conn.execute(update(_sc).where(_sc.c.schedule_id == row.id).values(complete=True))
     return True
@@ -770,9 +788,10 @@ class ScheduleService:
             actor_id = resolve_actor(conn, actor)
             key = {"actor_id": actor_id, "schedule_id": schedule_id, "request_id": request_id}
             row = _SCHEDULE_FOR_CONTROL.first(conn, key)
+            unseen = NotFound(f"schedule: no schedule {schedule_id}", field="schedule")
             if row is None:
-                raise NotFound(f"schedule: no schedule {schedule_id}", field="schedule")
-            check_role(row.role, Role.EDITOR)
+                raise unseen
+            check_role(row.role, Role.EDITOR, unseen=unseen)
             if row.repeat_action is not None:
                 record = SimpleNamespace(
                     action=row.repeat_action,
@@ -780,6 +799,7 @@ class ScheduleService:
                     expected_revision=row.repeat_expected,
                     recorded_revision=row.repeat_recorded,
                     complete=row.repeat_complete,
+                    outcome=row.repeat_outcome,
                 )
                 return self._repeat_of(
                     conn, record, row, actor_id, request_id, act, digest, expected
@@ -788,30 +808,45 @@ class ScheduleService:
                 raise ControlConflict(
                     f"schedule {schedule_id} is deleted", action=act.value, reason="deleted"
                 )
+            answered = (request_id, act, expected, digest)
             if row.revision != expected:
-                raise RevisionConflict(
+                stale = RevisionConflict(
                     f"schedule {schedule_id} is at revision {row.revision}, not {expected}: "
                     "it changed since you read it; read it again",
                     expected=expected,
                     actual=row.revision,
                 )
+                if expected < row.revision:
+                    raise stale  # needs no record: the status read proves it by itself
+                raise self._refused(conn, row, answered, stale)
             doc = _doc(row)
             why = refusal(act, doc)
             if why is not None:
-                raise ControlConflict(
-                    f"{act.value}: {why}", action=act.value, reason=why, revision=row.revision
+                raise self._refused(
+                    conn,
+                    row,
+                    answered,
+                    ControlConflict(
+                        f"{act.value}: {why}", action=act.value, reason=why, revision=row.revision
+                    ),
                 )
             now = self.store.clock.now()
             new_config = None
             if act is Action.CONFIGURE:
                 assert changes is not None
-                new_config = self._edited(doc, changes)
+                try:
+                    new_config = self._edited(doc, changes)
+                except ControlConflict as exc:  # the edit is valid, but not allowed now
+                    raise self._refused(conn, row, answered, exc) from None
                 if new_config.profile != doc.config.profile:
                     require_privilege(
                         conn, actor_id, Privilege.RUN, "changing a schedule's command, env or cwd"
                     )
             if act is Action.PLAY and doc.body.first_play_at is None:
-                check_not_past(doc.config, now)
+                try:
+                    check_not_past(doc.config, now)
+                except InvalidInput as exc:
+                    raise self._refused(conn, row, answered, exc) from None
             applied = apply(act, doc, now, request_id=request_id, config=new_config)
             try:
                 revision, complete, view = self._write(
@@ -821,6 +856,7 @@ class ScheduleService:
                 # Another writer came first: perhaps with this very request.
                 raced = _CONTROL.first(conn, {"schedule_id": row.id, "request_id": request_id})
                 if raced is not None:
+                    # (applied or refused by a concurrent attempt of this request)
                     return self._repeat_of(
                         conn, raced, row, actor_id, request_id, act, digest, expected
                     )
@@ -875,10 +911,50 @@ class ScheduleService:
 
     def _row(self, conn: Connection, actor_id: UUID, schedule_id: UUID, minimum: Role) -> Any:
         row = _SCHEDULE.first(conn, {"actor_id": actor_id, "schedule_id": schedule_id})
+        unseen = NotFound(f"schedule: no schedule {schedule_id}", field="schedule")
         if row is None:
-            raise NotFound(f"schedule: no schedule {schedule_id}", field="schedule")
-        check_role(row.role, minimum)
+            raise unseen
+        check_role(row.role, minimum, unseen=unseen)
         return row
+
+    def _refused(
+        self,
+        conn: Connection,
+        row: Any,
+        answered: tuple[str, Action, int, str],
+        error: KalendsError,
+    ) -> KalendsError:
+        """``error``, the answer to this request, recorded under its request ID in this
+        transaction and marked so that the transaction commits the record as it raises
+        (:mod:`kalends.missions.refusals`). Raise it before any other write."""
+        request_id, act, expected, digest = answered
+        # The revision it would have recorded: evicting its record bounds it.
+        revision = min(expected, row.revision) + 1
+        now = self.store.clock.now()
+        try:
+            self._record(
+                conn,
+                row,
+                row.control_count,
+                request_id,
+                act,
+                expected,
+                revision,
+                True,
+                digest,
+                now,
+                outcome=refusal_outcome(error),
+            )
+        except LimitReached:
+            # Every record is an unresolved control's, so none makes room: unrecorded, the
+            # refusal raises the eviction bound over it, and its status reads unknown.
+            bound = {"b_schedule_id": row.id, "bound": revision}
+            _RAISE_EVICTED[conn.dialect.name].rowcount(conn, bound)
+        except _Raced:
+            # A concurrent attempt of this request recorded its answer first: this one
+            # answers the same and writes nothing.
+            return error
+        return keeping_writes(error)
 
     def _project(self, row: Any, doc: DocState | None = None) -> dict[str, Any]:
         """The detail of ``row``; ``doc``: its document when already parsed (just written)."""
@@ -897,7 +973,9 @@ class ScheduleService:
         digest: str,
         expected: int,
     ) -> ControlOutcome:
-        """The outcome of a request applied before as ``record``, or :class:`RequestReused`."""
+        """The outcome of a request answered before as ``record``: its outcome again when it
+        applied, its refusal again when it was refused; :class:`RequestReused` when this
+        request is another under the same ID."""
         # A request is its action, payload and expected revision: another of any of them
         # under the same ID is a reuse, never the original's repeat.
         if (
@@ -910,6 +988,9 @@ class ScheduleService:
                 f"{record.expected_revision} with other input; use a new request ID",
                 field="request_id",
             )
+        refused = refusal_of(record.outcome)
+        if refused is not None:
+            raise refused
         fresh = _SCHEDULE.first(conn, {"actor_id": actor_id, "schedule_id": row.id})
         return ControlOutcome(
             request_id=request_id,
@@ -1004,10 +1085,13 @@ class ScheduleService:
         complete: bool,
         digest: str,
         now: datetime,
+        *,
+        outcome: str = APPLIED,
     ) -> int:
         """Insert the control record, evicting the oldest completed ones past the bound of
         64 (``count``: how many the schedule keeps now); returns the highest evicted
-        revision (0 when none was evicted)."""
+        revision (0 when none was evicted). A refusal's record (``outcome``) is left out,
+        raising :class:`_Raced`, when one of its request ID is there already."""
         bound = 0
         if count >= MAX_CONTROL_RECORDS:
             excess = count - MAX_CONTROL_RECORDS + 1
@@ -1028,20 +1112,21 @@ class ScheduleService:
             # Seed 002: a schedule admits a single unresolved Pause/Stop; the newest one
             # carries the interruption, so it supersedes (completes) the earlier ones.
             _SUPERSEDE.rowcount(conn, {"b_schedule_id": row.id})
-        _INSERT_CONTROL.rowcount(
-            conn,
-            {
-                "schedule_id": row.id,
-                "request_id": request_id,
-                "action": act.value,
-                "expected_revision": expected,
-                "recorded_revision": revision,
-                "complete": complete,
-                "digest": digest,
-                "outcome": "{}",
-                "at": now,
-            },
-        )
+        values = {
+            "schedule_id": row.id,
+            "request_id": request_id,
+            "action": act.value,
+            "expected_revision": expected,
+            "recorded_revision": revision,
+            "complete": complete,
+            "digest": digest,
+            "outcome": outcome,
+            "at": now,
+        }
+        if outcome == APPLIED:
+            _INSERT_CONTROL.rowcount(conn, values)
+        elif conn.execute(insert_refusal(_sc, conn.dialect.name), values).first() is None:
+            raise _Raced
         return bound
 
     # --- status reads -------------------------------------------------------------------
@@ -1056,7 +1141,8 @@ class ScheduleService:
         action: Action | str | None = None,
     ) -> ControlStatus:
         """The exact status of a control (seed 002): ``applied`` when its record is kept;
-        ``rejected`` only when the store proves it never applied and never can; otherwise
+        ``rejected`` only when the store proves it never applied and never can, with the
+        code and reason its answer carried when its refusal is recorded; otherwise
         ``unknown`` (evicted, never seen, or still able to apply). A read only.
         """
         request_id = check_request_id(request_id)
@@ -1073,6 +1159,18 @@ class ScheduleService:
             actor_id = resolve_actor(conn, actor)
             row = self._row(conn, actor_id, schedule_id, Role.VIEWER)
             record = _CONTROL.first(conn, {"schedule_id": schedule_id, "request_id": request_id})
+            refused = None if record is None else refusal_of(record.outcome)
+            if record is not None and refused is not None:
+                reason = refused.details.get("reason")
+                return ControlStatus(
+                    request_id=request_id,
+                    status="rejected",
+                    code=refused.code,
+                    action=record.action,
+                    expected_revision=record.expected_revision,
+                    at=record.at,
+                    reason=reason if isinstance(reason, str) else refused.message,
+                )
             if record is not None:
                 return ControlStatus(
                     request_id=request_id,

@@ -4,6 +4,10 @@ The actor who registers a directory becomes its owner. Owners manage members
 and remove the workspace; editors create and control schedules; viewers read.
 A path is stored resolved (absolute, symbolic links followed) and registered
 once.
+
+A workspace (or a schedule in one) the actor has no role on is, to them, one that
+does not exist: the same :class:`NotFound` as an ID nobody uses, and a name resolves
+among their own workspaces only. A member whose role is too low is :class:`Forbidden`.
 """
 
 from __future__ import annotations
@@ -76,13 +80,16 @@ WORKSPACE_ROLE = (
 )
 
 
-def workspace_id_of(conn: Connection, workspace: UUID | str) -> UUID:
-    """A workspace given by ID or unique name."""
+def workspace_id_of(conn: Connection, actor_id: UUID, workspace: UUID | str) -> UUID:
+    """A workspace given by ID, or by a name unique among the actor's workspaces."""
     as_id = parse_uuid(workspace, "workspace")
     if as_id is not None:
         return as_id
     found = conn.execute(
-        select(workspaces.c.id).where(workspaces.c.name == workspace).limit(2)
+        select(workspaces.c.id)
+        .join(workspace_members, workspace_members.c.workspace_id == workspaces.c.id)
+        .where(workspace_members.c.actor_id == actor_id, workspaces.c.name == workspace)
+        .limit(2)
     ).all()
     if not found:
         raise NotFound(f"workspace: no workspace {workspace!r}", field="workspace")
@@ -98,16 +105,19 @@ def workspace_role(
     conn: Connection, actor_id: UUID, workspace: UUID | str, minimum: Role
 ) -> tuple[UUID, Role]:
     """The workspace's ID and the actor's role, once the role reaches ``minimum``."""
-    workspace_id = workspace_id_of(conn, workspace)
+    workspace_id = workspace_id_of(conn, actor_id, workspace)
     row = conn.execute(WORKSPACE_ROLE, {"actor_id": actor_id, "workspace_id": workspace_id}).first()
+    unseen = NotFound(f"workspace: no workspace {workspace}", field="workspace")
     if row is None:
-        raise NotFound(f"workspace: no workspace {workspace}", field="workspace")
-    return workspace_id, check_role(row.role, minimum)
+        raise unseen
+    return workspace_id, check_role(row.role, minimum, unseen=unseen)
 
 
-def check_role(role_text: str | None, minimum: Role) -> Role:
+def check_role(role_text: str | None, minimum: Role, *, unseen: NotFound) -> Role:
+    """The actor's role once it reaches ``minimum``. Without a role the actor is told
+    ``unseen``: what the caller answers when the scope does not exist at all."""
     if role_text is None:
-        raise Forbidden("you are not a member of this workspace")
+        raise unseen
     role = Role(role_text)
     if role.rank < minimum.rank:
         raise Forbidden(

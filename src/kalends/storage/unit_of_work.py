@@ -1,9 +1,10 @@
 """The unit of work: one database transaction per operation, retried when busy.
 
 :meth:`Store.transaction` commits only on a clean exit and rolls back on any
-exception. On SQLite a write transaction begins with ``BEGIN IMMEDIATE``, so
-the write lock is taken before the first read and a read-then-write can never
-fail half-way on a lock upgrade; a read transaction begins deferred. On
+exception (but one marked by :func:`keeping_writes`). On SQLite a write
+transaction begins with ``BEGIN IMMEDIATE``, so the write lock is taken before
+the first read and a read-then-write can never fail half-way on a lock upgrade;
+a read transaction begins deferred. On
 PostgreSQL transactions are ordinary ``READ COMMITTED`` ones; claims lock rows
 with :func:`for_update`. Read transactions are read-only on both backends.
 
@@ -58,6 +59,7 @@ __all__ = [
     "Store",
     "for_update",
     "is_busy_error",
+    "keeping_writes",
     "refused_write",
     "translate_error",
 ]
@@ -78,6 +80,23 @@ _POSTGRES_NO_PRIVILEGE_STATE = "42501"
 
 T = TypeVar("T")
 S = TypeVar("S", bound=GenerativeSelect)
+E = TypeVar("E", bound=BaseException)
+
+_KEEPS_WRITES = "__kalends_keeps_writes__"
+
+
+def keeping_writes(error: E) -> E:
+    """``error``, marked so that every transaction it leaves commits what was written in it
+    instead of rolling it back: for a refusal whose own record must outlive it (a
+    schedule control refused, its refusal recorded under its request ID). Raise it only
+    when each write before it in the transaction is one that must stand; if the commit
+    fails, that failure is raised instead and nothing is written."""
+    setattr(error, _KEEPS_WRITES, True)
+    return error
+
+
+def _keeps_writes(error: BaseException) -> bool:
+    return getattr(error, _KEEPS_WRITES, False) is True
 
 
 def for_update(stmt: S, *, skip_locked: bool = False) -> S:
@@ -217,7 +236,8 @@ class Store:
     def transaction(
         self, write: bool = True, *, wait: bool = True, savepoints: bool = True
     ) -> Iterator[Connection]:
-        """Yield a connection inside a transaction; commit on clean exit, else roll back.
+        """Yield a connection inside a transaction; commit on a clean exit or on an error
+        marked by :func:`keeping_writes`, else roll back.
 
         Inside a running transaction a write block opens a SAVEPOINT instead, rolled
         back alone if the block raises; a read block joins the running transaction as
@@ -241,8 +261,13 @@ class Store:
                 # back the whole transaction: no SAVEPOINT.
                 yield active.connection
                 return
-            with active.connection.begin_nested():
-                yield active.connection
+            with active.connection.begin_nested() as savepoint:
+                try:
+                    yield active.connection
+                except BaseException as exc:
+                    if _keeps_writes(exc) and savepoint.is_active:
+                        savepoint.commit()
+                    raise
             return
         try:
             connection, kept = self._connect()
@@ -258,8 +283,13 @@ class Store:
             connection.execution_options(**options)
             token = self._active.set(_Active(connection, write, savepoints))
             try:
-                with connection.begin():
-                    yield connection
+                with connection.begin() as transaction:
+                    try:
+                        yield connection
+                    except BaseException as exc:
+                        if _keeps_writes(exc) and transaction.is_active:
+                            transaction.commit()
+                        raise
             finally:
                 self._active.reset(token)
         except StatementError as exc:

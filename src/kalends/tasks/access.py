@@ -1,4 +1,9 @@
-"""Who may do what: every read and write checks the actor's current role on the list."""
+"""Who may do what: every read and write checks the actor's current role on the list.
+
+A list the actor has no role on is, to them, a list that does not exist: the same
+:class:`NotFound`, word for word, as an ID nobody uses, so no answer tells an outsider
+that an ID is taken. Only a member with too low a role is :class:`Forbidden`.
+"""
 
 from __future__ import annotations
 
@@ -76,18 +81,16 @@ def require_list_role(
 ) -> tuple[Role, Any]:
     """The actor's role and the list row; refuses a missing membership or a lower role.
 
-    A write to an archived list is refused with :class:`ListArchived`. A
-    non-member learns nothing about the list beyond :class:`Forbidden`.
+    A write to an archived list is refused with :class:`ListArchived`. A non-member is
+    told what a list that does not exist tells anyone (:class:`NotFound`).
     """
     row = _LIST_WITH_ROLE.first(conn, {"list_id": list_id, "actor_id": actor_id})
-    if row is None:
+    if row is None or row.role is None:
         raise NotFound(f"list: no list {list_id}", field="list")
     return _check(row, minimum, write), row
 
 
 def _check(row: Any, minimum: Role, write: bool) -> Role:
-    if row.role is None:
-        raise Forbidden("you are not a member of this list")
     role = Role(row.role)
     if role.rank < minimum.rank:
         raise Forbidden(f"this needs the {minimum.value} role on the list; you are {role.value}")
@@ -152,7 +155,8 @@ def task_with_role(
     """The task row (given by ID or short reference) once the actor's role allows ``minimum``.
 
     With ``detail`` the row also has ``list_revision``, ``section_name`` and
-    ``live_children`` (what :func:`~kalends.tasks.reads.read_detail` shows).
+    ``live_children`` (what :func:`~kalends.tasks.reads.read_detail` shows). A task of a
+    list the actor has no role on is :class:`NotFound`, as one that does not exist.
     """
     as_id = parse_uuid(task, "task")
     if detail:
@@ -161,10 +165,8 @@ def task_with_role(
         statement = _TASK_BY_ID if as_id is not None else _TASK_BY_REF
     key = as_id if as_id is not None else str(task).upper()
     row = statement.first(conn, {"actor_id": actor_id, "key": key})
-    if row is None:
+    if row is None or row.role is None:
         raise NotFound(f"task: no task {task!s}", field="task")
-    if row.role is None:
-        raise Forbidden("you are not a member of this task's list")
     role = Role(row.role)
     if role.rank < minimum.rank:
         raise Forbidden(f"this needs the {minimum.value} role on the list; you are {role.value}")

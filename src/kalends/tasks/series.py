@@ -512,7 +512,11 @@ def _find_series(conn: Connection, actor_id: UUID, ref: UUID | str, *, write: bo
         ).first()
         if found is not None:
             minimum = Role.EDITOR if write else Role.VIEWER
-            task_with_role(conn, actor_id, found.first_task_id, minimum, write=write)
+            try:
+                task_with_role(conn, actor_id, found.first_task_id, minimum, write=write)
+            except NotFound:
+                # Of a list the actor has no role on: told as an unknown ID is.
+                raise NotFound(f"series: no series or task {ref!s}", field="series") from None
             return found.id  # type: ignore[no-any-return]
     try:
         row = task_with_role(

@@ -33,6 +33,7 @@ from kalends.tasks import history
 from kalends.tasks.access import parse_uuid, require_list_role, resolve_actor, task_with_role
 from kalends.tasks.directory import find_list
 from kalends.tasks.history import Event
+from kalends.tasks.media import check_media_type
 from kalends.tasks.models import (
     Attachment,
     Comment,
@@ -298,19 +299,22 @@ class TaskService(Transitions):
         return self.store.run(run, write=False)
 
     def attachment(self, actor: ActorRef, attachment_id: UUID | str) -> tuple[Attachment, bytes]:
-        """An attachment's metadata and bytes. Viewers may read."""
+        """An attachment's metadata and bytes. Viewers may read; to anyone else it is
+        :class:`NotFound`, as an unknown ID is."""
         as_id = parse_uuid(attachment_id, "attachment")
 
         def run(conn: Connection) -> tuple[Attachment, bytes]:
             actor_id = resolve_actor(conn, actor)
-            row = conn.execute(
-                select(attachments, blobs.c.data)
-                .join(blobs, blobs.c.sha256 == attachments.c.sha256)
-                .where(attachments.c.id == as_id)
-            ).first()
+            unseen = NotFound(f"attachment: no attachment {attachment_id}", field="attachment")
+            row = conn.execute(select(attachments).where(attachments.c.id == as_id)).first()
             if row is None:
-                raise NotFound(f"attachment: no attachment {attachment_id}", field="attachment")
-            task_with_role(conn, actor_id, row.task_id, Role.VIEWER, write=False)
+                raise unseen
+            try:
+                task_with_role(conn, actor_id, row.task_id, Role.VIEWER, write=False)
+            except NotFound:
+                raise unseen from None
+            # The bytes only once the actor may read them.
+            data = conn.execute(select(blobs.c.data).where(blobs.c.sha256 == row.sha256)).one()
             meta = Attachment(
                 id=row.id,
                 task_id=row.task_id,
@@ -321,7 +325,7 @@ class TaskService(Transitions):
                 sha256=row.sha256,
                 created_at=row.created_at,
             )
-            return meta, bytes(row.data)
+            return meta, bytes(data.data)
 
         return self.store.run(run, write=False)
 
@@ -724,13 +728,13 @@ class TaskService(Transitions):
     def attach(
         self, actor: ActorRef, task: TaskRef, name: str, media_type: str, data: bytes
     ) -> Attachment:
-        """Stores bytes (content-addressed, in the database) and attaches them to the task."""
+        """Stores bytes (content-addressed, in the database) and attaches them to the task.
+
+        ``media_type`` must be one as :mod:`kalends.tasks.media` defines it, exactly as
+        given (a download sends it back as a header): :class:`InvalidInput` otherwise.
+        """
         checked_name = check_name(name, "name", 255)
-        checked_type = check_name(media_type, "media_type", 255)
-        if "/" not in checked_type:
-            raise InvalidInput(
-                f"media_type: {media_type!r} is not a media type", field="media_type"
-            )
+        checked_type = check_media_type(media_type)
         if not isinstance(data, bytes | bytearray):
             raise InvalidInput("data: attachment content is bytes", field="data")
         if len(data) > MAX_ATTACHMENT_BYTES:

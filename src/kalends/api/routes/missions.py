@@ -402,11 +402,13 @@ _SCOPE = Prepared(
 
 
 def _within(conn: Connection, actor_id: UUID, workspace: UUID, mission: UUID) -> None:
-    """The caller may read ``workspace`` and the schedule belongs to it; else 403/404."""
+    """The caller may read ``workspace`` and the schedule belongs to it; else 404 (a
+    workspace the caller has no role on is one that does not exist)."""
     row = _SCOPE.first(conn, {"actor_id": actor_id, "workspace_id": workspace, "mission": mission})
+    unseen = NotFound(f"workspace: no workspace {workspace}", field="workspace")
     if row is None:
-        raise NotFound(f"workspace: no workspace {workspace}", field="workspace")
-    check_role(row.role, Role.VIEWER)
+        raise unseen
+    check_role(row.role, Role.VIEWER, unseen=unseen)
     if row.owner != workspace:
         raise NotFound(
             f"missionID: no schedule {mission} in workspace {workspace}", field="missionID"
