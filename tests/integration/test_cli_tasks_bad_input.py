@@ -345,7 +345,7 @@ class TestHelp:
                 pending.extend((f"{name} {n}", c) for n, c in children.items())
             else:
                 leaves.append((name, command))
-        assert len(leaves) == 35
+        assert len(leaves) == 37  # actor grant and actor revoke among them
         for name, command in leaves:
             options = {o for p in command.params for o in getattr(p, "opts", [])}
             assert {"--json", "--database"} <= options, name
