@@ -27,7 +27,10 @@ from kalends.missions.runtime.process import ProcessRuntime
 runner = CliRunner()
 ENV: dict[str, str | None] = {"KALENDS_RUNTIME_DIR": None, "COLUMNS": "200"}
 
-HELLO = "print('hello', flush=True); import sys; print('oops', file=sys.stderr, flush=True); sys.exit(3)"
+HELLO = (
+    "print('hello', flush=True); import sys; "
+    "print('oops', file=sys.stderr, flush=True); sys.exit(3)"
+)
 # Prints, waits (at most a minute) for a file named "go" in its directory, prints again.
 WAITS = (
     "import os, sys, time\n"

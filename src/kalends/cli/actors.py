@@ -119,12 +119,7 @@ def grant_command(
     kalends may grant it (they own the database file), to themselves too. Server mode:
     the server's owner account only; it holds the privilege itself without a grant.
     """
-    with local_or_remote(database, server, json_output, anonymous=True) as s:
-        if isinstance(s, Remote):
-            route = f"/api/actors/{path_part(actor.strip())}/grants/{privilege.value}"
-            done = _privileges(s.post(route))
-        else:
-            done = s.services.grants.grant(actor.strip(), privilege)
+    done = _change_grant(privilege, actor, database, server, json_output, grant=True)
     if json_output:
         emit_json(done.to_json())
         return
@@ -151,12 +146,7 @@ def revoke_command(
     timing, bounds and conditions. The server's owner account keeps run whatever is
     revoked. Who may revoke: as for `actor grant`.
     """
-    with local_or_remote(database, server, json_output, anonymous=True) as s:
-        if isinstance(s, Remote):
-            route = f"/api/actors/{path_part(actor.strip())}/grants/{privilege.value}"
-            done = _privileges(s.delete(route))
-        else:
-            done = s.services.grants.revoke(actor.strip(), privilege)
+    done = _change_grant(privilege, actor, database, server, json_output, grant=False)
     if json_output:
         emit_json(done.to_json())
         return
@@ -164,6 +154,24 @@ def revoke_command(
     if done.may_run:
         line += "; they still hold it as the server's owner account"
     console.print(Text(line), soft_wrap=True)
+
+
+def _change_grant(
+    privilege: Privilege,
+    actor: str,
+    database: str | None,
+    server: str | None,
+    json_output: bool,
+    *,
+    grant: bool,
+) -> ActorPrivileges:
+    """Grants (or revokes) ``privilege``, locally or on the server; what the actor holds."""
+    with local_or_remote(database, server, json_output, anonymous=True) as s:
+        if isinstance(s, Remote):
+            route = f"/api/actors/{path_part(actor.strip())}/grants/{privilege.value}"
+            return _privileges(s.post(route) if grant else s.delete(route))
+        grants = s.services.grants
+        return (grants.grant if grant else grants.revoke)(actor.strip(), privilege)
 
 
 def _privileges(d: dict[str, object]) -> ActorPrivileges:

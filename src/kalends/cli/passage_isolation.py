@@ -35,6 +35,7 @@ from kalends.missions.runtime.token import SECRET_FILE
 
 __all__ = [
     "PassageUserOption",
+    "RuntimeDirOption",
     "SandboxOption",
     "UNCONFINED_USER",
     "doctor_command",
@@ -44,6 +45,17 @@ __all__ = [
 # ``--passage-user root``: the operator's explicit choice to run passages as root.
 UNCONFINED_USER = "root"
 
+RuntimeDirOption = Annotated[
+    str | None,
+    typer.Option(
+        "--runtime-dir",
+        metavar="DIR",
+        envvar="KALENDS_RUNTIME_DIR",
+        help="Where passages keep their records and logs (default: the user data "
+        "directory's runtime/); local to this machine.",
+        show_default=False,
+    ),
+]
 PassageUserOption = Annotated[
     str | None,
     typer.Option(
@@ -122,16 +134,7 @@ def _runs_kalends(isolation: Isolation) -> dict[str, Any]:
 
 def doctor_command(
     database: DatabaseOption = None,
-    runtime_dir: Annotated[
-        str | None,
-        typer.Option(
-            "--runtime-dir",
-            metavar="DIR",
-            envvar="KALENDS_RUNTIME_DIR",
-            help="The runtime directory to check (default: the user data directory's runtime/).",
-            show_default=False,
-        ),
-    ] = None,
+    runtime_dir: RuntimeDirOption = None,
     passage_user: PassageUserOption = None,
     sandbox: SandboxOption = "auto",
     json_output: JsonOption = False,

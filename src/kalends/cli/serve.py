@@ -42,7 +42,12 @@ from urllib.parse import urlsplit
 import typer
 
 from kalends.cli import heap
-from kalends.cli.passage_isolation import PassageUserOption, SandboxOption, passage_isolation
+from kalends.cli.passage_isolation import (
+    PassageUserOption,
+    RuntimeDirOption,
+    SandboxOption,
+    passage_isolation,
+)
 from kalends.cli.session import DatabaseOption, report_error
 from kalends.cli.worker import EXIT_INTERRUPTED, default_owner
 from kalends.config import resolve_runtime_dir
@@ -324,17 +329,7 @@ def serve_command(
         ),
     ] = str(DEFAULT_PORT),
     database: DatabaseOption = None,
-    runtime_dir: Annotated[
-        str | None,
-        typer.Option(
-            "--runtime-dir",
-            metavar="DIR",
-            envvar="KALENDS_RUNTIME_DIR",
-            help="Where passages keep their records and logs (default: the user data "
-            "directory's runtime/); local to this machine.",
-            show_default=False,
-        ),
-    ] = None,
+    runtime_dir: RuntimeDirOption = None,
     owner: Annotated[
         str | None,
         typer.Option(

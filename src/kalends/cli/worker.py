@@ -38,7 +38,12 @@ import typer
 from rich.text import Text
 
 from kalends.cli.output import emit_json, error_console
-from kalends.cli.passage_isolation import PassageUserOption, SandboxOption, passage_isolation
+from kalends.cli.passage_isolation import (
+    PassageUserOption,
+    RuntimeDirOption,
+    SandboxOption,
+    passage_isolation,
+)
 from kalends.cli.session import DatabaseOption, report_error
 from kalends.config import mask_password, resolve_runtime_dir
 from kalends.errors import InvalidInput, KalendsError
@@ -271,17 +276,7 @@ def worker_command(
             help="Run the mission scheduler (starts passages of running schedules).",
         ),
     ] = True,
-    runtime_dir: Annotated[
-        str | None,
-        typer.Option(
-            "--runtime-dir",
-            metavar="DIR",
-            envvar="KALENDS_RUNTIME_DIR",
-            help="Where passages keep their records and logs (default: the user data "
-            "directory's runtime/); local to this machine.",
-            show_default=False,
-        ),
-    ] = None,
+    runtime_dir: RuntimeDirOption = None,
     passage_user: PassageUserOption = None,
     sandbox: SandboxOption = "auto",
 ) -> None:
