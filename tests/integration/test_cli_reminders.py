@@ -249,9 +249,9 @@ class TestLs:
     def test_an_unknown_task_or_actor_is_not_found(self, db: Db) -> None:
         error = db.refused("ls", "--task", "ZZZZZZ", code=1)
         assert error["code"] == "not-found"
-        # nora may not read alice's task: refused as `kalends task show` refuses it.
+        # nora may not read alice's task: not found for her, as `kalends task show` says.
         hidden = db.refused("ls", "--task", db.water.ref, actor="nora", code=1)
-        assert hidden["code"] == "forbidden"
+        assert hidden["code"] == "not-found"
         shown = runner.invoke(
             app,
             ["task", "show", db.water.ref, "--json", "--as", "nora", "--database", db.url],
