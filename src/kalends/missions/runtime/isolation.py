@@ -114,6 +114,9 @@ class Isolation:
     hidden: tuple[str, ...] = ()
     exchange_dir: Path | None = None
     inherited: Mapping[str, str] = field(default_factory=dict)
+    # What a sandboxed passage must still read wherever it lies (under /tmp, say): the
+    # running kalends, its interpreter and its packages, so that `kalends report` runs.
+    readable: tuple[str, ...] = field(default_factory=lambda: kalends_paths())  # noqa: PLW0108 (defined below)
 
     @property
     def confined(self) -> bool:
@@ -141,7 +144,7 @@ class Isolation:
         if self.user is not None:
             plan.update(uid=self.user.uid, gid=self.user.gid)
         if self.bwrap is not None:
-            plan.update(bwrap=self.bwrap, hidden=list(self.hidden))
+            plan.update(bwrap=self.bwrap, hidden=list(self.hidden), readable=list(self.readable))
         if exchange is not None:
             plan["exchange"] = str(exchange)
         return plan
@@ -195,6 +198,19 @@ def find_bwrap() -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return found if probe.returncode == 0 else None
+
+
+def kalends_paths() -> tuple[str, ...]:
+    """The directories the running kalends is read from that a sandbox's private ``/tmp``
+    would hide: its environment (``sys.prefix``), the interpreter's own prefix, and the
+    directory its package is imported from, where they lie under ``/tmp``."""
+    import kalends  # noqa: PLC0415 (the package itself, for its location)
+
+    found = {sys.prefix, sys.base_prefix, str(Path(kalends.__file__).resolve().parents[1])}
+    found |= {os.path.realpath(p) for p in found}
+    # The sandbox shows the whole system read-only but for its private /tmp: only what
+    # lies there must be bound again.
+    return tuple(sorted(p for p in found if p.startswith("/tmp/") and os.path.isdir(p)))
 
 
 def default_path() -> str:

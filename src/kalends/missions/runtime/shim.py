@@ -323,6 +323,9 @@ def confined_argv(
         return command
     argv = [str(bwrap), "--unshare-pid", "--unshare-ipc", "--ro-bind", "/", "/"]
     argv += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for directory in plan.get("readable", ()):
+        # The private /tmp must not hide the kalends the passage reports with.
+        argv += ["--ro-bind-try", str(directory), str(directory)]
     hidden = [str(h) for h in plan.get("hidden", ())]
     # A hidden directory is emptied after the workspace is bound, so that a workspace
     # holding the data directory does not show it again; one that holds the workspace
