@@ -26,6 +26,7 @@ from kalends.missions.runtime.isolation import (
     DEFAULT_PASSAGE_USER,
     ENV_PASSAGE_USER,
     ENV_SANDBOX,
+    UNCONFINED_USER,
     Isolation,
     ensure_passage_user,
     resolve_isolation,
@@ -41,9 +42,6 @@ __all__ = [
     "doctor_command",
     "passage_isolation",
 ]
-
-# ``--passage-user root``: the operator's explicit choice to run passages as root.
-UNCONFINED_USER = "root"
 
 RuntimeDirOption = Annotated[
     str | None,
@@ -93,13 +91,9 @@ def passage_isolation(
 ) -> tuple[Isolation, str]:
     """The confinement a server gives its passages, and a line for the log when it had to
     create the passage user. :class:`~kalends.errors.InvalidInput` on a bad option."""
-    unconfined = os.geteuid() == 0 and passage_user == UNCONFINED_USER
-    note = "" if unconfined else ensure_passage_user(passage_user)
+    note = ensure_passage_user(passage_user)
     isolation = resolve_isolation(
-        passage_user=None if unconfined else passage_user,
-        sandbox=sandbox,
-        hidden=_hidden(database_url, runtime_root),
-        euid=None if not unconfined else 1,  # as if unprivileged: no user switch
+        passage_user=passage_user, sandbox=sandbox, hidden=_hidden(database_url, runtime_root)
     )
     return isolation, note
 

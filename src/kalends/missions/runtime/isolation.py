@@ -48,6 +48,7 @@ __all__ = [
     "Isolation",
     "PassageUser",
     "SandboxMode",
+    "UNCONFINED_USER",
     "check_env_name",
     "find_bwrap",
     "passage_environment",
@@ -56,6 +57,8 @@ __all__ = [
 
 # kalends decisions (no seed names them), see the module docstring.
 DEFAULT_PASSAGE_USER = "kalends-passage"
+# ``--passage-user root``: the operator's explicit choice to run passages as root.
+UNCONFINED_USER = "root"
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 DEFAULT_EXCHANGE_DIR = Path("/var/tmp/kalends-passages")
 # Taken from the server's environment when set; nothing else is.
@@ -72,6 +75,18 @@ class SandboxMode(StrEnum):
     AUTO = "auto"
     ON = "on"
     OFF = "off"
+
+
+def kalends_paths() -> tuple[str, ...]:
+    """The directories the running kalends is read from that a sandbox's private ``/tmp``
+    would hide: its environment (``sys.prefix``), the interpreter's own prefix, and the
+    directory its package is imported from, where they lie under ``/tmp``."""
+    # This file is kalends/missions/runtime/isolation.py: the package's parent is three up.
+    found = {sys.prefix, sys.base_prefix, str(Path(__file__).resolve().parents[3])}
+    found |= {os.path.realpath(p) for p in found}
+    # The sandbox shows the whole system read-only but for its private /tmp: only what
+    # lies there must be bound again.
+    return tuple(sorted(p for p in found if p.startswith("/tmp/") and os.path.isdir(p)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,7 +131,7 @@ class Isolation:
     inherited: Mapping[str, str] = field(default_factory=dict)
     # What a sandboxed passage must still read wherever it lies (under /tmp, say): the
     # running kalends, its interpreter and its packages, so that `kalends report` runs.
-    readable: tuple[str, ...] = field(default_factory=lambda: kalends_paths())  # noqa: PLW0108 (defined below)
+    readable: tuple[str, ...] = field(default_factory=kalends_paths)
 
     @property
     def confined(self) -> bool:
@@ -200,19 +215,6 @@ def find_bwrap() -> str | None:
     return found if probe.returncode == 0 else None
 
 
-def kalends_paths() -> tuple[str, ...]:
-    """The directories the running kalends is read from that a sandbox's private ``/tmp``
-    would hide: its environment (``sys.prefix``), the interpreter's own prefix, and the
-    directory its package is imported from, where they lie under ``/tmp``."""
-    import kalends  # noqa: PLC0415 (the package itself, for its location)
-
-    found = {sys.prefix, sys.base_prefix, str(Path(kalends.__file__).resolve().parents[1])}
-    found |= {os.path.realpath(p) for p in found}
-    # The sandbox shows the whole system read-only but for its private /tmp: only what
-    # lies there must be bound again.
-    return tuple(sorted(p for p in found if p.startswith("/tmp/") and os.path.isdir(p)))
-
-
 def default_path() -> str:
     """``PATH`` for passages: the running ``kalends``'s directory first (so that a
     passage finds ``kalends report``), then the system's."""
@@ -233,9 +235,10 @@ def resolve_isolation(
 ) -> Isolation:
     """The isolation a server (``kalends serve``, ``kalends worker``) gives its passages.
 
-    As root, passages always run as ``passage_user`` (default
-    :data:`DEFAULT_PASSAGE_USER`, which must exist: see :func:`ensure_passage_user`);
-    otherwise naming a passage user is refused, since only root can switch users.
+    As root, passages run as ``passage_user`` (default :data:`DEFAULT_PASSAGE_USER`,
+    which must exist: see :func:`ensure_passage_user`) unless it is
+    :data:`UNCONFINED_USER`; otherwise naming a passage user is refused, since only root
+    can switch users.
     ``sandbox``: ``on`` refuses to start without a working bubblewrap.
     """
     env = os.environ if environ is None else environ
@@ -248,7 +251,8 @@ def resolve_isolation(
         ) from None
     user: PassageUser | None = None
     if euid == 0:
-        user = PassageUser.lookup(passage_user or DEFAULT_PASSAGE_USER)
+        if passage_user != UNCONFINED_USER:
+            user = PassageUser.lookup(passage_user or DEFAULT_PASSAGE_USER)
     elif passage_user:
         raise InvalidInput(
             f"--passage-user {passage_user}: only a server running as root can run passages "

@@ -578,6 +578,13 @@ def _report(doc: Mapping[str, Any] | None) -> Report | None:
     return Report(outcome=doc["outcome"], summary=doc["summary"], at=at)
 
 
+def _check_report(outcome: str, summary: str) -> None:
+    """The input checks every report passes, recorded or spooled."""
+    if outcome not in OUTCOMES:
+        raise InvalidInput(f"outcome must be completed or failed, got {outcome!r}", field="outcome")
+    check_summary(summary)
+
+
 def record_report(
     root: Path,
     token: str,
@@ -596,9 +603,7 @@ def record_report(
     outcome or a summary over its byte bound (:class:`InvalidInput`), a bad or foreign
     token (:class:`InvalidToken`), a settled passage (:class:`PassageSettled`).
     """
-    if outcome not in OUTCOMES:
-        raise InvalidInput(f"outcome must be completed or failed, got {outcome!r}", field="outcome")
-    check_summary(summary)
+    _check_report(outcome, summary)
     if secret is None:
         try:
             secret = read_secret(root)
@@ -643,9 +648,7 @@ def spool_report(spool: Path, token: str, outcome: str, summary: str, *, at: dat
     place, fsynced). The runtime checks the token and takes it when it next observes the
     passage, so a report is never lost to a server that is down. The same input checks
     as :func:`record_report` apply; the token's own check is the runtime's."""
-    if outcome not in OUTCOMES:
-        raise InvalidInput(f"outcome must be completed or failed, got {outcome!r}", field="outcome")
-    check_summary(summary)
+    _check_report(outcome, summary)
     if not token:
         raise InvalidToken(field="token")
     records.write_json_atomic(
