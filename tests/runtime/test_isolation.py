@@ -29,7 +29,7 @@ from kalends.missions.runtime.isolation import (
     find_bwrap,
 )
 from kalends.missions.runtime.process import ProcessRuntime, spool_report
-from kalends.missions.runtime.shim import confined_argv
+from kalends.missions.runtime.shim import confined_argv, reachable
 from kalends.missions.runtime.token import SECRET_FILE, sign
 
 from .support import GRACE, Lab, kill_families
@@ -45,7 +45,10 @@ def python(code: str) -> tuple[str, ...]:
 
 
 def kalends_command(*args: str) -> tuple[str, ...]:
-    """``kalends ARGS`` as the passage user can run it."""
+    """``kalends ARGS`` as the passage user can run it: skips when this checkout lies in a
+    directory that user cannot enter (a private temporary clone, say)."""
+    if AS_ROOT and not all(reachable(p, *_ids("nobody")) for p in PACKAGES):
+        pytest.skip(f"the passage user cannot reach this checkout's packages {PACKAGES}")
     return (
         SYSTEM_PYTHON,
         "-c",
@@ -83,6 +86,11 @@ PROBE = """
     with open("seen.json", "w") as f:
         json.dump(found, f)
 """
+
+
+def _ids(name: str) -> tuple[int, int]:
+    entry = pwd.getpwnam(name)
+    return entry.pw_uid, entry.pw_gid
 
 
 def _bwrap() -> str:
@@ -350,3 +358,22 @@ def test_a_spooled_summary_over_the_stored_byte_bound_is_refused_and_nothing_spo
             at=datetime.now(UTC),
         )
     assert not (tmp_path / "report.json").exists()
+
+
+class TestReachable:
+    def test_a_private_directory_is_out_of_reach_for_another_user(self, tmp_path: Path) -> None:
+        private = tmp_path / "private"
+        (private / "inner").mkdir(parents=True)
+        private.chmod(0o700)
+        # Only a user it belongs to, or root's own tests running as that owner, enters it.
+        assert reachable(str(private / "inner"), 65534, 65534) is False
+        private.chmod(0o711)
+        assert reachable(str(private / "inner"), 65534, 65534) is (
+            reachable(str(tmp_path), 65534, 65534)
+        )
+
+    def test_an_unreachable_kalends_is_not_bound_into_the_sandbox(self) -> None:
+        plan = {"bwrap": "bwrap", "readable": ["/root/private-kalends"], "uid": 65534, "gid": 1}
+        assert "/root/private-kalends" not in confined_argv(plan, ["true"], "/w", "/w")
+        del plan["uid"]
+        assert "/root/private-kalends" in confined_argv(plan, ["true"], "/w", "/w")

@@ -308,6 +308,28 @@ def record_exit(
     )
 
 
+def reachable(path: str, uid: int, gid: int) -> bool:
+    """Whether user ``uid`` (group ``gid``) may enter ``path`` and every directory above."""
+    current = os.path.realpath(path)
+    while True:
+        try:
+            st = os.stat(current)
+        except OSError:
+            return False
+        if st.st_uid == uid:
+            allowed = bool(st.st_mode & 0o100)
+        elif st.st_gid == gid:
+            allowed = bool(st.st_mode & 0o010)
+        else:
+            allowed = bool(st.st_mode & 0o001)
+        if not allowed:
+            return False
+        parent = os.path.dirname(current)
+        if parent == current:
+            return True
+        current = parent
+
+
 def _within(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip("/") + "/")
 
@@ -324,8 +346,10 @@ def confined_argv(
     argv = [str(bwrap), "--unshare-pid", "--unshare-ipc", "--ro-bind", "/", "/"]
     argv += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for directory in plan.get("readable", ()):
-        # The private /tmp must not hide the kalends the passage reports with.
-        argv += ["--ro-bind-try", str(directory), str(directory)]
+        # The private /tmp must not hide the kalends the passage reports with, where the
+        # passage's user can reach it at all (bubblewrap refuses a source it cannot).
+        if plan.get("uid") is None or reachable(str(directory), plan["uid"], plan["gid"]):
+            argv += ["--ro-bind-try", str(directory), str(directory)]
     hidden = [str(h) for h in plan.get("hidden", ())]
     # A hidden directory is emptied after the workspace is bound, so that a workspace
     # holding the data directory does not show it again; one that holds the workspace
