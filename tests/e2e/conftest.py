@@ -159,11 +159,14 @@ def launch(
     owner: str | None = OWNER,
     env: dict[str, str] | None = None,
     wrapper: tuple[str, ...] = (),
+    python: str = sys.executable,
+    cwd: Path | None = None,
 ) -> Server:
     """Starts ``kalends serve`` without waiting; see :func:`start_server`.
 
     ``owner=None`` leaves ``--owner`` out; ``env`` adds to the environment; ``wrapper``
-    is a command that runs the server's command line (e.g. ``setpriv`` with its options).
+    is a command that runs the server's command line (e.g. ``setpriv`` with its options);
+    ``python`` is the interpreter that runs it, started in ``cwd``.
     """
     directory.mkdir(parents=True, exist_ok=True)
     stderr_path = directory / f"serve-{time.monotonic_ns()}.stderr"
@@ -171,7 +174,7 @@ def launch(
         process = subprocess.Popen(
             [
                 *wrapper,
-                sys.executable,
+                python,
                 "-m",
                 "kalends",
                 "serve",
@@ -186,6 +189,7 @@ def launch(
             stderr=err,
             stdin=subprocess.DEVNULL,
             text=True,
+            cwd=cwd,
             # Journeys test behaviour, not confinement: as root, passages run as the
             # server's user unless a test names a passage user (test_passage_confinement).
             env=environment(COLUMNS="200", KALENDS_PASSAGE_USER="root", **(env or {})),
@@ -204,10 +208,21 @@ def start_server(
     owner: str | None = OWNER,
     env: dict[str, str] | None = None,
     wrapper: tuple[str, ...] = (),
+    python: str = sys.executable,
+    cwd: Path | None = None,
 ) -> Server:
     """Starts ``kalends serve --port 0`` and waits until it says where it serves."""
     server = launch(
-        database, directory, "--port", "0", *args, owner=owner, env=env, wrapper=wrapper
+        database,
+        directory,
+        "--port",
+        "0",
+        *args,
+        owner=owner,
+        env=env,
+        wrapper=wrapper,
+        python=python,
+        cwd=cwd,
     )
     deadline = time.monotonic() + START_WITHIN
     while True:

@@ -1,5 +1,7 @@
 """The attack of issue "an editor must not become the server", against a real
-`kalends serve` running as root with a passage user (and again with a sandbox too).
+`kalends serve` running as root with a passage user (without and with a sandbox), and
+as an unprivileged user with a sandbox (where only the sandbox keeps the server's files
+from its passages, which run as the same user).
 
 A schedule whose command is an attacker's script is run now. The script tries what the
 attack did: read the database file and the runtime secret, read the server's
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -23,10 +26,13 @@ from typing import Any
 
 import httpx
 import pytest
+import typer
 
+import kalends
 from kalends.auth import Accounts
 from kalends.bootstrap import open_services
 from kalends.missions.runtime.isolation import PassageUser
+from kalends.missions.runtime.shim import reachable
 
 from .conftest import (
     CSRF_HEADER,
@@ -42,6 +48,8 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a root server is the 
 
 # The system's Python: the passage user cannot run an interpreter kept in root's home.
 SYSTEM_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+# This checkout's packages, which an unprivileged server's environment adds to its path.
+PACKAGES = [str(Path(kalends.__file__).parents[1]), str(Path(typer.__file__).parents[1])]
 CANARY = "server-only-credential"
 EVE_PASSWORD = "correct horse battery staple"
 
@@ -151,11 +159,51 @@ class World:
     nobody: PassageUser
 
 
-@pytest.fixture(params=["off", "on"], ids=["passage-user", "passage-user+sandbox"])
-def served(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+def _unprivileged_environment(base: Path) -> str:
+    """An environment in ``base`` that an unprivileged user can run: the system's Python
+    with this checkout's packages on its path, and a ``kalends`` command. Skips when this
+    checkout lies where that user cannot enter (a private temporary clone, say)."""
+    nobody = PassageUser.lookup("nobody")
+    if not all(reachable(p, nobody.uid, nobody.gid) for p in PACKAGES):
+        pytest.skip(f"the unprivileged server cannot reach this checkout's packages {PACKAGES}")
+    subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(base)], check=True)
+    (site,) = base.glob("lib/python3*/site-packages")
+    (site / "kalends-checkout.pth").write_text("".join(p + "\n" for p in PACKAGES))
+    command = base / "bin" / "kalends"
+    command.write_text(
+        f"#!{base / 'bin' / 'python'}\nimport sys\nfrom kalends.cli.entry import main\n"
+        "sys.exit(main())\n"
+    )
+    command.chmod(0o755)
+    return str(base / "bin" / "python")
+
+
+# Who runs the server and how it confines passages: root with a passage user (without
+# and with a sandbox), and an unprivileged server user with a sandbox.
+SETUPS = {
+    "passage-user": ("root", "off"),
+    "passage-user+sandbox": ("root", "on"),
+    "unprivileged+sandbox": ("nobody", "on"),
+}
+
+
+@pytest.fixture(params=list(SETUPS), ids=list(SETUPS))
+def served(request: pytest.FixtureRequest) -> Iterator[World]:
+    runner, sandbox = SETUPS[request.param]
+    nobody = PassageUser.lookup("nobody")
+    # Not under pytest's own temporary directory: an unprivileged server cannot enter it.
+    directory = Path(tempfile.mkdtemp(prefix="kalends-confined-server-"))
+    runtime_env = Path(tempfile.mkdtemp(prefix="kalends-confined-env-"))
+    try:
+        yield from _serve(directory, runtime_env, runner, sandbox, nobody)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+        shutil.rmtree(runtime_env, ignore_errors=True)
+
+
+def _serve(
+    directory: Path, runtime_env: Path, runner: str, sandbox: str, nobody: PassageUser
 ) -> Iterator[World]:
-    directory = tmp_path_factory.mktemp("confined")
     database = f"sqlite:///{directory / 'kalends.sqlite3'}"
     services = open_services(database)
     try:
@@ -165,22 +213,41 @@ def served(
         accounts.set_password("eve", EVE_PASSWORD, current_password=None)
     finally:
         services.store.close()
-    server = start_server(
-        database,
-        directory,
-        "--passage-user",
-        "nobody",
-        "--sandbox",
-        request.param,
-        env={"KALENDS_DATABASE_URL": database, "AWS_SECRET_ACCESS_KEY": CANARY},
-    )
+    env = {"KALENDS_DATABASE_URL": database, "AWS_SECRET_ACCESS_KEY": CANARY}
+    if runner == "root":
+        server = start_server(
+            database, directory, "--passage-user", "nobody", "--sandbox", sandbox, env=env
+        )
+    else:
+        python = _unprivileged_environment(runtime_env)
+        runtime_env.chmod(0o755)
+        for path in (directory, *directory.iterdir()):
+            os.chown(path, nobody.uid, nobody.gid)
+        server = start_server(
+            database,
+            directory,
+            "--sandbox",
+            sandbox,
+            env={**env, "HOME": str(directory)},
+            wrapper=(
+                "env",
+                "-u",
+                "KALENDS_PASSAGE_USER",
+                "setpriv",
+                f"--reuid={nobody.uid}",
+                f"--regid={nobody.gid}",
+                "--clear-groups",
+            ),
+            python=python,
+            cwd=directory,
+        )
     try:
         with owner_session(server) as owner, server.client() as eve:
             login = ok(
                 eve.post("/api/auth/login", json={"handle": "eve", "password": EVE_PASSWORD})
             )
             eve.headers[CSRF_HEADER] = login["csrfToken"]
-            yield World(server, owner, eve, eve_id, PassageUser.lookup("nobody"))
+            yield World(server, owner, eve, eve_id, nobody)
     finally:
         finish(server)
 
