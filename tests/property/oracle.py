@@ -46,12 +46,15 @@ def tz(zone: str) -> ZoneInfo:
 
 
 def wall(at: datetime, zone: str) -> datetime:
-    """The naive wall time ``zone`` shows at the instant ``at``."""
-    return at.astimezone(tz(zone)).replace(tzinfo=None)
+    """The naive wall time ``zone`` shows at the instant ``at``.
+
+    Through UTC: ``astimezone`` to the datetime's own zone returns it unchanged, so a wall
+    time that zone skipped (made by adding to an aware datetime) would stay skipped."""
+    return at.astimezone(UTC).astimezone(tz(zone)).replace(tzinfo=None)
 
 
 def utc_offset(at: datetime, zone: str) -> timedelta:
-    offset = at.astimezone(tz(zone)).utcoffset()
+    offset = at.astimezone(UTC).astimezone(tz(zone)).utcoffset()
     assert offset is not None
     return offset
 

@@ -426,6 +426,20 @@ class TestOriginsAgreeWithTheOracle:
         origin = s.after + timedelta(seconds=origin_shift)
         assert_agrees(s._replace(rule=rule, origin=origin))
 
+    def test_an_origin_written_in_a_skipped_day_counts_from_its_real_date(self) -> None:
+        # Kiritimati skipped 1994-12-31. A minute after 1994-12-30 23:59 (-10:00), added
+        # to an aware datetime, reads "1994-12-31 00:00-10:00": the instant whose date
+        # there is 1995-01-01, so every second day counts from 1995-01-01.
+        zone = ZoneInfo("Pacific/Kiritimati")
+        after = datetime(1994, 12, 30, 23, 59, tzinfo=zone)
+        origin = after + timedelta(minutes=1)
+        rule = {"kind": "daily", "time": "00:00", "zone": zone.key, "interval_days": 2}
+        scenario = Scenario(rule, after, origin, timedelta(days=62))
+        expected = scenario.oracle_slots()
+        got = next_slots(parse_rule(rule), after, len(expected), origin=origin)
+        assert [observed(g) for g in got] == expected
+        assert expected[0].local == datetime(1995, 1, 1)
+
 
 class TestQueriesAgreeWithTheOracle:
     @given(any_kind.flatmap(scenarios), st.floats(0, 1), st.booleans())
