@@ -35,6 +35,7 @@ from kalends.missions.runtime.process import (
     ENV_API_URL,
     ENV_PASSAGE_DIR,
     ENV_PASSAGE_TOKEN,
+    ENV_REPORT_SPOOL,
     ENV_RUNTIME_ROOT,
     ProcessRuntime,
 )
@@ -52,7 +53,7 @@ from .conftest import (
 )
 
 REPORT = "/api/passages/report"
-ENV_NAMES = (ENV_API_URL, ENV_PASSAGE_TOKEN, ENV_RUNTIME_ROOT, ENV_PASSAGE_DIR)
+ENV_NAMES = (ENV_API_URL, ENV_PASSAGE_TOKEN, ENV_RUNTIME_ROOT, ENV_PASSAGE_DIR, ENV_REPORT_SPOOL)
 runner = CliRunner()
 
 
@@ -106,6 +107,13 @@ class Passage:
     @property
     def report_file(self) -> Path:
         return self.runtime.passage_dir(self.session_id) / "report.json"
+
+    @property
+    def spool(self) -> Path:
+        """An exchange directory, as the runtime makes at launch (``io/``)."""
+        found = self.runtime.passage_dir(self.session_id) / "io"
+        found.mkdir(exist_ok=True)
+        return found
 
     def local_env(self) -> dict[str, str]:
         """What the local path would need to write the report itself."""
@@ -406,3 +414,92 @@ class TestServerDown:
                 send_report(url, "token", "completed", "x", timeout=5)
 
             thread.join(5)
+
+
+class TestKeptFirst:
+    """With an exchange directory (every passage the runtime launches has one) the report
+    is kept there before it is sent, and removed once the server answered."""
+
+    def test_a_sent_report_leaves_no_kept_copy(
+        self, server: Server, runtime: ProcessRuntime, workspace: Path
+    ) -> None:
+        mine = Passage(runtime, workspace)
+        env = {ENV_API_URL: server.base, ENV_PASSAGE_TOKEN: mine.token}
+
+        result = report(
+            {**env, ENV_REPORT_SPOOL: str(mine.spool)}, "completed", "--summary", "ok", "--json"
+        )
+
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["delivery"] == "sent"
+        assert list(mine.spool.iterdir()) == []
+        seen = runtime.observe(mine.session_id).report
+        assert seen is not None and seen.outcome == "completed"
+
+    def test_a_report_the_server_refuses_is_not_kept(
+        self, server: Server, runtime: ProcessRuntime, workspace: Path
+    ) -> None:
+        mine = Passage(runtime, workspace)
+        forged = sign(b"k" * 32, mine.passage_id, mine.session_id)
+
+        result = report(
+            {
+                ENV_API_URL: server.base,
+                ENV_PASSAGE_TOKEN: forged,
+                ENV_REPORT_SPOOL: str(mine.spool),
+            },
+            "completed",
+        )
+
+        assert result.exit_code == 2, result.output
+        assert list(mine.spool.iterdir()) == []
+        assert runtime.observe(mine.session_id).report is None
+
+    def test_a_server_down_defers_delivery_with_exit_0_and_the_runtime_takes_it(
+        self, runtime: ProcessRuntime, workspace: Path
+    ) -> None:
+        mine = Passage(runtime, workspace)
+        down = f"http://{HOST}:{closed_port()}"
+
+        result = report(
+            {ENV_API_URL: down, ENV_PASSAGE_TOKEN: mine.token, ENV_REPORT_SPOOL: str(mine.spool)},
+            "failed",
+            "--summary",
+            "kept",
+            "--json",
+        )
+
+        assert result.exit_code == 0, result.output
+        printed = json.loads(result.stdout)
+        assert (printed["outcome"], printed["summary"], printed["delivery"]) == (
+            "failed",
+            "kept",
+            "deferred",
+        )
+        assert printed["reason"].startswith(
+            f"cannot send the report to the kalends server at {down}"
+        )
+        assert "delivery is deferred" in result.stderr
+        assert not mine.report_file.exists()
+        # The runtime records where the exchange directory is at launch; here by hand.
+        exchange = {"version": 1, "path": str(mine.spool)}
+        (runtime.passage_dir(mine.session_id) / "exchange.json").write_text(json.dumps(exchange))
+        seen = runtime.observe(mine.session_id).report
+        assert seen is not None and (seen.outcome, seen.summary) == ("failed", "kept")
+        assert list(mine.spool.iterdir()) == []
+
+    def test_a_summary_too_long_is_refused_even_when_the_server_is_down(
+        self, runtime: ProcessRuntime, workspace: Path
+    ) -> None:
+        mine = Passage(runtime, workspace)
+        down = f"http://{HOST}:{closed_port()}"
+
+        result = report(
+            {ENV_API_URL: down, ENV_PASSAGE_TOKEN: mine.token, ENV_REPORT_SPOOL: str(mine.spool)},
+            "completed",
+            "--summary",
+            "x" * (MAX_SUMMARY_BYTES + 1),
+        )
+
+        assert result.exit_code == 2, result.output
+        assert list(mine.spool.iterdir()) == []

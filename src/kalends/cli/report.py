@@ -5,14 +5,17 @@ runtime) and ``KALENDS_RUNTIME_ROOT`` or ``KALENDS_PASSAGE_DIR``.
 
 A passage launched by a server (``kalends serve``) also has ``KALENDS_API_URL``, the
 server's own address: the report is then sent to ``POST /api/passages/report`` with
-``Authorization: Passage <token>``, and the server records it. When the server refuses
-or cannot be reached the command says so and exits non-zero; it never falls back to
-writing the report itself.
+``Authorization: Passage <token>``, and the server records it. Every passage the runtime
+launches also has ``KALENDS_REPORT_SPOOL``, its exchange directory: the report is first
+written there, durably, with the token. Sent and recorded, the spooled copy is removed;
+refused by the server, it is removed and the command exits non-zero; when the server
+cannot be reached (a restart, an upgrade) the copy stays, the command says delivery is
+deferred and exits 0, and the scheduler checks the token and takes the report when it
+next observes the passage.
 
-A confined passage (run as another user or in a sandbox) cannot read the runtime's
-records. Without a server it has ``KALENDS_REPORT_SPOOL``, its exchange directory: the
-report is written there with the token, and the scheduler checks the token and takes the
-report when it next observes the passage.
+Without a server, a passage that can read the runtime's records (``KALENDS_RUNTIME_ROOT``
+or ``KALENDS_PASSAGE_DIR``) records its report there itself; a confined one (run as
+another user or in a sandbox) spools it for the scheduler.
 
 This module imports nothing heavy at the top: it runs once per passage, often from a
 script (the HTTP call uses the standard library's ``urllib``).
@@ -55,6 +58,8 @@ EXIT_INVALID = 2
 EXIT_FAILURE = 1
 NO_TOKEN = f"no passage token: run `kalends report` from inside a passage ({ENV_PASSAGE_TOKEN})"
 REPORT_PATH = "/api/passages/report"
+# The kept report's name in the exchange directory (the runtime's ``records.REPORT``).
+SPOOL_FILE = "report.json"
 # How long the server may take to answer a report.
 SEND_TIMEOUT = 30.0
 # The largest answer read back (a report answer is a few hundred bytes).
@@ -142,22 +147,28 @@ def report_command(
     """Record this passage's final report; the last report wins until the passage settles.
 
     Run it from inside a passage: the token in its environment names the passage. A
-    passage started by `kalends serve` sends its report to that server (KALENDS_API_URL).
-    Exit codes: 0 recorded; 2 refused input (no or forged token, token of another passage,
-    summary too long); 1 refused otherwise (the passage has settled, the disk failed, the
-    server could not be reached). Nothing is written when refused.
+    passage started by `kalends serve` keeps its report in its own directory first, then
+    sends it to that server; when the server is down, delivery is deferred and the
+    scheduler takes the report later.
+
+    Exit codes: 0 recorded, or kept for deferred delivery; 2 refused input (no or forged
+    token, token of another passage, summary too long); 1 refused otherwise (the passage
+    has settled, the disk failed). Nothing is kept when refused.
     """
     api_url = os.environ.get(ENV_API_URL, "")
+    spool = os.environ.get(ENV_REPORT_SPOOL, "")
     if api_url:
-        _report_over_http(api_url, outcome.value, summary, json_output)
+        _report_over_http(
+            api_url, outcome.value, summary, json_output, spool=Path(spool) if spool else None
+        )
         return
 
     from kalends.clock import SystemClock  # noqa: PLC0415 (imported on use, as below)
     from kalends.missions.runtime.process import record_report, spool_report  # noqa: PLC0415
 
-    spool = os.environ.get(ENV_REPORT_SPOOL, "")
+    local = os.environ.get(ENV_RUNTIME_ROOT) or os.environ.get(ENV_PASSAGE_DIR)
     try:
-        if spool:
+        if spool and not local:
             token = os.environ.get(ENV_PASSAGE_TOKEN, "")
             if not token:
                 raise InvalidInput(NO_TOKEN)
@@ -191,24 +202,127 @@ def report_command(
 # --------------------------------------------------------------------------- over HTTP
 
 
-def _report_over_http(api_url: str, outcome: str, summary: str, json_output: bool) -> None:
-    """Sends the report to the server at ``api_url``; refusals exit as the local path does
-    (2 for a refused token or body, 1 otherwise, the server unreachable included)."""
+def _report_over_http(
+    api_url: str, outcome: str, summary: str, json_output: bool, *, spool: Path | None
+) -> None:
+    """Keeps the report in ``spool`` (when the passage has one), then sends it to the
+    server at ``api_url``. Refusals exit as the local path does (2 for a refused token or
+    body, 1 otherwise), with the kept copy removed; a server that cannot be reached leaves
+    the copy for the scheduler and exits 0 (without a spool, 1)."""
     token = os.environ.get(ENV_PASSAGE_TOKEN, "")
+    kept: SpooledReport | None = None
+    unkept = ""
     try:
         if not token:
             raise InvalidInput(NO_TOKEN)
+        if spool is not None:
+            try:
+                kept = write_spool(spool, token, outcome, summary)
+            except OSError as exc:  # a full disk, say: sending may still succeed
+                unkept = f" (nor could it be kept in {spool}: {exc})"
         sent = send_report(api_url, token, outcome, summary)
+    except ReportNotSent as exc:
+        if kept is None:
+            _refuse(ReportNotSent(exc.message + unkept), json_output)
+        _deferred(kept, exc, json_output)
+        return
     except ReportRefused as exc:
+        if kept is not None:
+            kept.remove()
         _refuse(exc, json_output, code=EXIT_INVALID if exc.status in _INPUT_STATUSES else None)
     except KalendsError as exc:
         _refuse(exc, json_output)
+    if kept is not None:
+        kept.remove()
     if json_output:
         from kalends.cli.output import emit_json  # noqa: PLC0415
 
-        emit_json({"outcome": sent.outcome, "summary": sent.summary, "at": sent.at})
+        emit_json(
+            {"outcome": sent.outcome, "summary": sent.summary, "at": sent.at, "delivery": "sent"}
+        )
     else:
         typer.echo(f"Recorded report: {sent.outcome}.")
+
+
+def _deferred(kept: SpooledReport, reason: ReportNotSent, json_output: bool) -> None:
+    """The server could not take the report: the kept copy stays for the scheduler, once
+    it passes the checks the server would have made (else it is removed and refused)."""
+    from kalends.missions.runtime.process import check_report  # noqa: PLC0415 (rare path)
+
+    try:
+        check_report(kept.outcome, kept.summary)
+    except KalendsError as exc:
+        kept.remove()
+        _refuse(exc, json_output)
+    note = (
+        f"{reason.message}; delivery is deferred: the report is kept in {kept.path} and "
+        "the scheduler takes it when it next looks at this passage"
+    )
+    if json_output:
+        from kalends.cli.output import emit_json  # noqa: PLC0415
+
+        emit_json(
+            {
+                "outcome": kept.outcome,
+                "summary": kept.summary,
+                "at": kept.at,
+                "delivery": "deferred",
+                "reason": reason.message,
+            }
+        )
+    else:
+        typer.echo(f"Kept report: {kept.outcome} (delivery deferred).")
+    typer.echo("note: " + note, err=True)
+
+
+class SpooledReport(NamedTuple):
+    """A report kept in the passage's exchange directory, as :func:`write_spool` wrote it."""
+
+    path: Path
+    outcome: str
+    summary: str
+    at: str
+
+    def remove(self) -> None:
+        """Remove the kept copy if it is still this one (a later report may replace it)."""
+        try:
+            found = json.loads(self.path.read_bytes())
+        except (OSError, ValueError):
+            return
+        if isinstance(found, dict) and found.get("at") == self.at:
+            self.path.unlink(missing_ok=True)
+
+
+def write_spool(spool: Path, token: str, outcome: str, summary: str) -> SpooledReport:
+    """Write the report with the passage's token into the exchange directory ``spool``,
+    whole and durably (aside, fsynced, renamed, the directory fsynced): what the scheduler
+    takes (``ProcessRuntime`` observes it) when it was not delivered. Standard library
+    only, as the rest of the HTTP path."""
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    at = datetime.now(UTC).isoformat()
+    target = spool / SPOOL_FILE
+    aside = spool / f".{SPOOL_FILE}.{os.getpid()}.tmp"
+    data = json.dumps(
+        {"version": 1, "token": token, "outcome": outcome, "summary": summary, "at": at}
+    ).encode()
+    fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        os.replace(aside, target)
+    except BaseException:
+        aside.unlink(missing_ok=True)
+        raise
+    directory = os.open(spool, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+    return SpooledReport(target, outcome, summary, at)
 
 
 def send_report(

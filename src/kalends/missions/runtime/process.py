@@ -13,13 +13,16 @@ written whole: aside then renamed or linked into place, and fsynced):
 - ``output.log``: the command's stdout and stderr, and the shim's own notes;
 - ``report.json``: the passage's last ``kalends report``;
 - ``interrupt.json``: when kalends interrupted it, and the grace period;
-- ``exchange.json``: where the passage's exchange directory is, when it has one.
+- ``exchange.json``: where the passage's exchange directory is.
 
-A confined passage (another OS user or a sandbox: :mod:`kalends.missions.runtime.isolation`)
-cannot read its passage directory. It gets an **exchange directory** of its own instead,
-holding a copy of ``input.json``; ``kalends report`` spools its report there
-(``report.json`` with the passage's token), and :meth:`ProcessRuntime.observe` takes the
-spooled report into ``report.json`` here once the token proves it is the passage's own.
+Every passage has an **exchange directory** (``KALENDS_REPORT_SPOOL``) where
+``kalends report`` spools its report (``report.json`` with the passage's token) before it
+sends it anywhere: :meth:`ProcessRuntime.observe` takes the spooled report into
+``report.json`` here once the token proves it is the passage's own, so a report made
+while the server is down (a restart, an upgrade) is not lost. An unconfined passage's
+exchange directory is ``io/`` in its passage directory. A confined passage (another OS
+user or a sandbox: :mod:`kalends.missions.runtime.isolation`) cannot read its passage
+directory: its exchange directory is its own, with a copy of ``input.json``.
 
 Admission builds ``start.json`` and ``input.json`` in a temporary directory and renames it
 into place, which fails if the session is there: a crash leaves nothing or a complete
@@ -93,7 +96,7 @@ ENV_PASSAGE_DIR = "KALENDS_PASSAGE_DIR"
 ENV_RUNTIME_ROOT = "KALENDS_RUNTIME_ROOT"
 # Set by a server (``kalends serve``) through ``extra_env``: where ``kalends report`` sends.
 ENV_API_URL = "KALENDS_API_URL"
-# Set for a confined passage: its exchange directory, where ``kalends report`` spools.
+# Every passage's exchange directory, where ``kalends report`` spools its report first.
 ENV_REPORT_SPOOL = "KALENDS_REPORT_SPOOL"
 EXCHANGE = "exchange.json"
 # The largest spooled report read back (a report is at most a few KiB of JSON).
@@ -358,7 +361,11 @@ class ProcessRuntime:
             ENV_PASSAGE_TOKEN: self.token(start_doc["passageId"], start_doc["sessionId"]),
         }
         exchange = self._exchange(directory)
-        if exchange is None:
+        passage[ENV_REPORT_SPOOL] = str(exchange)
+        if self.isolation.confined:
+            # A confined passage learns nothing of the runtime's own directories.
+            passage[ENV_INPUT_FILE] = str(exchange / records.INPUT)
+        else:
             passage.update(
                 {
                     ENV_INPUT_FILE: str(directory / records.INPUT),
@@ -366,26 +373,26 @@ class ProcessRuntime:
                     ENV_RUNTIME_ROOT: str(self.root),
                 }
             )
-        else:
-            # A confined passage learns nothing of the runtime's own directories.
-            passage.update(
-                {ENV_INPUT_FILE: str(exchange / records.INPUT), ENV_REPORT_SPOOL: str(exchange)}
-            )
         env = passage_environment(
             self.isolation,
             ((str(k), str(v)) for k, v in start_doc["env"]),
             self.extra_env,
             passage,
         )
-        plan = json.dumps(self.isolation.plan(exchange), sort_keys=True)
+        plan = json.dumps(
+            self.isolation.plan(exchange if self.isolation.confined else None), sort_keys=True
+        )
         self._spawn(["launch", str(directory), plan], directory, env=env)
 
-    def _exchange(self, directory: Path) -> Path | None:
-        """Prepare a confined passage's exchange directory (owned by the passage user, with
-        a copy of its input) and record where it is; ``None`` for an unconfined one."""
+    def _exchange(self, directory: Path) -> Path:
+        """Prepare the passage's exchange directory and record where it is: ``io/`` in its
+        directory, or for a confined passage one it owns, with a copy of its input."""
         isolation = self.isolation
         if not isolation.confined:
-            return None
+            exchange = directory / "io"
+            exchange.mkdir(mode=0o700, exist_ok=True)
+            records.write_json_atomic(directory / EXCHANGE, {"version": 1, "path": str(exchange)})
+            return exchange
         if isolation.exchange_dir is not None:
             isolation.exchange_dir.mkdir(mode=0o711, parents=True, exist_ok=True)
             exchange = isolation.exchange_dir / directory.name
@@ -578,7 +585,7 @@ def _report(doc: Mapping[str, Any] | None) -> Report | None:
     return Report(outcome=doc["outcome"], summary=doc["summary"], at=at)
 
 
-def _check_report(outcome: str, summary: str) -> None:
+def check_report(outcome: str, summary: str) -> None:
     """The input checks every report passes, recorded or spooled."""
     if outcome not in OUTCOMES:
         raise InvalidInput(f"outcome must be completed or failed, got {outcome!r}", field="outcome")
@@ -603,7 +610,7 @@ def record_report(
     outcome or a summary over its byte bound (:class:`InvalidInput`), a bad or foreign
     token (:class:`InvalidToken`), a settled passage (:class:`PassageSettled`).
     """
-    _check_report(outcome, summary)
+    check_report(outcome, summary)
     if secret is None:
         try:
             secret = read_secret(root)
@@ -648,7 +655,7 @@ def spool_report(spool: Path, token: str, outcome: str, summary: str, *, at: dat
     place, fsynced). The runtime checks the token and takes it when it next observes the
     passage, so a report is never lost to a server that is down. The same input checks
     as :func:`record_report` apply; the token's own check is the runtime's."""
-    _check_report(outcome, summary)
+    check_report(outcome, summary)
     if not token:
         raise InvalidToken(field="token")
     records.write_json_atomic(
