@@ -436,7 +436,8 @@ class TestSeries:
             )
         )
         SkipOut.model_validate(skipped)
-        assert skipped["skipped"]["status"] == "completed"
+        # Settled by the skip, and shown as skipped, not completed (issue 17).
+        assert skipped["skipped"]["status"] == "skipped"
         successor = skipped["successor"]
         assert successor["occurrence"] == 2
         assert successor["status"] == "open"

@@ -44,6 +44,8 @@ INTENT_KEYS = {
     "schedule_revision",
     "channel",
     "at",
+    "local",
+    "zone",
     "recipient",
     "status",
     "attempts",
@@ -166,6 +168,7 @@ class TestLs:
             "title": "Water the plants",
         }
         assert email["at"] == "2040-01-02T07:00:00Z"
+        assert (email["local"], email["zone"]) == ("2040-01-02T08:00:00", ZONE)
         assert email["recipient"]["handle"] == "alice"
         assert (email["attempts"], email["max_attempts"]) == (1, MAX_ATTEMPTS)
         assert email["delivered_at"] == "2040-01-02T07:45:00Z"
@@ -203,9 +206,11 @@ class TestLs:
         for column in ("id", "task", "title", "channel", "at", "recipient", "status", "attempts"):
             assert re.search(rf"\b{column}\b", out.splitlines()[1]), out
         assert re.search(rf"{ids['email']} +{db.water.ref} +Water the plants +email", out)
-        assert re.search(r"delivered +1/5 +delivered 2040-01-02 07:45:00 UTC", out)
+        # Times as the recipient reads them: in the reminder's zone.
+        assert re.search(r"email +2040-01-02 08:00 Europe/Paris +alice", out)
+        assert re.search(r"delivered +1/5 +delivered 2040-01-02 08:45 Europe/Paris", out)
         assert re.search(r"bob +dead +5/5 +push: destination 1 \(JSON\)", out)
-        assert re.search(r"pending +0/5 +next attempt 2040-01-05 07:00:00 UTC", out)
+        assert re.search(r"pending +0/5 +next attempt 2040-01-05 08:00 Europe/Paris", out)
 
     def test_cancelled_and_leased_reminders_say_why_and_by_whom(self, db: Db) -> None:
         # A new schedule cancels the rent reminder of the old one and makes a new one.
@@ -282,7 +287,7 @@ class TestShow:
         assert re.search(r"^attempts +5 of 5 *$", out, re.MULTILINE)
         assert re.search(r"^last error +push: destination 1 \(JSON\): error=500", out, re.M)
         delivered = db.ok("show", str(ids["email"]))
-        assert re.search(r"^delivered +2040-01-02 07:45:00 UTC *$", delivered, re.MULTILINE)
+        assert re.search(r"^delivered +2040-01-02 08:45 Europe/Paris *$", delivered, re.M)
 
     def test_unknown_and_hidden_reminders_get_the_same_not_found(self, db: Db) -> None:
         real = db.by_channel(db.water)["push"]

@@ -203,7 +203,7 @@ class TestSkipAndLifecycle:
         skip = db.json("task", "skip", second.ref, "--expect", "1")
         assert skip["successor"] is None
         assert skip["skipped"]["ref"] == second.ref
-        assert skip["skipped"]["status"] == "completed"
+        assert skip["skipped"]["status"] == "skipped"
         assert (skip["series"]["status"], skip["series"]["outstanding_ordinal"]) == ("paused", None)
 
         resumed = db.ok("task", "series", "resume", series_id, "--expect", "2")

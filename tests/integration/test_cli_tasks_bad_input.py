@@ -149,7 +149,8 @@ CASES: list[tuple[list[str], int, str]] = [
     (["task", "ls", "Home", "--due-from", "2026-02-30", *AS_ALICE], 2,
      "due_from: '2026-02-30' is not a calendar date"),
     # a status that does not exist
-    (["task", "ls", "Home", "--status", "done", *AS_ALICE], 2, "status: open or completed"),
+    (["task", "ls", "Home", "--status", "done", *AS_ALICE], 2,
+     "status: open, completed or skipped"),
     # a non-member reading
     (["task", "ls", "{home}", "--as", "nora"], 1, "list: no list "),
     # an unknown task

@@ -111,6 +111,7 @@ class TestEligible:
             recipient="bob",
             recipient_name="Bob",
             recipient_email="bob@example.com",
+            zone="UTC",  # the reminder's own zone, in which its recipient reads its time
         )
         assert verdicts[ids["Dated"]].due_text == "2025-03-04"
         assert verdicts[ids["Undated"]].due_text is None

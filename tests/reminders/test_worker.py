@@ -154,7 +154,8 @@ class TestDelivery:
         assert mail.text.startswith(TITLE)
         assert f"Task {world.task.ref} in Home" in mail.text
         assert "Due: 2025-03-01 16:00 Europe/Paris" in mail.text
-        assert "Reminder at 2025-03-01T12:05:00Z for Alice" in mail.text
+        # The reminder's time as alice reads it: the wall time in its zone (issue 17).
+        assert "Reminder at 2025-03-01 13:05 Europe/Paris for Alice" in mail.text
         assert mail.text.rstrip().splitlines()[-1] == key_line(email.id)
         assert mail.message["Idempotency-Key"] == str(email.id)
         assert mail.message["X-Kalends-Reminder"] == str(email.id)

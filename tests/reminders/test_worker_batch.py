@@ -127,7 +127,7 @@ class TestWhatTheTransportGets:
             body=(
                 f"Water the plants\n\nTask {timed.ref} in Home\n"
                 "Due: 2025-03-02 09:30 Europe/Paris\n"
-                "Reminder at 2025-03-01T12:01:00Z for Alice\n\n"
+                "Reminder at 2025-03-01 12:01 UTC for Alice\n\n"
                 f"Reminder ID: {email}"
             ),
             task_id=timed.id,
@@ -145,7 +145,7 @@ class TestWhatTheTransportGets:
             body=(
                 f"Water the plants\n\nTask {timed.ref} in Home\n"
                 "Due: 2025-03-02 09:30 Europe/Paris\n"
-                "Reminder at 2025-03-01T12:02:00Z for Bob\n\n"
+                "Reminder at 2025-03-01 12:02 UTC for Bob\n\n"
                 f"Reminder ID: {push}"
             ),
             task_id=timed.id,
@@ -154,14 +154,14 @@ class TestWhatTheTransportGets:
         )
         assert got[str(rent)].body == (
             f"Pay rent\n\nTask {dated.ref} in Home\nDue: 2025-03-04\n"
-            f"Reminder at 2025-03-01T12:03:00Z for Alice\n\nReminder ID: {rent}"
+            f"Reminder at 2025-03-01 12:03 UTC for Alice\n\nReminder ID: {rent}"
         )
         assert got[str(mum)].body == (
             f"Call mum\n\nTask {undated.ref} in Home\n"
-            f"Reminder at 2025-03-01T12:04:00Z for Alice\n\nReminder ID: {mum}"
+            f"Reminder at 2025-03-01 12:04 UTC for Alice\n\nReminder ID: {mum}"
         )
         assert got[str(odd)].body.endswith(
-            f"Reminder at 2025-03-01T12:05:00.250000Z for Alice\n\nReminder ID: {odd}"
+            f"Reminder at 2025-03-01 12:05 UTC for Alice\n\nReminder ID: {odd}"
         )
         for delivery in transport.deliveries:
             assert isinstance(delivery.task_id, UUID)
@@ -195,7 +195,7 @@ class TestWhatTheTransportGets:
             body=(
                 f"Water the plants\n\nTask {task.ref} in Home\n"
                 "Due: 2025-03-02 09:30 Europe/Paris\n"
-                "Reminder at 2025-03-01T12:01:00Z for Alice\n\n"
+                "Reminder at 2025-03-01 12:01 UTC for Alice\n\n"
                 f"Reminder ID: {claim.id}"
             ),
             task_id=task.id,

@@ -423,7 +423,12 @@ class TestTheTemplate:
         root = world.create("Big")
         insert_checklist(world, root.id, MAX_CHECKLIST_TASKS - 1)
         view = world.start(root.id, {"kind": "daily"})
-        extra = world.create("One too many", parent=root.id)
+        # Adding the 501st task is refused at once (issue 17) ...
+        with nothing_written(world.store), pytest.raises(ChecklistTooLarge):
+            world.create("One too many", parent=root.id)
+        # ... and a checklist grown past the bound anyway (here behind the service's
+        # back, as before that check) is refused again when the next one is generated.
+        [extra_id] = insert_checklist(world, root.id, 1)
         revision = world.task(root.id).revision
 
         with nothing_written(world.store), pytest.raises(ChecklistTooLarge):
@@ -431,11 +436,11 @@ class TestTheTemplate:
         with nothing_written(world.store), pytest.raises(ChecklistTooLarge):
             world.skip(root.id)
 
-        world.trash(extra.id)
+        world.trash(extra_id)
         world.complete(root.id)
         assert world.task(root.id).status is TaskStatus.COMPLETED
         assert len(occurrence_tasks(world.store, view.id, 2)) == MAX_CHECKLIST_TASKS
-        assert task_row(world.store, extra.id).status == "open"
+        assert task_row(world.store, extra_id).status == "open"
 
 
 def test_the_london_case_really_crosses_a_transition_only_new_york_has() -> None:

@@ -35,7 +35,7 @@ from kalends.tasks import (
 )
 from kalends.tasks.series import SeriesView
 from kalends.tasks.series_rules import SeriesRule
-from kalends.tasks.values import Due
+from kalends.tasks.values import SKIPPED, Due
 
 __all__ = [
     "actor",
@@ -125,6 +125,8 @@ def _reminder(d: Json) -> Reminder:
 
 
 def task(d: Json) -> Task:
+    # A task a skip settled is shown "skipped" and stored "completed" (kalends.tasks.skips).
+    skipped = d["status"] == SKIPPED
     return Task(
         id=_uuid(d["id"]),
         ref=d["ref"],
@@ -134,7 +136,7 @@ def task(d: Json) -> Task:
         position=int(d["position"]),
         title=d["title"],
         description=d["description"],
-        status=TaskStatus(d["status"]),
+        status=TaskStatus.COMPLETED if skipped else TaskStatus(d["status"]),
         completed_at=_maybe_instant(d["completed_at"]),
         trashed=bool(d["trashed"]),
         revision=int(d["revision"]),
@@ -148,6 +150,7 @@ def task(d: Json) -> Task:
         updated_at=_instant(d["updated_at"]),
         tags=tuple(d["tags"]),
         reminders=tuple(_reminder(r) for r in d["reminders"]),
+        skipped=skipped,
     )
 
 
@@ -244,6 +247,7 @@ def intent(d: Json) -> Intent:
         delivered_at=_maybe_instant(d["delivered_at"]),
         created_at=created_at,
         updated_at=_instant(d["updated_at"]),
+        zone=d.get("zone"),
     )
 
 

@@ -18,17 +18,20 @@ import typer
 
 from kalends.civil import format_local
 from kalends.cli import remote_values as values
+from kalends.cli.output import emit_json, error_console
 from kalends.cli.remote import Remote, ServerOption, local_or_remote, path_part
 from kalends.cli.session import (
     ActorOption,
     DatabaseOption,
     ExpectOption,
     JsonOption,
+    Reporter,
     TaskArgument,
     expected_revision,
 )
 from kalends.cli.task_views import report_task
 from kalends.errors import InvalidInput, NotFound
+from kalends.reminders.scheduling import past_reminders
 from kalends.tasks import Task, parse_schedule
 from kalends.tasks.values import due_to_json
 
@@ -218,7 +221,8 @@ def schedule_command(
     """Set a task's planned day, due value, priority and reminders, in one transaction.
 
     Options change the current schedule; --clear empties it first. A due or reminder
-    time that the zone skips or repeats (DST) is refused, never shifted.
+    time that the zone skips or repeats (DST) is refused, never shifted. A reminder
+    whose time has passed is kept, with a warning (in --json: "warnings").
     """
     options = ScheduleOptions(
         planned=planned,
@@ -237,7 +241,8 @@ def schedule_command(
             route = f"/api/tasks/{path_part(ref.strip())}"
             current = values.task(s.get(route)) if needs_current(options) else None
             body = {**schedule_json(options, current), "expectedRevision": revision}
-            report_task(s, values.task(s.put(f"{route}/schedule", body)), "scheduled")
+            answer = s.put(f"{route}/schedule", body)
+            _report(s, values.task(answer), answer.get("warnings", []))
             return
         local = s
 
@@ -255,4 +260,20 @@ def schedule_command(
             schedule = parse_schedule(schedule_json(options, current), recipient)
             return local.tasks.set_schedule(local.actor, ref, revision, schedule)
 
-        report_task(s, s.atomic(write), "scheduled")
+        task = s.atomic(write)
+        warned = past_reminders(task, s.services.store.clock.now())
+        _report(s, task, [w.to_json() for w in warned])
+
+
+def _report(s: Reporter, task: Task, warnings: list[dict[str, Any]]) -> None:
+    """The scheduled task, and a warning for each reminder whose time has passed: in
+    the JSON (``warnings``, as the HTTP API answers), else one ``warning:`` line each on
+    standard error."""
+    if s.json_output:
+        emit_json({**task.to_json(), "warnings": warnings})
+        return
+    report_task(s, task, "scheduled")
+    for warning in warnings:
+        error_console.print(
+            "warning: " + str(warning["message"]), markup=False, highlight=False, soft_wrap=True
+        )

@@ -5,12 +5,10 @@ User text is always wrapped in :class:`Text`, never parsed as Rich markup.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
-from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -51,12 +49,21 @@ def due_text(due: object) -> str:
 
 
 def task_line(task: Task, sections: Mapping[UUID, str] | None = None) -> Text:
-    """One line: reference, checkbox, title, priority, due, section, tags."""
+    """One line: reference, checkbox, title, priority, due, section, tags.
+
+    The checkbox is ``[ ]`` open, ``[x]`` completed, ``[-]`` settled by a skip (which
+    the line also says in words).
+    """
     done = task.status is TaskStatus.COMPLETED
     line = Text()
     line.append(task.ref, style="dim")
-    line.append(" [x] " if done else " [ ] ", style="green" if done else "")
+    if task.skipped:
+        line.append(" [-] ", style="yellow")
+    else:
+        line.append(" [x] " if done else " [ ] ", style="green" if done else "")
     line.append(task.title, style="dim" if done else "")
+    if task.skipped:
+        line.append("  (skipped)", style="yellow")
     if task.priority is not None:
         line.append(f"  P{task.priority}", style=_PRIORITY_STYLES.get(task.priority, ""))
     if task.due is not None:
@@ -153,7 +160,7 @@ def task_detail(
 
     role = f" (you are {detail.list.role.value})" if detail.list.role else ""
     row("revision", Text(str(task.revision), style="bold"))
-    row("status", task.status.value + (", in the trash" if task.trashed else ""))
+    row("status", task.shown_status + (", in the trash" if task.trashed else ""))
     row("list", f"{detail.list.name}{role}")
     if detail.section:
         row("section", detail.section)
@@ -189,22 +196,67 @@ def task_detail(
     return Group(task_line(task), grid)
 
 
-def history_table(events: Sequence[HistoryEvent], handles: Mapping[UUID, str]) -> Table:
-    table = Table(box=box.SIMPLE_HEAD)
-    table.add_column("at (UTC)", no_wrap=True)
-    table.add_column("actor", no_wrap=True)
-    table.add_column("event", no_wrap=True)
-    table.add_column("details", overflow="fold")
+def history_lines(events: Sequence[HistoryEvent], handles: Mapping[UUID, str]) -> Group:
+    """The history as lines of text, oldest first: each event's instant (UTC), who, what
+    and, indented beneath, its details in words (a due value or a reminder as its wall
+    time and zone, an actor by handle) rather than as JSON."""
+    lines: list[Text] = []
     for event in events:
-        who = handles.get(event.actor_id, "") if event.actor_id else ""
-        table.add_row(
-            Text(f"{event.at:%Y-%m-%d %H:%M:%S}"),
-            Text(who),
-            Text(event.kind),
-            Text(" ".join(f"{k}={_compact(v)}" for k, v in sorted(event.payload.items()))),
-        )
-    return table
+        head = Text(f"{event.at:%Y-%m-%d %H:%M:%S} UTC", style="dim")
+        who = handles.get(event.actor_id, str(event.actor_id)) if event.actor_id else ""
+        if who:
+            head.append(f"  {who}")
+        head.append(f"  {event.kind}", style="bold")
+        if event.occurrence is not None:
+            head.append(f"  (occurrence #{event.occurrence})", style="dim")
+        lines.append(head)
+        for key, value in event.payload.items():
+            for said in _detail(key, value, handles):
+                lines.append(Text(f"    {said}"))
+    if not lines:
+        lines.append(Text("no history", style="dim"))
+    return Group(*lines)
 
 
-def _compact(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def _detail(key: str, value: object, handles: Mapping[UUID, str]) -> list[str]:
+    """One payload entry as lines ``name: value``; a list of reminders a line each."""
+    name = key.replace("_", " ")
+    if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+        singular = name.removesuffix("s")
+        return [f"{singular}: {_words(v, handles)}" for v in value]
+    if isinstance(value, list) and not value:
+        return [f"{name}: none"]
+    return [f"{name}: {_words(value, handles)}"]
+
+
+def _words(value: object, handles: Mapping[UUID, str]) -> str:
+    """A payload value in words: text as is, a wall time with its zone, a reminder as
+    ``email 2040-01-02 08:00 Europe/Paris to alice``."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        if "local" in value and "zone" in value:
+            wall = str(value["local"]).replace("T", " ")
+            wall = wall.removesuffix(":00") if len(wall) == 19 else wall
+            said = f"{wall} {value['zone']}"
+            if "channel" in value:
+                said = f"{value['channel']} {said}"
+            recipient = value.get("recipient_id")
+            if recipient is not None:
+                said += f" to {_handle(recipient, handles)}"
+            return said
+        return ", ".join(f"{k.replace('_', ' ')} {_words(v, handles)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(_words(v, handles) for v in value)
+    return str(value)
+
+
+def _handle(actor: object, handles: Mapping[UUID, str]) -> str:
+    try:
+        return handles.get(UUID(str(actor)), str(actor))
+    except ValueError:
+        return str(actor)

@@ -41,15 +41,16 @@ from kalends.cli.session import (
 from kalends.cli.task_schedule import schedule_command
 from kalends.cli.task_views import (
     checklist_tree,
-    history_table,
+    history_lines,
     report_task,
     task_detail,
     task_series_json,
 )
 from kalends.errors import InvalidInput, OpenDescendants
-from kalends.tasks import Task, TaskDetail, TaskList, TaskStatus, TreeNode
+from kalends.tasks import Task, TaskDetail, TaskList, TreeNode
 from kalends.tasks.media import check_media_type
 from kalends.tasks.series import SeriesView
+from kalends.tasks.values import SHOWN_STATUSES
 
 task_app = typer.Typer(
     help=f"Tasks and their checklists. {LOCAL_MODE_HELP} {SERVER_MODE_HELP} {EXIT_CODES_HELP}",
@@ -118,7 +119,12 @@ def ls_command(
     section: SectionOption = None,
     tag: Annotated[str | None, typer.Option("--tag", help="Only tasks with this tag.")] = None,
     status: Annotated[
-        str | None, typer.Option("--status", metavar="open|completed", help="Only these.")
+        str | None,
+        typer.Option(
+            "--status",
+            metavar="open|completed|skipped",
+            help="Only these (a task settled by a skip is skipped, not completed).",
+        ),
     ] = None,
     due_from: Annotated[
         str | None, typer.Option("--due-from", metavar="DATE", help="Due on or after.")
@@ -140,8 +146,10 @@ def ls_command(
     A timed due value counts on its local date. With --json: the nested trees.
     """
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        if status is not None and status not in {v.value for v in TaskStatus}:
-            raise InvalidInput(f"status: open or completed, got {status!r}", field="status")
+        if status is not None and status not in SHOWN_STATUSES:
+            raise InvalidInput(
+                f"status: open, completed or skipped, got {status!r}", field="status"
+            )
         day_from = parse_date(due_from, "due_from") if due_from is not None else None
         day_to = parse_date(due_to, "due_to") if due_to is not None else None
         day = parse_date(planned, "planned") if planned is not None else None
@@ -571,7 +579,8 @@ def history_command(
     server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Print a task's append-only history, oldest first."""
+    """Print a task's append-only history, oldest first: an event a line (its instant in
+    UTC, who, what), its details indented beneath. With --json: the events as stored."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
         if isinstance(s, Remote):
             events = [values.history_event(d) for d in s.get(_task_route(ref, "history"))]
@@ -584,7 +593,7 @@ def history_command(
             handles = _member_handles(s, values.task_detail(s.get(_task_route(ref))).list.id)
         else:
             handles = {a.id: a.handle for a in s.directory.actors()}
-    console.print(history_table(events, handles))
+    console.print(history_lines(events, handles), soft_wrap=True)
 
 
 def _task_route(ref: str, *rest: str) -> str:

@@ -60,6 +60,7 @@ from sqlalchemy.types import NullType
 
 from kalends.clock import require_aware
 from kalends.errors import Conflict, Forbidden, InvalidInput, LeaseLost, NotFound
+from kalends.reminders.local_times import intent_zone, local_text
 from kalends.storage.schema import SQLITE_INSTANT_LENGTH
 from kalends.storage.task_tables import (
     CLAIMABLE_INTENTS,
@@ -177,6 +178,8 @@ class Intent:
     delivered_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    # The zone its recipient reads its times in (kalends.reminders.local_times).
+    zone: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         def instant(value: datetime | None) -> str | None:
@@ -188,6 +191,8 @@ class Intent:
             "schedule_revision": self.schedule_revision,
             "channel": self.channel,
             "at": instant(self.at),
+            "local": local_text(self.at, self.zone),
+            "zone": self.zone,
             "recipient": {"id": str(self.recipient_id), "handle": self.recipient},
             "status": self.status,
             "attempts": self.attempts,
@@ -218,6 +223,8 @@ class Verdict:
     recipient: str
     recipient_name: str
     recipient_email: str | None
+    # The zone the recipient reads the reminder's time in (kalends.reminders.local_times).
+    zone: str | None = None
 
     @property
     def eligible(self) -> bool:
@@ -390,8 +397,8 @@ _NEXT_DUE = select(func.min(ri.c.next_attempt_at)).where(
 # recipient is comes with their destinations); :func:`eligibility` reads the task's and
 # the recipient's IDs and the recipient's names after them. Few columns: every value
 # fetched costs (Python's sqlite3 module lets go of the GIL for each).
-E_ID, E_REASON, E_PARENT, E_REF, E_TITLE, E_DUE, E_LIST_NAME = range(7)
-_E_TASK, _E_RECIPIENT, _E_HANDLE, _E_NAME, _E_EMAIL = range(7, 12)
+E_ID, E_REASON, E_PARENT, E_REF, E_TITLE, E_DUE, E_LIST_NAME, E_ZONE = range(8)
+_E_TASK, _E_RECIPIENT, _E_HANDLE, _E_NAME, _E_EMAIL = range(8, 13)
 
 VerdictRow = tuple[str | None, Sequence[Any]]
 """Why an intent may not be delivered (``None``: it may) and its eligibility row (``E_*``)."""
@@ -455,6 +462,7 @@ def _eligibility_statement(with_ids: bool) -> Any:
         tasks.c.title,
         due.label("due"),
         lists.c.name.label("list_name"),
+        intent_zone().label("zone"),
     ]
     joined = ri.join(tasks, tasks.c.id == ri.c.task_id).join(lists, lists.c.id == tasks.c.list_id)
     if with_ids:
@@ -548,6 +556,7 @@ def eligibility(conn: Connection, intent_ids: Sequence[UUID]) -> dict[UUID, Verd
             row[_E_HANDLE],
             row[_E_NAME],
             row[_E_EMAIL],
+            row[E_ZONE],
         )
     return verdicts
 
@@ -918,6 +927,7 @@ _INTENTS = select(
     tasks.c.title.label("task_title"),
     tasks.c.list_id,
     actors.c.handle.label("recipient"),
+    intent_zone().label("zone"),
 ).select_from(
     ri.join(tasks, tasks.c.id == ri.c.task_id).join(actors, actors.c.id == ri.c.recipient_id)
 )
@@ -944,6 +954,7 @@ def _intent_from_row(r: Any) -> Intent:
         delivered_at=r.delivered_at,
         created_at=r.created_at,
         updated_at=r.updated_at,
+        zone=r.zone,
     )
 
 

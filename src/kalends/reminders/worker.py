@@ -34,6 +34,7 @@ from sqlalchemy.engine import Connection
 
 from kalends.errors import StorageError
 from kalends.reminders.destinations import Person, recipients_of
+from kalends.reminders.local_times import when_text
 from kalends.reminders.outbox import (
     C_AT,
     C_CHANNEL,
@@ -45,6 +46,7 @@ from kalends.reminders.outbox import (
     E_LIST_NAME,
     E_REF,
     E_TITLE,
+    E_ZONE,
     Claim,
     ClaimRow,
     Outbox,
@@ -54,7 +56,6 @@ from kalends.reminders.outbox import (
     claim_rows_in,
     close_in,
     instant,
-    instant_text,
     uuid_of,
     uuid_text,
     verdict_rows_in,
@@ -147,7 +148,7 @@ def compose(claim: Claim, verdict: Verdict, destinations: Sequence[str]) -> Deli
         claim.channel,
         tuple(destinations),
         claim.at,
-        claim.at.isoformat().replace("+00:00", "Z"),
+        when_text(claim.at, verdict.zone),
         claim.task_id,
         verdict.task_ref,
         verdict.task_title,
@@ -174,8 +175,8 @@ def _message(
     recipient_name: str,
     recipient_email: str | None,
 ) -> Delivery:
-    """The delivery :func:`compose` describes, from its parts (``at_text``: ``at`` in ISO
-    8601, UTC, ending in ``Z``)."""
+    """The delivery :func:`compose` describes, from its parts (``at_text``: ``at`` as its
+    recipient reads it, the wall time in the reminder's zone, :func:`when_text`)."""
     due_line = f"Due: {due}\n" if due else ""
     body = (
         f"{title}\n\nTask {task_ref} in {list_name}\n{due_line}"
@@ -445,14 +446,15 @@ class DeliveryWorker:
         if not destinations:
             return f"{handle} has no {channel} destination in their settings"
         job_id = uuid_text(claim[C_ID])
+        at = instant(claim[C_AT])
         try:
             self.transport.send(
                 _message(
                     job_id,
                     channel,
                     destinations,
-                    instant(claim[C_AT]),
-                    instant_text(claim[C_AT]),
+                    at,
+                    when_text(at, verdict[E_ZONE]),
                     uuid_of(claim[C_TASK]),
                     verdict[E_REF],
                     verdict[E_TITLE],

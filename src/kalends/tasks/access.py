@@ -17,6 +17,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from kalends.errors import Forbidden, InvalidInput, ListArchived, NotFound
 from kalends.storage.prepared import Prepared
 from kalends.storage.task_tables import actors, list_members, lists, sections, tasks
+from kalends.tasks.skips import SHOWN_STATUS
 from kalends.tasks.values import ListStatus, Role
 
 
@@ -125,10 +126,11 @@ _TASK_BY_REF = Prepared(_task_with_role(tasks.c.ref == bindparam("key")))
 
 _child = tasks.alias("child")
 _section = sections.alias("section")
-# A task's detail also shows its list's revision, its section's name and how many live
-# children it has: read with the task, not after it.
+# A task's detail also shows its list's revision, its section's name, how many live
+# children it has and whether a skip settled it: read with the task, not after it.
 _DETAIL_EXTRA = (
     lists.c.revision.label("list_revision"),
+    SHOWN_STATUS.label("shown_status"),
     select(_section.c.name)
     .where(_section.c.id == tasks.c.section_id)
     .scalar_subquery()

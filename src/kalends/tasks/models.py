@@ -10,6 +10,7 @@ from uuid import UUID
 
 from kalends.civil import format_local, parse_local_datetime
 from kalends.tasks.values import (
+    SKIPPED,
     Channel,
     Due,
     ListStatus,
@@ -117,7 +118,12 @@ def due_from_row(row: Any) -> Due | None:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Task:
-    """One task as stored; ``tags`` and ``reminders`` are filled where the read asks for them."""
+    """One task as stored; ``tags`` and ``reminders`` are filled where the read asks for them.
+
+    ``status`` is the stored state: a task settled by skipping its occurrence is
+    ``completed`` there (seed 000), and ``skipped`` says so; people and the JSON see its
+    status as ``skipped`` (:attr:`shown_status`).
+    """
 
     id: UUID
     ref: str
@@ -141,19 +147,35 @@ class Task:
     updated_at: datetime
     tags: tuple[str, ...] = ()
     reminders: tuple[Reminder, ...] = ()
+    skipped: bool = False
+
+    @property
+    def shown_status(self) -> str:
+        """``open``, ``completed`` or ``skipped``: the status people and the JSON see."""
+        return SKIPPED if self.skipped else self.status.value
 
     @classmethod
     def from_row(
-        cls, row: Any, tags: tuple[str, ...] = (), reminders: tuple[Reminder, ...] = ()
+        cls,
+        row: Any,
+        tags: tuple[str, ...] = (),
+        reminders: tuple[Reminder, ...] = (),
+        *,
+        skipped: bool = False,
     ) -> Task:
         """From anything with the ``tasks`` columns as attributes (a row, a namespace)."""
         return cls.from_mapping(
-            {name: getattr(row, name) for name in TASK_COLUMNS}, tags, reminders
+            {name: getattr(row, name) for name in TASK_COLUMNS}, tags, reminders, skipped=skipped
         )
 
     @classmethod
     def from_mapping(
-        cls, m: Mapping[str, Any], tags: tuple[str, ...] = (), reminders: tuple[Reminder, ...] = ()
+        cls,
+        m: Mapping[str, Any],
+        tags: tuple[str, ...] = (),
+        reminders: tuple[Reminder, ...] = (),
+        *,
+        skipped: bool = False,
     ) -> Task:
         """From the ``tasks`` columns by name; reads of many tasks zip rows into dicts,
         which is several times cheaper than a row's attribute lookups."""
@@ -186,6 +208,7 @@ class Task:
             updated_at=m["updated_at"],
             tags=tags,
             reminders=reminders,
+            skipped=skipped,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -198,7 +221,7 @@ class Task:
             "position": self.position,
             "title": self.title,
             "description": self.description,
-            "status": self.status.value,
+            "status": self.shown_status,
             "completed_at": _iso(self.completed_at),
             "trashed": self.trashed,
             "revision": self.revision,

@@ -37,6 +37,7 @@ from kalends.tasks.models import (
     TreeNode,
     reminder_from_row,
 )
+from kalends.tasks.skips import SHOWN_STATUS, SKIPPED, is_skipped
 from kalends.tasks.values import ListStatus, Reminder, Role, TaskStatus
 
 
@@ -61,7 +62,10 @@ def _reminders_of(ids: Any) -> Select[Any]:
 _IDS: BindParameter[Any] = bindparam("ids", expanding=True)
 _TAGS_OF_IDS = _tags_of(_IDS)
 _REMINDERS_OF_IDS = _reminders_of(_IDS)
-_TASKS_OF_IDS = select(tasks).where(tasks.c.id.in_(_IDS))
+# Every read of tasks as values brings the status they are shown with (skipped or not)
+# as one more column after the tasks' own.
+_SHOWN = SHOWN_STATUS.label("shown_status")
+_TASKS_OF_IDS = select(tasks, _SHOWN).where(tasks.c.id.in_(_IDS))
 
 
 def _extras(
@@ -108,7 +112,14 @@ def _with_extras(
         # The tasks columns come first in every row read here; extra columns follow.
         m = dict(zip(TASK_COLUMNS, row, strict=False))
         task_id = m["id"]
-        built.append(Task.from_mapping(m, tag_map.get(task_id, ()), reminder_map.get(task_id, ())))
+        built.append(
+            Task.from_mapping(
+                m,
+                tag_map.get(task_id, ()),
+                reminder_map.get(task_id, ()),
+                skipped=is_skipped(getattr(row, "shown_status", None)),
+            )
+        )
     return built
 
 
@@ -123,11 +134,20 @@ def task_after_write(
 ) -> Task:
     """The task as a row read in this transaction plus the columns written since.
 
-    Only the tags are read again, so a hot write path need not read the task back.
+    Only the tags are read again, so a hot write path need not read the task back (nor
+    whether a skip settled it, unless it was settled before this write and still is).
     """
     merged = SimpleNamespace(**{**row._asdict(), **written})
     tag_names = tuple(r.name for r in conn.execute(_TAGS_OF_IDS, {"ids": [row.id]}))
-    return Task.from_row(merged, tag_names, reminders)
+    skipped = (
+        "status" not in written
+        and merged.status == TaskStatus.COMPLETED.value
+        and conn.execute(_SHOWN_OF_TASK, {"task_id": row.id}).scalar() == SKIPPED
+    )
+    return Task.from_row(merged, tag_names, reminders, skipped=skipped)
+
+
+_SHOWN_OF_TASK = select(SHOWN_STATUS).where(tasks.c.id == bindparam("task_id"))
 
 
 def load_tasks(conn: Connection, ids: Sequence[UUID]) -> list[Task]:
@@ -149,7 +169,7 @@ def _live_tree() -> Any:
 # Built once: a checklist is read as three queries over one recursive walk, binding
 # only the root, whatever the checklist's size.
 LIVE_TREE = _live_tree()
-SUBTREE_ROWS = select(tasks).join(LIVE_TREE, LIVE_TREE.c.id == tasks.c.id)
+SUBTREE_ROWS = select(tasks, _SHOWN).join(LIVE_TREE, LIVE_TREE.c.id == tasks.c.id)
 _SUBTREE_TAGS = _tags_of(select(LIVE_TREE.c.id))
 SUBTREE_REMINDERS = _reminders_of(select(LIVE_TREE.c.id))
 
@@ -188,14 +208,14 @@ def read_tree(
     *,
     section: str | None,
     tag: str | None,
-    status: TaskStatus | None,
+    status: str | None,
     due_from: date | None,
     due_to: date | None,
     planned: date | None,
     include_trashed: bool,
 ) -> list[TreeNode]:
     """The list's tasks as trees; with filters, matching tasks and their ancestors."""
-    rows = list(conn.execute(select(tasks).where(tasks.c.list_id == list_id)))
+    rows = list(conn.execute(select(tasks, _SHOWN).where(tasks.c.list_id == list_id)))
     by_id = {r.id: r for r in rows}
     if not include_trashed:
         hidden: set[UUID] = set()
@@ -296,7 +316,7 @@ def _page_statements(include_trashed: bool) -> _PageStatements:
     ids = select(page.c.id)
     raw_reminders = select(*_RAW_REMINDER_COLUMNS).where(task_reminders.c.task_id.in_(ids))
     return _PageStatements(
-        rows=select(tasks).where(mine),
+        rows=select(tasks, _SHOWN).where(mine),
         following=following,
         tags=_tags_of(ids),
         reminders=_reminders_of(ids),
@@ -317,7 +337,12 @@ _AS_STORED = {"id", "list_id", "section_id", "parent_id", "series_id", "created_
     "due_date",
 }
 _RAW_TASK_COLUMNS = [
-    type_coerce(c, String).label(c.name) if c.name in _AS_STORED else c for c in tasks.c
+    type_coerce(c, String).label(c.name)
+    if c.name in _AS_STORED
+    else SHOWN_STATUS.label("status")
+    if c.name == "status"
+    else c
+    for c in tasks.c
 ]
 _RAW_REMINDER_COLUMNS = [
     type_coerce(c, String).label(c.name) if c.name in {"task_id", "at", "recipient_id"} else c
@@ -546,7 +571,7 @@ def _filters(
     query: Select[Any],
     section: str | None,
     tag: str | None,
-    status: TaskStatus | None,
+    status: str | None,
     due_from: date | None,
     due_to: date | None,
     planned: date | None,
@@ -563,7 +588,9 @@ def _filters(
         )
         query = query.where(tasks.c.id.in_(tagged))
     if status is not None:
-        query = query.where(tasks.c.status == status.value)
+        # As shown: a skipped task is not among the completed ones.
+        shown: ColumnElement[Any] = SHOWN_STATUS
+        query = query.where(shown == status)
     if planned is not None:
         query = query.where(tasks.c.planned_date == planned)
     if due_from is not None or due_to is not None:

@@ -16,7 +16,7 @@ from datetime import date, datetime, time
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.engine import Connection
 
 from kalends.civil import check_zone_name, get_zone, parse_local_datetime
@@ -29,7 +29,6 @@ from kalends.tasks.series_rules import (
     MAX_CHECKLIST_TASKS,
     SeriesKind,
     SeriesRule,
-    next_date,
     successor_date,
 )
 from kalends.tasks.steps import (
@@ -54,7 +53,13 @@ class SeriesStatus:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SeriesView:
-    """A series as ``series show`` presents it."""
+    """A series as ``series show`` presents it.
+
+    ``next_date`` is the date the next occurrence would get were the outstanding one
+    settled now, by the injected clock, as completing or skipping it computes it (a
+    calendar rule catches up to the latest eligible date up to today): ``None`` for a
+    completion-relative rule, and when no occurrence will follow.
+    """
 
     id: UUID
     list_id: UUID
@@ -207,7 +212,7 @@ class SeriesService(ServiceBase):
                     )
                 ],
             )
-            return _view(conn, series_id)
+            return _view(conn, series_id, now)
 
         return self.store.run(run)
 
@@ -280,7 +285,7 @@ class SeriesService(ServiceBase):
         def run(conn: Connection) -> SeriesView:
             actor_id = resolve_actor(conn, actor)
             series_id = _find_series(conn, actor_id, series_or_task)
-            return _view(conn, series_id)
+            return _view(conn, series_id, self.store.clock.now())
 
         return self.store.run(run, write=False)
 
@@ -342,7 +347,7 @@ class SeriesService(ServiceBase):
             )
             if status == SeriesStatus.ACTIVE and outstanding is None:
                 _emit(conn, series_id, last.root_task_id, last.occurrence_date, actor_id, now)
-            return _view(conn, series_id)
+            return _view(conn, series_id, now)
 
         return self.store.run(run)
 
@@ -529,7 +534,11 @@ def _find_series(conn: Connection, actor_id: UUID, ref: UUID | str, *, write: bo
     return row.series_id  # type: ignore[no-any-return]
 
 
-def _view(conn: Connection, series_id: UUID) -> SeriesView:
+def _view(conn: Connection, series_id: UUID, now: datetime) -> SeriesView:
+    """The series as of ``now``: its ``next_date`` is the date the next occurrence would
+    get if the outstanding one were settled at ``now`` (or, with none outstanding, if the
+    series resumed then), by the same computation :func:`_emit` makes, catch-up included.
+    A completion-relative series has none until it is settled."""
     row = conn.execute(select(task_series).where(task_series.c.id == series_id)).one()
     outstanding = conn.execute(
         select(series_occurrences).where(
@@ -539,20 +548,29 @@ def _view(conn: Connection, series_id: UUID) -> SeriesView:
     ).first()
     rule = SeriesRule.parse(row.rule)
     upcoming = None
-    if row.status in (SeriesStatus.ACTIVE, SeriesStatus.PAUSED) and rule.kind is not (
-        SeriesKind.COMPLETION_RELATIVE
-    ):
-        last = conn.execute(
-            select(func.max(series_occurrences.c.occurrence_date)).where(
-                series_occurrences.c.series_id == series_id
-            )
-        ).scalar_one()
-        upcoming = next_date(
-            rule, row.anchor_date, last, lambda d: day_exists(d, row.local_time, row.zone)
+    live = row.status in (SeriesStatus.ACTIVE, SeriesStatus.PAUSED)
+    counted_out = row.max_count is not None and row.emitted >= row.max_count
+    if live and not counted_out and rule.kind is not SeriesKind.COMPLETION_RELATIVE:
+        # The occurrence a successor follows: the outstanding one, else the last one.
+        previous = (
+            outstanding.occurrence_date
+            if outstanding is not None
+            else conn.execute(
+                select(series_occurrences.c.occurrence_date)
+                .where(series_occurrences.c.series_id == series_id)
+                .order_by(series_occurrences.c.ordinal.desc())
+                .limit(1)
+            ).scalar_one()
+        )
+        upcoming = successor_date(
+            rule,
+            row.anchor_date,
+            previous,
+            _today(now, row.zone),
+            lambda d: day_exists(d, row.local_time, row.zone),
+            row.end_date,
         )
         if upcoming is not None and row.end_date is not None and upcoming > row.end_date:
-            upcoming = None
-        if row.max_count is not None and row.emitted >= row.max_count:
             upcoming = None
     return SeriesView(
         id=row.id,

@@ -55,6 +55,7 @@ from kalends.tasks.reads import (
     subtree_tree,
 )
 from kalends.tasks.refs import new_refs
+from kalends.tasks.series_state import check_checklist_room
 from kalends.tasks.steps import (
     ActorRef,
     AfterTaskUpdate,
@@ -80,6 +81,7 @@ from kalends.tasks.values import (
     MAX_COMMENT_BYTES,
     MAX_DESCRIPTION_BYTES,
     MAX_TREE_PAGE,
+    SHOWN_STATUSES,
     Role,
     TaskStatus,
     check_name,
@@ -120,9 +122,11 @@ class TaskService(Transitions):
         include_trashed: bool = False,
     ) -> list[TreeNode]:
         """The list's tasks as ordered trees; filters keep matching tasks and their ancestors."""
-        if status is not None and status not in {s.value for s in TaskStatus}:
-            raise InvalidInput(f"status: open or completed, got {status!r}", field="status")
-        wanted = TaskStatus(status) if status is not None else None
+        if status is not None and status not in SHOWN_STATUSES:
+            raise InvalidInput(
+                f"status: open, completed or skipped, got {status!r}", field="status"
+            )
+        wanted = str(status) if status is not None else None
 
         def run(conn: Connection) -> list[TreeNode]:
             return read_tree(
@@ -365,6 +369,7 @@ class TaskService(Transitions):
                 list_id, parent_id = parent_row.list_id, parent_row.id
                 if list_ref is not None and find_list(conn, actor_id, list_ref) != list_id:
                     raise InvalidInput("parent: the parent task is in another list", field="parent")
+                check_checklist_room(conn, parent_id, 1, "parent")
             else:
                 list_id, parent_id = find_list(conn, actor_id, list_ref), None
                 require_list_role(conn, actor_id, list_id, Role.EDITOR, write=True)
@@ -655,6 +660,9 @@ class TaskService(Transitions):
                 now,
                 {"parent_id": parent_id, "position": end_position(conn, row.list_id, parent_id)},
             )
+            if parent_id is not None:
+                # Counted with the moved subtree in place: refused, it is all rolled back.
+                check_checklist_room(conn, parent_id, 0, "parent")
             payload = {
                 "from": str(row.parent_id) if row.parent_id else None,
                 "to": str(parent_id) if parent_id else None,
@@ -692,6 +700,11 @@ class TaskService(Transitions):
                 raise TaskTrashed("an ancestor of this task is in the trash: restore it first")
             now = self.store.clock.now()
             cas(conn, row, expected_revision, now, {"trashed": False, "trashed_at": None})
+            if row.parent_id is not None:
+                # Counted with the restored subtree live again (refused, it is rolled
+                # back), once no other change to the tree's shape can run beside it.
+                lock_lists(conn, row.list_id)
+                check_checklist_room(conn, row.parent_id, 0, "task")
             history.record(conn, actor_id, now, [Event(row.id, "restored", {})])
             ids = subtree_ids(conn, row.id, live_only=True)
             self._notify(conn, ids, TaskChange("restored", row.id, actor_id, now))

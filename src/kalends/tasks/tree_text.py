@@ -35,6 +35,7 @@ from kalends.tasks.reads import (
     read_tree_json,
     read_tree_page_json,
 )
+from kalends.tasks.skips import SHOWN_STATUS
 
 __all__ = ["read_tree_page_text", "read_tree_text"]
 
@@ -138,7 +139,7 @@ def _task_json() -> Text:
         ("position", t.position),
         ("title", t.title),
         ("description", t.description),
-        ("status", t.status),
+        ("status", SHOWN_STATUS),
         (
             "completed_at",
             func.iif(t.completed_at.is_(None), _sql("NULL"), _instant(t.completed_at)),

@@ -60,6 +60,13 @@ class TaskStatus(StrEnum):
     COMPLETED = "completed"
 
 
+# What people and the JSON see of a task's status: the stored one, or ``skipped`` for a
+# task that skipping its occurrence settled (stored as ``completed``; seed 000, and
+# kalends.tasks.skips).
+SKIPPED = "skipped"
+SHOWN_STATUSES = (TaskStatus.OPEN.value, TaskStatus.COMPLETED.value, SKIPPED)
+
+
 class Channel(StrEnum):
     EMAIL = "email"
     PUSH = "push"

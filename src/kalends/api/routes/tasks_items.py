@@ -66,7 +66,9 @@ class TreeQuery(BaseModel):
 
     section: Name | None = Field(None, description="Only tasks in this section.")
     tag: TagName | None = Field(None, description="Only tasks with this tag.")
-    status: Literal["open", "completed"] | None = None
+    status: Literal["open", "completed", "skipped"] | None = Field(
+        None, description="Only tasks with this status (a skipped task is not completed)."
+    )
     dueFrom: date | None = Field(None, description="Due on or after this day.")
     dueTo: date | None = Field(None, description="Due on or before this day.")
     planned: date | None = Field(None, description="Planned for this day.")

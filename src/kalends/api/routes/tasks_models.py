@@ -151,7 +151,9 @@ class TaskOut(BaseModel):
     position: int
     title: str
     description: str
-    status: Literal["open", "completed"]
+    status: Literal["open", "completed", "skipped"] = Field(
+        description="`skipped`: settled by skipping its series occurrence (not completed)."
+    )
     completed_at: datetime | None
     trashed: bool
     revision: int = Field(description="Send it back as `expectedRevision` on the next write.")
@@ -165,6 +167,19 @@ class TaskOut(BaseModel):
     updated_at: datetime
     tags: list[str]
     reminders: list[ReminderOut]
+
+
+class WarningOut(BaseModel):
+    code: str = Field(description="Stable machine-readable code, e.g. `reminder-in-the-past`.")
+    field: str = Field(description="The field of the body it is about.")
+    message: str
+
+
+class ScheduledTaskOut(TaskOut):
+    warnings: list[WarningOut] = Field(
+        description="What was written but will not happen as asked: a reminder whose time "
+        "has passed is sent at once, or never when more than a day past."
+    )
 
 
 class TreeNodeOut(TaskOut):
@@ -210,6 +225,13 @@ class CompletionRule(Strict):
 Rule = Annotated[DailyRule | WeekdaysRule | CompletionRule, Field(discriminator="kind")]
 
 
+NEXT_DATE = (
+    "The date the next occurrence would get if the outstanding one were settled now "
+    "(a calendar rule catches up to the latest eligible date up to today); null for a "
+    "completion-relative rule and when none will follow."
+)
+
+
 class SeriesOut(BaseModel):
     id: UUID
     list_id: UUID
@@ -224,7 +246,7 @@ class SeriesOut(BaseModel):
     revision: int = Field(description="The series' own revision, for pause/resume/stop.")
     outstanding_task_id: UUID | None
     outstanding_ordinal: int | None
-    next_date: date | None
+    next_date: date | None = Field(description=NEXT_DATE)
 
 
 class TaskSeriesOut(BaseModel):
@@ -236,7 +258,7 @@ class TaskSeriesOut(BaseModel):
     zone: str | None
     status: str
     revision: int
-    next_date: date | None
+    next_date: date | None = Field(description=NEXT_DATE)
     occurrence: int | None
     outstanding_ordinal: int | None
 
@@ -288,7 +310,14 @@ class IntentOut(BaseModel):
     task: IntentTaskOut
     schedule_revision: int
     channel: str
-    at: datetime
+    at: datetime = Field(description="The reminder's instant, in UTC.")
+    local: str | None = Field(
+        description="The same instant as its recipient reads it: the wall time "
+        "YYYY-MM-DDTHH:MM:SS in `zone` (null without a zone)."
+    )
+    zone: str | None = Field(
+        description="The zone the reminder was set in (else its task's due zone; null for neither)."
+    )
     recipient: IntentRecipientOut
     status: Literal["pending", "leased", "delivered", "cancelled", "dead", "closed"]
     attempts: int

@@ -20,6 +20,7 @@ from kalends.api.errors import error_responses
 from kalends.api.routes.tasks_models import (
     CompleteBody,
     ScheduleBody,
+    ScheduledTaskOut,
     SeriesOut,
     SeriesPath,
     SeriesRevision,
@@ -35,6 +36,7 @@ from kalends.api.routes.tasks_models import (
 from kalends.api.security import ContextDep, PrincipalDep
 from kalends.civil import get_zone
 from kalends.errors import InvalidInput, NotFound, OpenDescendants
+from kalends.reminders.scheduling import past_reminders
 from kalends.tasks import Task, parse_schedule
 from kalends.tasks.series import SeriesView
 
@@ -56,9 +58,10 @@ def _check_zones(data: dict[str, Any]) -> None:
     description=(
         "Replaces the schedule in one transaction (what is left out is cleared), bumps the "
         "task's revision and schedule revision and replaces its pending reminders. A wall "
-        "time the zone skips or repeats (DST) is refused, never shifted."
+        "time the zone skips or repeats (DST) is refused, never shifted. A reminder whose "
+        "time has passed is kept, and `warnings` says so."
     ),
-    response_model=TaskOut,
+    response_model=ScheduledTaskOut,
     responses=error_responses(401, 403, 404, 409, 422),
 )
 def set_schedule(
@@ -82,7 +85,9 @@ def set_schedule(
         schedule = parse_schedule(data, recipient)
         return ctx.services.tasks.set_schedule(who.actor_id, task, body.expectedRevision, schedule)
 
-    return answer(atomic(ctx, write).to_json())
+    scheduled = atomic(ctx, write)
+    warned = past_reminders(scheduled, ctx.services.store.clock.now())
+    return answer({**scheduled.to_json(), "warnings": [w.to_json() for w in warned]})
 
 
 @router.post(
