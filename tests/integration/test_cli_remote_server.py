@@ -759,7 +759,7 @@ NTFY = "ntfys://reader:pa55word@ntfy.example.com/olivia-phone"
 HOOK = "json://hooks.example.com/kalends?+Authorization=Bearer%20k3y-abcdef"
 MAIL = "mailto://olivia:hunter2@example.com"
 SECRETS = ("pa55word", "k3y-abcdef", "hunter2")
-LOCAL_NOTE = f"local mode: acting as {OWNER} (no login yet)\n"
+LOCAL_NOTE = f"local mode: acting as {OWNER}\n"
 
 
 def no_secret(result: Result) -> Result:

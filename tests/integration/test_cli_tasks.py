@@ -184,8 +184,8 @@ class TestLocalModeAndErrors:
         assert done.returncode == 2
         assert done.stdout == ""
         assert one_error_line(done) == (
-            "error: say who is acting: --as HANDLE or KALENDS_ACTOR=HANDLE "
-            "(local single-user mode: no login yet)"
+            "error: say who is acting: --as HANDLE or KALENDS_ACTOR=HANDLE in local mode, "
+            "or `kalends login` and --server URL"
         )
         assert not cli.database.exists()
 
@@ -244,7 +244,7 @@ class TestHumanOutput:
         )
         assert scheduled.exit_code == 0, scheduled.output
         assert "revision 2" in scheduled.stdout
-        assert "local mode: acting as alice (no login yet)" in scheduled.stdout
+        assert "local mode: acting as alice\n" in scheduled.stdout
 
         shown = runner.invoke(app, ["task", "show", task.ref], env=env)
         assert shown.exit_code == 0, shown.output

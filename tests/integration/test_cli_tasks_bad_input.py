@@ -143,7 +143,7 @@ CASES: list[tuple[list[str], int, str]] = [
     # a non-member writing
     (["task", "add", "{home}", "Sweep", "--as", "nora"], 1, "list: no list "),
     # nobody says who acts
-    (["task", "add", "Home", "Sweep"], 2, "local single-user mode"),
+    (["task", "add", "Home", "Sweep"], 2, "in local mode"),
     # --- task ls / show / history ---
     # a date that is not in the calendar
     (["task", "ls", "Home", "--due-from", "2026-02-30", *AS_ALICE], 2,

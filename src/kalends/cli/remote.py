@@ -64,8 +64,8 @@ UPLOAD_TIMEOUT_SECONDS = 300.0
 
 SERVER_MODE_HELP = (
     "Server mode: --server URL (or KALENDS_SERVER, unless --database is given) runs the "
-    "command against a running `kalends serve` as the owner of the token `kalends login` "
-    "stored; --as is then ignored."
+    "command against a running `kalends serve` as the account `kalends login` logged in; "
+    "--as is then ignored."
 )
 ServerOption = Annotated[
     str | None,

@@ -1,8 +1,9 @@
 """What every task-store command shares: the database, the acting actor, and exit codes.
 
-Until the HTTP layer brings real authentication the command line runs in local
-single-user mode: whoever runs it names the acting actor with ``--as`` or
-``KALENDS_ACTOR``, and the store checks that actor's roles as it would a login.
+Without ``--server`` a command works on the database itself (local mode): whoever runs
+it names the acting actor with ``--as`` or ``KALENDS_ACTOR``, and the services check that
+actor's roles as they check a logged-in account's. With ``--server`` it acts as the
+account ``kalends login`` logged in (:mod:`kalends.cli.remote`).
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ T = TypeVar("T")
 
 ENV_ACTOR = "KALENDS_ACTOR"
 LOCAL_MODE_HELP = (
-    "Local single-user mode: there is no login yet; --as HANDLE (or KALENDS_ACTOR) "
-    "names the acting actor, whose roles on each list are checked."
+    "Local mode (no --server): the command works on the database itself, acting as the "
+    "actor --as HANDLE (or KALENDS_ACTOR) names, whose roles are checked as a server "
+    "would check them."
 )
 EXIT_CODES_HELP = (
     "Exit codes: 0 done; 1 refused (not found, not allowed, conflict); 2 bad input. "
@@ -59,7 +61,7 @@ ActorOption = Annotated[
         "--as",
         envvar=ENV_ACTOR,
         metavar="HANDLE",
-        help="The acting actor (handle or ID). Local mode: no login yet.",
+        help="The acting actor (handle or ID) in local mode; ignored with --server.",
         show_default=False,
     ),
 ]
@@ -114,7 +116,7 @@ class Session:
         """Reminds a person (never a JSON reader) that nobody logged in."""
         if not self.json_output and self.actor:
             console.print(
-                Text(f"local mode: acting as {self.actor} (no login yet)", style="dim"),
+                Text(f"local mode: acting as {self.actor}", style="dim"),
                 soft_wrap=True,
             )
 
@@ -174,8 +176,8 @@ def optional_revision(text: str | None) -> int | None:
 def _require_actor(actor: str | None) -> str:
     if actor is None or not actor.strip():
         raise InvalidInput(
-            "say who is acting: --as HANDLE or KALENDS_ACTOR=HANDLE "
-            "(local single-user mode: no login yet)",
+            "say who is acting: --as HANDLE or KALENDS_ACTOR=HANDLE in local mode, or "
+            "`kalends login` and --server URL",
             field="actor",
         )
     return actor.strip()

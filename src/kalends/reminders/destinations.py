@@ -10,7 +10,7 @@ The URLs hold passwords and tokens, so they are never shown back: a
 messages name the scheme only. The delivery worker reads the full URLs with
 :func:`urls_for`, inside its own transaction.
 
-Local mode has no logins yet: an actor may read and change only their own settings.
+An actor may read and change only their own settings, in local mode as on a server.
 """
 
 from __future__ import annotations
@@ -397,7 +397,7 @@ def check_url(channel: Channel, url: object, field: str) -> str:
 
 
 def _own_settings(conn: Connection, actor: ActorRef, target: ActorRef, verb: str) -> UUID:
-    """The target's ID once the acting actor is the target (local mode: no logins yet)."""
+    """The target's ID once the acting actor is the target (only their own settings)."""
     actor_id = resolve_actor(conn, actor)
     target_id = resolve_actor(conn, target, "target")
     if actor_id != target_id:
