@@ -28,18 +28,21 @@ from kalends.cli.session import (
     LOCAL_MODE_HELP,
     DatabaseOption,
     JsonOption,
+    group_help,
 )
 from kalends.tasks import Actor
 
 actor_app = typer.Typer(
-    help=(
-        f"Actors: the people lists are shared with. {LOCAL_MODE_HELP} {SERVER_MODE_HELP} "
-        "On a server only its owner account adds actors. "
-        "Creating a schedule or changing what it runs (command, env, cwd) needs the run "
-        "privilege: `actor grant run ACTOR` gives it (on a server, its owner account "
-        "holds it and alone grants it; locally whoever runs kalends may grant it, "
-        "themselves included). Whoever holds it can run anything the passage user can. "
-        f"{EXIT_CODES_HELP}"
+    help=group_help(
+        "Actors: the people lists and workspaces are shared with.",
+        "On a server only its owner account adds actors. Creating a schedule or changing "
+        "what it runs (command, env, cwd) needs the run privilege: `actor grant run ACTOR` "
+        "gives it (on a server, its owner account holds it and alone grants it; locally "
+        "whoever runs kalends may grant it, themselves included). Whoever holds it can run "
+        "anything the passage user can.",
+        LOCAL_MODE_HELP,
+        SERVER_MODE_HELP,
+        EXIT_CODES_HELP,
     ),
     no_args_is_help=True,
 )
@@ -112,9 +115,10 @@ def grant_command(
     server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Grant a server privilege: `actor grant run ACTOR` lets them create schedules and
-    change what they run (command, env, cwd).
+    """Grant a server privilege to an actor.
 
+    `actor grant run ACTOR` lets them create schedules and change what they run
+    (command, env, cwd).
     Whoever holds run can run anything the passage user can. Local mode: whoever runs
     kalends may grant it (they own the database file), to themselves too. Server mode:
     the server's owner account only; it holds the privilege itself without a grant.

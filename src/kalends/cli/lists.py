@@ -27,15 +27,19 @@ from kalends.cli.session import (
     JsonOption,
     ListArgument,
     Reporter,
+    group_help,
     optional_revision,
 )
 from kalends.errors import InvalidInput
 from kalends.tasks import Role, Section, TaskList
 
 list_app = typer.Typer(
-    help=(
-        f"Lists, who may use them, and their sections. {LOCAL_MODE_HELP} {SERVER_MODE_HELP} "
-        f"{EXIT_CODES_HELP}"
+    help=group_help(
+        "Lists, who may use them, and their sections.",
+        "Each list has its members: an owner, editors and viewers; roles are checked on each list.",
+        LOCAL_MODE_HELP,
+        SERVER_MODE_HELP,
+        EXIT_CODES_HELP,
     ),
     no_args_is_help=True,
 )

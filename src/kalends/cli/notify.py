@@ -30,18 +30,21 @@ from kalends.cli.session import (
     ActorOption,
     DatabaseOption,
     JsonOption,
+    group_help,
 )
 from kalends.errors import InvalidInput
 from kalends.reminders.destinations import MAX_DESTINATIONS, parse_channel
 from kalends.reminders.transports import redacted_url
 
 notify_app = typer.Typer(
-    help=(
-        "Where an actor's reminders go: Apprise URLs per channel (email: mailto:// or "
-        f"mailtos://; push: ntfy://, gotify://, pover://, json://, …), at most "
-        f"{MAX_DESTINATIONS} per channel. URLs are never printed back, only their redacted "
-        f"form. Actors see and change only their own settings. {LOCAL_MODE_HELP} "
-        f"{SERVER_MODE_HELP} {EXIT_CODES_HELP}"
+    help=group_help(
+        "Where an actor's reminders go: Apprise URLs per channel.",
+        "Email: mailto:// or mailtos://; push: ntfy://, gotify://, pover://, json:// and "
+        f"more; at most {MAX_DESTINATIONS} per channel. URLs are never printed back, only "
+        "their redacted form. Actors see and change only their own settings.",
+        LOCAL_MODE_HELP,
+        SERVER_MODE_HELP,
+        EXIT_CODES_HELP,
     ),
     no_args_is_help=True,
 )

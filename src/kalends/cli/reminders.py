@@ -37,6 +37,7 @@ from kalends.cli.session import (
     DatabaseOption,
     JsonOption,
     Session,
+    group_help,
 )
 from kalends.errors import InvalidInput
 from kalends.reminders.local_times import when_text
@@ -45,9 +46,11 @@ from kalends.reminders.outbox import MAX_ATTEMPTS, STATUSES, Intent, Outbox
 __all__ = ["reminders_app"]
 
 reminders_app = typer.Typer(
-    help=(
-        "Reminder intents: list them, show one, retry a dead one. "
-        f"{LOCAL_MODE_HELP} {SERVER_MODE_HELP} {EXIT_CODES_HELP}"
+    help=group_help(
+        "Reminder intents: list them, show one, retry a dead one.",
+        LOCAL_MODE_HELP,
+        SERVER_MODE_HELP,
+        EXIT_CODES_HELP,
     ),
     no_args_is_help=True,
 )

@@ -38,6 +38,7 @@ from kalends.cli.session import (
     Session,
     TaskArgument,
     expected_revision,
+    group_help,
 )
 from kalends.cli.task_views import WEEKDAY_NAMES, next_date_text, rule_text, task_line
 from kalends.errors import InvalidInput
@@ -46,9 +47,11 @@ from kalends.tasks.series import SeriesStatus, SeriesView
 from kalends.tasks.series_rules import SeriesRule
 
 series_app = typer.Typer(
-    help=(
-        f"A recurring series: show, pause, resume, stop. {LOCAL_MODE_HELP} {SERVER_MODE_HELP} "
-        f"{EXIT_CODES_HELP}"
+    help=group_help(
+        "A recurring series: show, pause, resume, stop.",
+        LOCAL_MODE_HELP,
+        SERVER_MODE_HELP,
+        EXIT_CODES_HELP,
     ),
     no_args_is_help=True,
 )

@@ -36,6 +36,7 @@ __all__ = [
     "Session",
     "TaskArgument",
     "expected_revision",
+    "group_help",
     "optional_revision",
     "report_error",
     "session",
@@ -54,6 +55,13 @@ EXIT_CODES_HELP = (
     "On 1 and 2 nothing is written; one line `error: …` goes to stderr and, with --json, "
     'an object {"error": {"code", "message", "details"}} to stdout.'
 )
+
+
+def group_help(summary: str, *paragraphs: str) -> str:
+    """A command group's help: a one-line summary (what the list of commands shows), then
+    each paragraph apart (the modes, the exit codes)."""
+    return "\n\n".join((summary, *paragraphs))
+
 
 ActorOption = Annotated[
     str | None,

@@ -195,10 +195,12 @@ def schedule_command(
         typer.Option(
             "--remind",
             metavar="SPEC",
+            # Square brackets are escaped: rich would read them as markup.
             help=(
-                f"{REMIND_FORMAT.replace('[', chr(92) + '[')}; repeatable, replaces the "
-                "reminders. CHANNEL is email or push; ZONE defaults to the due zone; "
-                "RECIPIENT (handle) defaults to the acting actor."
+                "SPEC is CHANNEL@WHEN\\[@ZONE]\\[:RECIPIENT], WHEN as "
+                "YYYY-MM-DDTHH:MM:SS; repeatable, replaces the reminders. CHANNEL is email "
+                "or push; ZONE defaults to the due zone; RECIPIENT (handle) defaults to the "
+                "acting actor."
             ),
         ),
     ] = None,

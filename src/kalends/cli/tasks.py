@@ -37,6 +37,7 @@ from kalends.cli.session import (
     ListArgument,
     TaskArgument,
     expected_revision,
+    group_help,
 )
 from kalends.cli.task_schedule import schedule_command
 from kalends.cli.task_views import (
@@ -53,7 +54,9 @@ from kalends.tasks.series import SeriesView
 from kalends.tasks.values import SHOWN_STATUSES
 
 task_app = typer.Typer(
-    help=f"Tasks and their checklists. {LOCAL_MODE_HELP} {SERVER_MODE_HELP} {EXIT_CODES_HELP}",
+    help=group_help(
+        "Tasks and their checklists.", LOCAL_MODE_HELP, SERVER_MODE_HELP, EXIT_CODES_HELP
+    ),
     no_args_is_help=True,
 )
 
@@ -207,8 +210,10 @@ def show_command(
     server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Show a task: its revision (pass it to --expect), schedule, comments and attachments,
-    and its recurring series: rule, status, this task's occurrence, the next date.
+    """Show a task: its revision, schedule, comments, attachments and series.
+
+    Pass the revision to --expect when you change the task. A task of a recurring series
+    shows the series' rule, its status, this task's occurrence and the next date.
     """
     with local_or_remote(database, server, json_output, actor=actor) as s:
         if isinstance(s, Remote):
@@ -412,8 +417,10 @@ def done_command(
     server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Complete a task. With open checklist items it needs --subtree, which completes them too;
-    so does the open occurrence of a recurring series, whose completion creates the next one.
+    """Complete a task (with --subtree, its open checklist items too).
+
+    A task with open checklist items needs --subtree, which completes them too; so does
+    the open occurrence of a recurring series, whose completion creates the next one.
     """
     with local_or_remote(database, server, json_output, actor=actor) as s:
         revision = expected_revision(expect)
@@ -579,8 +586,11 @@ def history_command(
     server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Print a task's append-only history, oldest first: an event a line (its instant in
-    UTC, who, what), its details indented beneath. With --json: the events as stored."""
+    """Print a task's append-only history, oldest first.
+
+    An event a line (its instant in UTC, who, what), its details indented beneath. With
+    --json: the events as stored.
+    """
     with local_or_remote(database, server, json_output, actor=actor) as s:
         if isinstance(s, Remote):
             events = [values.history_event(d) for d in s.get(_task_route(ref, "history"))]

@@ -23,15 +23,20 @@ from kalends.cli.session import (
     ActorOption,
     DatabaseOption,
     JsonOption,
+    group_help,
 )
 from kalends.missions import Member, Workspace
 
 __all__ = ["WorkspaceArgument", "workspace_app"]
 
 workspace_app = typer.Typer(
-    help=(
-        "Workspaces: registered directories where schedules run, and their members "
-        f"(owner, editor, viewer). {LOCAL_MODE_HELP} {SERVER_MODE_HELP} {EXIT_CODES_HELP}"
+    help=group_help(
+        "Workspaces: the directories where schedules run, and their members.",
+        "A member is an owner (manages the workspace and its members), an editor (creates "
+        "and controls schedules) or a viewer (reads); roles are checked in each workspace.",
+        LOCAL_MODE_HELP,
+        SERVER_MODE_HELP,
+        EXIT_CODES_HELP,
     ),
     no_args_is_help=True,
 )
@@ -169,8 +174,10 @@ def rm_command(
     server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Unregister a workspace (owners only); refused while it holds schedules. The
-    directory itself is left alone."""
+    """Unregister a workspace (owners only); refused while it holds schedules.
+
+    The directory itself is left alone.
+    """
     with local_or_remote(database, server, json_output, actor=actor) as s:
         if isinstance(s, Remote):
             route = f"/api/workspaces/{s.workspace_id(workspace)}"
