@@ -355,5 +355,5 @@ class TestHelp:
     def test_task_help_explains_local_mode_and_exit_codes(self) -> None:
         result = runner.invoke(app, ["task", "--help"], env={"COLUMNS": "200"})
         assert result.exit_code == 0
-        assert "Local single-user mode" in result.stdout
+        assert "Local mode (no --server)" in result.stdout
         assert "Exit codes: 0 done; 1 refused" in result.stdout
