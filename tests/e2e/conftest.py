@@ -2,8 +2,8 @@
 
 :func:`start_server` runs ``python -m kalends serve --port 0`` on a database, reads
 the port (and the login link, on a first start) from its stdout, and keeps its
-stderr (JSON log lines) in a file. Every process is stopped by its PID when its
-fixture ends, killed if it does not stop.
+stderr (JSON log lines: ``--log-format json`` unless a test says otherwise) in a file.
+Every process is stopped by its PID when its fixture ends, killed if it does not stop.
 
 ``shared_server`` is one server per module and backend (SQLite, and PostgreSQL when
 the storage plugin reaches one), for tests that do not stop or reconfigure it.
@@ -182,6 +182,8 @@ def launch(
                 database,
                 "--runtime-dir",
                 str(directory / "runtime"),
+                "--log-format",
+                "json",
                 *(() if owner is None else ("--owner", owner)),
                 *args,
             ],

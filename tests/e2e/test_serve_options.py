@@ -17,7 +17,16 @@ from kalends.cli.main import app
 from kalends.cli.serve import default_owner_handle
 from kalends.storage.migrate import open_store
 
-from .conftest import HOST, START_WITHIN, Server, environment, start_server
+from .conftest import (
+    HOST,
+    LINK,
+    OWNER,
+    START_WITHIN,
+    Server,
+    environment,
+    run_cli,
+    start_server,
+)
 from .test_serve_process import set_cookies
 
 CLEAN_ENV: dict[str, str | None] = {
@@ -41,6 +50,8 @@ def serve(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
             "serve",
             "--runtime-dir",
             str(tmp_path / "runtime"),
+            "--log-format",
+            "json",
             *args,
         ],
         capture_output=True,
@@ -61,6 +72,7 @@ class TestRefusals:
             (("--port", ""), "port"),  # empty
             (("--host", " "), "host"),  # blank
             (("--log-level", "loud"), "log-level"),  # no such level
+            (("--log-format", "xml"), "log-format"),  # no such format
             (("--owner", "Not A Handle"), "owner"),  # uppercase and spaces
             (("--owner", "x" * 65), "owner"),  # one past the longest handle
             (("--base-url", "ftp://example.com"), "base-url"),  # not http(s)
@@ -163,8 +175,40 @@ class TestWhatOptionsChange:
         assert cookie["secure"] is True and cookie["httponly"] is True
         messages = {e["message"] for e in server.logs()}
         assert not messages & {"scheduler running", "reminders running"}
+        # A fresh login link goes to the public URL too.
+        printed = run_cli(server, "login-link", "--as", "jane-doe")
+        assert printed.returncode == 0, printed.stderr
+        assert printed.stdout.startswith(
+            "open this link once to log in as jane-doe: https://kalends.example.org/api/auth/"
+        )
         code, _ = server.stop()
         assert code == 0, server.stderr()
+
+
+class TestLoginLink:
+    def test_it_prints_the_port_the_server_on_its_database_listens_on(
+        self, tmp_path: Path, servers: list[Server]
+    ) -> None:
+        url = f"sqlite:///{tmp_path / 'kalends.sqlite3'}"
+        first = start_server(url, tmp_path)
+        servers.append(first)
+        assert first.port != 8000
+
+        printed = run_cli(first, "login-link", "--as", OWNER)
+
+        assert printed.returncode == 0, printed.stderr
+        link = LINK.fullmatch(printed.stdout.splitlines()[0])
+        assert link is not None, printed.stdout
+        assert link.group(2).startswith(f"{first.base}/api/auth/link?token=")
+        assert "the address `kalends serve` recorded on this database" in printed.stdout
+        with first.client() as client:
+            assert client.get(link.group(2), follow_redirects=False).status_code == 303
+        # A later start (on whatever port it gets): the next link follows it.
+        assert first.stop()[0] == 0
+        second = start_server(url, tmp_path)
+        servers.append(second)
+        again = run_cli(second, "login-link", "--as", OWNER)
+        assert f"{second.base}/api/auth/link?token=" in again.stdout, again.stdout
 
 
 class TestDefaultOwner:

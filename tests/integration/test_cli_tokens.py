@@ -20,8 +20,9 @@ from kalends.auth import Accounts
 from kalends.auth.tokens import MAX_ACTIVE_TOKENS
 from kalends.bootstrap import Services, open_services
 from kalends.cli.main import app
-from kalends.cli.tokens import DEFAULT_BASE_URL, DEFAULT_TOKEN_DAYS
+from kalends.cli.tokens import DEFAULT_TOKEN_DAYS
 from kalends.errors import Unauthenticated
+from kalends.storage.meta import SERVER_BASE_URL, write_meta
 from kalends.storage.schema import metadata
 from kalends.storage.testing import StorageTarget
 
@@ -260,14 +261,20 @@ class TestListAndRevoke:
         assert error["code"] == "not-found"
 
 
+# The base URL a `kalends serve` on a port of its own recorded in the database.
+RECORDED = "http://127.0.0.1:8123"
+
+
 class TestLoginLink:
     def test_it_gives_the_actor_an_account_and_a_link_that_logs_in_once(self, world: World) -> None:
+        write_meta(world.services.store, SERVER_BASE_URL, RECORDED)
+
         printed = world.json("login-link", actor="bob")
 
-        assert set(printed) == {"handle", "url", "expiresAt"}
+        assert set(printed) == {"handle", "url", "expiresAt", "baseUrlFrom"}
         assert printed["handle"] == "bob"
         url = urlsplit(printed["url"])
-        assert f"{url.scheme}://{url.netloc}" == DEFAULT_BASE_URL
+        assert (f"{url.scheme}://{url.netloc}", printed["baseUrlFrom"]) == (RECORDED, "server")
         assert url.path == "/api/auth/link"
         [secret] = parse_qs(url.query)["token"]
         assert world.accounts.account("bob")["isOwner"] is False
@@ -281,6 +288,8 @@ class TestLoginLink:
             world.accounts.redeem_login_link(secret)
 
     def test_text_prints_the_line_serve_prints_with_the_base_url(self, world: World) -> None:
+        write_meta(world.services.store, SERVER_BASE_URL, RECORDED)  # --base-url comes first
+
         out = world.ok("login-link", "--base-url", "https://kalends.example.org/").stdout
 
         line = out.splitlines()[0]
@@ -288,10 +297,29 @@ class TestLoginLink:
         assert line.startswith(prefix + "https://kalends.example.org/api/auth/link?token=")
         [secret] = parse_qs(urlsplit(line.removeprefix(prefix)).query)["token"]
         assert world.accounts.redeem_login_link(secret).principal.handle == "alice"
-        assert "valid for 15 minutes" in out
+        assert "valid for 15 minutes; the address --base-url" in out
+        assert world.json("login-link", "--base-url", "http://x.org")["baseUrlFrom"] == "option"
+
+    def test_text_says_the_link_is_to_the_address_serve_recorded(self, world: World) -> None:
+        write_meta(world.services.store, SERVER_BASE_URL, RECORDED)
+
+        out = world.ok("login-link").stdout
+
+        assert out.splitlines()[0].startswith(
+            f"open this link once to log in as alice: {RECORDED}/api/auth/link?token="
+        )
+        assert "the address `kalends serve` recorded on this database" in out
+
+    def test_without_a_recorded_address_or_base_url_it_exits_2_and_writes_nothing(
+        self, world: World
+    ) -> None:
+        error = world.refused(2, "login-link", actor="bob")
+
+        assert (error["code"], error["details"]["field"]) == ("invalid-input", "base_url")
+        assert "--base-url" in error["message"]  # and refused() saw nothing written
 
     def test_an_unknown_actor_exits_1_and_writes_nothing(self, world: World) -> None:
-        error = world.refused(1, "login-link", actor="mallory")
+        error = world.refused(1, "login-link", "--base-url", RECORDED, actor="mallory")
         assert error["code"] == "not-found"
 
     # Not http(s), no scheme, a query.

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -26,15 +27,19 @@ from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import pytest
+from sqlalchemy import update
 from typer.testing import CliRunner
 
+from kalends.auth.grants import Privilege
 from kalends.bootstrap import Services, open_services
 from kalends.cli.main import app
 from kalends.cli.worker import default_owner
 from kalends.reminders.destinations import Destinations
-from kalends.reminders.outbox import Intent, Outbox
+from kalends.reminders.outbox import MAX_ATTEMPTS, Intent, Outbox
+from kalends.storage.task_tables import reminder_intents
 from kalends.storage.testing import StorageTarget
 from kalends.tasks import Task, parse_schedule
 
@@ -207,13 +212,13 @@ def environment() -> dict[str, str]:
     return env
 
 
-def start_worker(db: Db, *args: str) -> subprocess.Popen[str]:
+def start_worker(db: Db, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "kalends", "worker", "--database", db.url, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=environment(),
+        env={**environment(), **(env or {})},
     )
 
 
@@ -363,7 +368,7 @@ class TestWorkerProcess:
         rest = [i for i in intents.values() if i.id != sent.id]
         assert [(i.status, i.attempts, i.lease_owner) for i in rest] == [("pending", 0, None)] * 2
         # The human progress line and the final summary go to stderr.
-        assert "claimed 3: delivered 1, retried 0, closed 0, released 2" in err
+        assert "reminders claimed 3: delivered 1, retried 0, dead 0, closed 0, released 2" in err
         assert "stopped: claimed 3: delivered 1" in err
 
     def test_a_second_signal_stops_it_at_once_leaving_the_send_in_progress_leased(
@@ -408,6 +413,7 @@ class TestWorkerProcess:
             "claimed": 1,
             "delivered": 1,
             "retried": 0,
+            "dead": 0,
             "closed": 0,
             "closed_reasons": {},
             "released": 0,
@@ -430,7 +436,9 @@ class TestWorkerProcess:
         )
 
         assert result.exit_code == 0, result.output
-        assert result.stdout.strip() == ("claimed 3: delivered 3, retried 0, closed 0, released 0")
+        assert result.stdout.strip() == (
+            "claimed 3: delivered 3, retried 0, dead 0, closed 0, released 0"
+        )
         assert receiver.received() == []
         assert {i.status for i in db.intents()} == {"delivered"}
 
@@ -448,11 +456,186 @@ class TestWorkerProcess:
 
         assert result.exit_code == 0, result.output
         assert result.stdout.strip() == (
-            "claimed 1: delivered 0, retried 0, closed 1 (list-archived 1), released 0"
+            "claimed 1: delivered 0, retried 0, dead 0, closed 1 (list-archived 1), released 0"
         )
         assert receiver.received() == []
         [intent] = db.intents()
         assert (intent.status, intent.closed_reason) == ("closed", "list-archived")
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then closed)."""
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def last_attempt_failing(db: Db) -> Intent:
+    """A reminder of alice's due now at its last attempt, whose send fails (connection
+    refused): the next batch leaves it dead."""
+    Destinations(db.services.store).set(
+        "alice", "alice", "push", [f"json://{HOST}:{closed_port()}/hooks/alice"]
+    )
+    db.remind("Renew the passport", in_seconds(-1), "push")
+    with db.services.store.transaction() as conn:
+        conn.execute(update(reminder_intents).values(attempts=MAX_ATTEMPTS - 1))
+    [intent] = db.intents()
+    return intent
+
+
+TITLE = "Nightly\nbackup"
+"""A schedule title with a newline: a text log line escapes it, staying one line."""
+
+
+def running_schedule(db: Db, workspace: Path) -> UUID:
+    """A schedule of alice's that admits one passage at once when played (``immediate``):
+    ``sh -c 'sleep 0.3; exit 3'``, so it fails with exit status 3."""
+    workspace.mkdir()
+    services = db.services
+    home = services.workspaces.add("alice", workspace, "home")
+    services.grants.grant(services.directory.actor("alice").id, Privilege.RUN)
+    config = {
+        "title": TITLE,
+        "objective": "Back everything up.",
+        "profile": {"command": ["/bin/sh", "-c", "sleep 0.3; exit 3"], "cwd": "."},
+        "policy": {"kind": "immediate"},
+    }
+    receipt = services.schedules.create("alice", home.id, config, request_id="create-0001")
+    assert receipt.mission_id is not None
+    revision = services.schedules.detail("alice", receipt.mission_id)["revision"]
+    services.schedules.control(
+        "alice", receipt.mission_id, "play", request_id="play-0001", expected_revision=revision
+    )
+    return receipt.mission_id
+
+
+def settled_result(db: Db, schedule: UUID) -> dict[str, Any] | None:
+    detail = db.services.schedules.detail("alice", schedule)
+    latest: dict[str, Any] | None = detail["latestResult"]
+    return latest if detail["pending"] is None and latest is not None else None
+
+
+# The level a text log line names after its time: only those above info.
+LOUD = {"warning:", "error:", "critical:"}
+# Passages run as the worker's own user (the confinement has tests of its own).
+PASSAGES_AS_ME = {"KALENDS_PASSAGE_USER": "root"} if os.geteuid() == 0 else {}
+
+
+class TestWorkerLogs:
+    def test_help_says_it_runs_the_mission_scheduler_too(self) -> None:
+        result = CliRunner().invoke(app, ["worker", "--help"], env={"COLUMNS": "200"})
+
+        assert result.exit_code == 0
+        first = result.stdout.split("Run the", 1)[1].split("\n\n")[0]
+        assert "mission scheduler" in first and "deliver due reminders" in first
+        assert "--quiet" in result.stdout and "--log-format" in result.stdout
+
+    # Text for people (the default); one JSON object per line; nothing below a warning.
+    @pytest.mark.parametrize("style", ["text", "json", "quiet"])
+    def test_it_logs_each_passage_admitted_started_and_settled(
+        self,
+        db: Db,
+        tmp_path: Path,
+        processes: list[subprocess.Popen[str]],
+        style: str,
+    ) -> None:
+        schedule = running_schedule(db, tmp_path / "workspace")
+        options = {"text": (), "json": ("--log-format", "json"), "quiet": ("--quiet",)}[style]
+        worker = start_worker(
+            db,
+            "--runtime-dir",
+            str(tmp_path / "runtime"),
+            "--transport",
+            "null",
+            *options,
+            env=PASSAGES_AS_ME,
+        )
+        processes.append(worker)
+
+        result: dict[str, Any] = {}
+
+        def settled() -> bool:
+            result.update(settled_result(db, schedule) or {})
+            return bool(result)
+
+        wait_for(settled, DELIVERY_WITHIN, "the passage to settle", worker)
+        code, _, err, _ = stop(worker)
+
+        assert code == 0, err
+        assert (result["outcome"], result["reason"]) == ("failed", "exit status 3")
+        slot = result["slot"]
+        lines = err.splitlines()
+        if style == "quiet":  # warnings would still show, each after its time
+            assert [line for line in lines if line.split(" ")[1] not in LOUD] == []
+            return
+        if style == "text":
+            said = [
+                told for _, told in (line.split(" ", 1) for line in lines)
+                if told.startswith("passage ")
+            ]  # fmt: skip
+            where = f'"Nightly\\nbackup" slot {slot}'
+            assert said[:2] == [f"passage admitted: {where}", f"passage started: {where}"]
+            assert len(said) == 3, said
+            assert said[2].startswith(f"passage settled: {where}: failed (exit status 3) after ")
+            assert said[2].endswith(" s")
+            assert any("running the mission scheduler and delivering" in line for line in lines)
+            return
+        entries = [json.loads(line) for line in lines]  # fails on a line that is not JSON
+        passages = [e for e in entries if str(e.get("event", "")).startswith("passage-")]
+        assert [e["event"] for e in passages] == [
+            "passage-admitted",
+            "passage-started",
+            "passage-settled",
+        ]
+        assert {(e["title"], e["slot"], e["schedule_id"]) for e in passages} == {
+            (TITLE, slot, str(schedule))
+        }
+        last = passages[-1]
+        assert (last["outcome"], last["reason"]) == ("failed", "exit status 3")
+        assert 0.3 <= last["duration_s"] < 30
+        assert all({"at", "level", "logger", "message"} <= set(e) for e in entries)
+
+    # Text for people (the default); one JSON object per line.
+    @pytest.mark.parametrize("style", ["text", "json"])
+    def test_a_batch_whose_reminder_dies_counts_it_dead_not_retried(
+        self, db: Db, processes: list[subprocess.Popen[str]], style: str
+    ) -> None:
+        intent = last_attempt_failing(db)
+        options = ("--log-format", "json") if style == "json" else ()
+        worker = start_worker(db, "--no-schedules", "--owner", "proc-test", *options)
+        processes.append(worker)
+
+        wait_for(
+            lambda: db.intents()[0].status == "dead", DELIVERY_WITHIN, "the reminder to die", worker
+        )
+        code, _, err, _ = stop(worker)
+
+        assert code == 0, err
+        assert db.intents()[0].id == intent.id
+        if style == "text":
+            assert "reminders claimed 1: delivered 0, retried 0, dead 1, closed 0" in err
+            assert "stopped: claimed 1: delivered 0, retried 0, dead 1" in err
+            return
+        entries = [json.loads(line) for line in err.splitlines()]
+        [batch] = [e for e in entries if e.get("event") == "reminder-batch"]
+        counts = {k: batch[k] for k in ("claimed", "delivered", "retried", "dead", "closed")}
+        assert counts == {"claimed": 1, "delivered": 0, "retried": 0, "dead": 1, "closed": 0}
+        assert batch["logger"] == "kalends.reminders"
+
+    def test_once_reports_the_reminder_that_died(self, db: Db) -> None:
+        last_attempt_failing(db)
+
+        result = CliRunner().invoke(
+            app,
+            ["worker", "--database", db.url, "--once", "--no-schedules", "--json"],
+            env={ENV_ACTOR: None, ENV_DATABASE: None},
+        )
+
+        assert result.exit_code == 0, result.output
+        report = json.loads(result.stdout)
+        assert (report["retried"], report["dead"]) == (0, 1)
+        assert db.intents()[0].status == "dead"
 
 
 class TestBadOptions:
@@ -465,6 +648,7 @@ class TestBadOptions:
             (("--transport", "smtp"), "transport"),
             (("--owner", "  "), "owner"),
             (("--owner", "x" * 201), "owner"),
+            (("--log-format", "xml"), "log_format"),
         ],
     )
     def test_bad_options_exit_2_and_create_no_database(
@@ -480,7 +664,7 @@ class TestBadOptions:
         assert result.exit_code == 2, result.output
         error = json.loads(result.stdout)["error"]
         assert (error["code"], error["details"]["field"]) == ("invalid-input", field)
-        assert result.stderr.startswith(f"error: {field}: ")
+        assert result.stderr.startswith(f"error: {field.replace('_', '-')}: ")
         assert not path.exists()
 
     def test_the_default_owner_is_host_and_pid(self) -> None:

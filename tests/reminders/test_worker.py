@@ -141,6 +141,7 @@ class TestDelivery:
             "claimed": 2,
             "delivered": 2,
             "retried": 0,
+            "dead": 0,
             "closed": 0,
             "closed_reasons": {},
             "released": 0,
@@ -356,9 +357,13 @@ class TestFailures:
 
         for attempt in range(1, MAX_ATTEMPTS + 1):
             report = worker.drain()
-            # alice's e-mail goes the first time; bob's push fails every time.
+            # alice's e-mail goes the first time; bob's push fails every time, the last
+            # time for good: dead, not retried.
             expected = (2, 1, 1) if attempt == 1 else (1, 0, 1)
+            if attempt == MAX_ATTEMPTS:
+                expected = (1, 0, 0)
             assert (report.claimed, report.delivered, report.retried) == expected, attempt
+            assert report.dead == (attempt == MAX_ATTEMPTS), attempt
             push = world.intent("push")
             assert push.attempts == attempt
             assert push.last_error is not None

@@ -18,9 +18,10 @@ from sqlalchemy import update
 
 from kalends.bootstrap import build
 from kalends.clock import FakeClock
-from kalends.reminders.outbox import LEASE, Intent, Outbox
+from kalends.reminders.outbox import LEASE, MAX_ATTEMPTS, Intent, Outbox
 from kalends.reminders.transports import Delivery, DeliveryFailed
 from kalends.reminders.worker import LEASE_MARGIN, RECHECK_AFTER, DeliveryWorker, compose
+from kalends.storage.task_tables import reminder_intents as ri
 from kalends.storage.task_tables import tasks
 from kalends.storage.unit_of_work import Store
 from kalends.tasks import Task, parse_schedule
@@ -307,6 +308,41 @@ class TestFailures:
         [intent_id] = intent_ids(world.store, task.id)
         found = intent(world, intent_id)
         assert (found.status, found.last_error, found.attempts) == ("pending", recorded, 1)
+
+    def test_a_failed_send_on_the_last_attempt_counts_dead_not_retried(
+        self, world: World, fake_clock: FakeClock
+    ) -> None:
+        task = reminded_task(world, reminder(minutes(1), channel="push", recipient="bob"))
+        fake_clock.advance(timedelta(minutes=2))
+        [intent_id] = intent_ids(world.store, task.id)
+        with world.store.transaction() as conn:
+            conn.execute(update(ri).values(attempts=MAX_ATTEMPTS - 1))
+
+        def fail(delivery: Delivery) -> None:
+            raise DeliveryFailed(f"push: {REFUSED}")
+
+        report = worker(world, Recorder(fail)).drain()
+
+        assert (report.claimed, report.retried, report.dead) == (1, 0, 1)
+        assert report.to_json()["dead"] == 1
+        assert intent(world, intent_id).status == "dead"
+
+    def test_a_lease_run_out_after_the_last_attempt_counts_dead_not_closed(
+        self, world: World, fake_clock: FakeClock
+    ) -> None:
+        task = reminded_task(world, reminder(minutes(1), channel="push", recipient="bob"))
+        fake_clock.advance(timedelta(minutes=2))
+        [intent_id] = intent_ids(world.store, task.id)
+        with world.store.transaction() as conn:
+            conn.execute(update(ri).values(attempts=MAX_ATTEMPTS - 1))
+        assert len(outbox(world).claim("crashed", limit=1)) == 1  # the fifth attempt, lost
+        fake_clock.advance(LEASE + timedelta(seconds=1))
+
+        report = worker(world, Recorder()).drain()
+
+        assert (report.claimed, report.closed, report.dead) == (0, 0, 1)
+        assert report.closed_reasons == {}
+        assert intent(world, intent_id).status == "dead"
 
     def test_a_recipient_without_a_destination_on_the_channel_is_retried(
         self, world: World, fake_clock: FakeClock

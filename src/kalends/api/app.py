@@ -19,6 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kalends import __version__
 from kalends.api.context import ApiContext, default_request_threads
+from kalends.api.docs import install_docs
 from kalends.api.errors import error_response, install_error_handlers
 from kalends.api.route_index import install_route_index
 from kalends.api.routes import auth, health, missions, passages, tasks
@@ -186,7 +187,8 @@ def create_app(ctx: ApiContext, *, access_log_enabled: bool = True) -> FastAPI:
             "`{code, message, details}` with a stable code."
         ),
         openapi_url="/openapi.json",
-        docs_url="/docs",
+        # Served from the package by install_docs: FastAPI's own pages load from a CDN.
+        docs_url=None,
         redoc_url=None,
     )
     inline = ctx.settings.inline_routes
@@ -206,6 +208,7 @@ def create_app(ctx: ApiContext, *, access_log_enabled: bool = True) -> FastAPI:
                 )
             app.router.routes.append(route)
     document_security(app)
+    install_docs(app)
     install_route_index(app.router)
     app.add_middleware(BodyLimit, limit=ctx.settings.max_body_bytes)
     if access_log_enabled:

@@ -92,12 +92,12 @@ def login_command(
     ] = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Log in to a server: trade your handle and password for an API token (90 days) and
-    store it, so that commands given --server URL act as you.
+    """Log in to a server: trade your handle and password for an API token (90 days).
 
-    The token is stored in the credentials file (readable by you only; KALENDS_CREDENTIALS
-    names another); its secret is never printed. A token stored before for the server is
-    revoked. With --json: {"server", "handle", "token", "credentials"}.
+    Commands given --server URL then act as you. The token is stored in the credentials
+    file (readable by you only; KALENDS_CREDENTIALS names another); its secret is never
+    printed. A token stored before for the server is revoked. With --json: {"server",
+    "handle", "token", "credentials"}.
 
     Commands that take --server: workspace, schedule, passage, list, task, reminders,
     actor (and actor notify) and token. db, worker, serve, report, preview, login-link

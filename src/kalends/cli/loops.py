@@ -1,11 +1,15 @@
 """The background loops of ``kalends serve``: the mission scheduler and the reminder
 delivery, each in a thread of its own, both stopped by one event.
 
-They are the loops ``kalends worker`` runs (see :mod:`kalends.cli.worker`), started
+They are the loops ``kalends worker`` runs too (see :mod:`kalends.cli.worker`), started
 here beside a server: the scheduler shares the server's process runtime, and each
 loop reports through ``on_state`` when it runs and when it ended, so that
 ``/readyz`` can tell. On stop the scheduler releases its wakes and the delivery
 finishes the send in progress, acknowledges it and releases the rest of its claims.
+
+Both commands log the same lines at INFO: the scheduler one per passage admitted,
+started and settled (:func:`kalends.missions.scheduler.log_passage`), the delivery one
+per busy batch (:func:`log_batch`).
 """
 
 from __future__ import annotations
@@ -20,7 +24,15 @@ from kalends.reminders.worker import WORKER_BATCH, BatchReport, DeliveryWorker
 from kalends.storage.unit_of_work import Store
 from kalends.storage.wake import open_waker
 
-__all__ = ["REMINDERS", "SCHEDULER", "LoopState", "start_reminders", "start_scheduler"]
+__all__ = [
+    "REMINDERS",
+    "SCHEDULER",
+    "LoopState",
+    "log_batch",
+    "report_line",
+    "start_reminders",
+    "start_scheduler",
+]
 
 # The names the loops go by, in logs and in /readyz.
 SCHEDULER = "scheduler"
@@ -29,7 +41,34 @@ REMINDERS = "reminders"
 # Called with a loop's name and whether it runs: True once started, False once ended.
 LoopState = Callable[[str, bool], None]
 
-_log = logging.getLogger("kalends.serve")
+_log = logging.getLogger("kalends.loops")
+_batches = logging.getLogger("kalends.reminders")
+
+
+def report_line(report: BatchReport) -> str:
+    """A batch in words: ``claimed 3: delivered 1, retried 1, dead 1, closed 0, released 0``."""
+    parts = [
+        f"delivered {report.delivered}",
+        f"retried {report.retried}",
+        f"dead {report.dead}",
+        f"closed {report.closed}",
+        f"released {report.released}",
+    ]
+    if report.closed_reasons:
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(report.closed_reasons.items()))
+        parts[3] += f" ({reasons})"
+    if report.lost_acks:
+        parts.append(f"lost acknowledgements {report.lost_acks}")
+    return f"claimed {report.claimed}: " + ", ".join(parts)
+
+
+def log_batch(report: BatchReport) -> None:
+    """The INFO line of one busy reminder batch: its counts, in words and as fields."""
+    _batches.info(
+        "reminders %s",
+        report_line(report),
+        extra={"fields": {"event": "reminder-batch", **report.to_json()}},
+    )
 
 
 def start_scheduler(
@@ -71,15 +110,12 @@ def start_reminders(
     """Delivers due reminders in a thread until ``stop``; each busy batch is logged."""
     worker = DeliveryWorker(store, transport, owner=owner, batch=batch)
 
-    def on_batch(report: BatchReport) -> None:
-        _log.info("reminders delivered", extra={"loop": REMINDERS, **report.to_json()})
-
     def target() -> None:
         try:
             waker = open_waker(store.engine)
             try:
                 on_state(REMINDERS, True)
-                worker.run(stop, on_batch=on_batch, waker=waker)
+                worker.run(stop, on_batch=log_batch, waker=waker)
             finally:
                 waker.close()
         except Exception:

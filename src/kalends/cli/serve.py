@@ -8,9 +8,10 @@ The database is opened (and migrated) once, before the port is taken.
 
 The first start on a database creates the owner's account and prints a one-time
 login link on stdout; later starts print how to get a fresh one
-(``kalends login-link --as HANDLE``). Once the server listens it prints
-``kalends serving on http://HOST:PORT`` (the real port with ``--port 0``).
-Everything else goes to stderr as JSON lines (:mod:`kalends.api.logs`).
+(``kalends login-link --as HANDLE``, which links to the base URL this start records in
+the database). Once the server listens it prints ``kalends serving on
+http://HOST:PORT`` (the real port with ``--port 0``). Everything else is logged on
+stderr, a line per record, as text or JSON (:mod:`kalends.cli.logs`).
 
 SIGTERM or SIGINT stops it gracefully: the listening socket closes, requests in
 flight are answered, the background loops stop (the scheduler releases its wakes,
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import getpass
 import ipaddress
-import json
 import logging
 import os
 import re
@@ -30,7 +30,6 @@ import signal
 import socket
 import sys
 import threading
-import time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -42,6 +41,14 @@ from urllib.parse import urlsplit
 import typer
 
 from kalends.cli import heap
+from kalends.cli.logs import (
+    JsonFormatter,
+    LogFormatOption,
+    QuietOption,
+    TextFormatter,
+    check_log_format,
+    logging_to_stderr,
+)
 from kalends.cli.passage_isolation import (
     PassageUserOption,
     RuntimeDirOption,
@@ -58,6 +65,7 @@ if TYPE_CHECKING:
     import uvicorn
 
     from kalends.auth import Accounts
+    from kalends.storage.unit_of_work import Store
 
 __all__ = [
     "DEFAULT_HOST",
@@ -71,6 +79,7 @@ __all__ = [
     "check_forwarded_allow_ips",
     "check_handle",
     "default_owner_handle",
+    "login_link_base",
     "serve_command",
 ]
 
@@ -180,6 +189,24 @@ def check_base_url(text: str) -> str:
     return text.strip().rstrip("/")
 
 
+def login_link_base(given: str | None, store: Store) -> tuple[str, bool]:
+    """The base URL of a login link: ``given`` (``--base-url``), else the one the last
+    start recorded in the database, and whether it is that recorded one. While neither
+    is there, :class:`InvalidInput`: a guessed port would print a link to nowhere."""
+    from kalends.storage.meta import SERVER_BASE_URL, read_meta  # noqa: PLC0415
+
+    if given is not None and given.strip():
+        return check_base_url(given), False
+    recorded = read_meta(store, SERVER_BASE_URL)
+    if recorded is None:
+        raise InvalidInput(
+            "base-url: no `kalends serve` has started on this database yet, so its address "
+            f"is unknown: give --base-url URL (or set {ENV_BASE_URL})",
+            field="base_url",
+        )
+    return recorded, True
+
+
 def check_forwarded_allow_ips(text: str) -> str:
     """``text`` as the trusted proxies uvicorn takes: comma-separated IP addresses or
     networks, or ``*``; empty trusts no one. uvicorn would take a typo as a host name
@@ -216,30 +243,36 @@ def _bracketed(host: str) -> str:
 class _Stopping:
     """What the first stop signal stops: the loops (``stop``) and the server once it runs."""
 
+    log_format: str = "text"
     stop: threading.Event = field(default_factory=threading.Event)
     server: uvicorn.Server | None = None
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
         if self.stop.is_set():
-            _exit_at_once(signum)
+            _exit_at_once(signum, self.log_format)
         self.stop.set()
         if self.server is not None:
             self.server.should_exit = True
 
 
-def _exit_at_once(signum: int) -> NoReturn:
-    """The second signal: leave now, without waiting for requests or loops."""
-    line = json.dumps(
-        {
-            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "level": "warning",
-            "logger": "kalends.serve",
-            "message": "stopped at once by a second signal",
-            "signal": signal.Signals(signum).name,
-        }
+def _exit_at_once(signum: int, log_format: str) -> NoReturn:
+    """The second signal: leave now, without waiting for requests or loops.
+
+    The line is written straight to the file descriptor: the signal may have come while
+    the log's stream held its lock."""
+    record = _log.makeRecord(
+        _log.name,
+        logging.WARNING,
+        __file__,
+        0,
+        "stopped at once by a second signal",
+        (),
+        None,
+        extra={"signal": signal.Signals(signum).name},
     )
+    formatter = JsonFormatter() if log_format == "json" else TextFormatter()
     try:
-        os.write(2, (line + "\n").encode())
+        os.write(2, (formatter.format(record) + "\n").encode())
     finally:
         os._exit(EXIT_INTERRUPTED)
 
@@ -342,8 +375,14 @@ def serve_command(
     ] = None,
     log_level: Annotated[
         str,
-        typer.Option("--log-level", metavar="|".join(LOG_LEVELS), help="The least level logged."),
+        typer.Option(
+            "--log-level",
+            metavar="LEVEL",
+            help=f"The least level logged: {', '.join(LOG_LEVELS)}.",
+        ),
     ] = "info",
+    log_format: LogFormatOption = "text",
+    quiet: QuietOption = False,
     schedules: Annotated[
         bool,
         typer.Option(
@@ -385,24 +424,30 @@ def serve_command(
     """Run the HTTP API, the mission scheduler and the reminder delivery in one process.
 
     The first start creates the owner account and prints a one-time login link (valid
-    15 minutes); later, `kalends login-link --as HANDLE` prints a fresh one. Logs are
-    JSON lines on stderr. SIGTERM or Ctrl-C stops it gracefully (requests in flight are
-    answered); a second signal stops it at once. X-Forwarded-For is believed only from
-    the proxies named by --forwarded-allow-ips. Exit codes: 0 stopped; 1 the database
-    or the address refused; 2 bad input; 130 a second signal.
+    15 minutes); later, `kalends login-link --as HANDLE` prints a fresh one, to the base
+    URL this start records in the database. Logs on stderr one line per request, per
+    passage admitted, started and settled and per reminder batch (--quiet: only
+    warnings and errors; --log-format json: one JSON object per line). SIGTERM or Ctrl-C
+    stops it gracefully (requests in flight are answered); a second signal stops it at
+    once. X-Forwarded-For is believed only from the proxies named by
+    --forwarded-allow-ips. Exit codes: 0 stopped; 1 the database or the address refused;
+    2 bad input; 130 a second signal.
     """
     try:
         address = _host(host)
         number = _port(port)
         level = _log_level(log_level)
+        if quiet and LOG_LEVELS.index(level) < LOG_LEVELS.index("warning"):
+            level = "warning"
+        fmt = check_log_format(log_format)
         handle = default_owner_handle() if owner is None else check_handle(owner)
         public = None if base_url is None else check_base_url(base_url)
         proxies = check_forwarded_allow_ips(forwarded_allow_ips)
         root = resolve_runtime_dir(runtime_dir)
     except KalendsError as exc:
         report_error(exc, False)
-    stopping = _Stopping()
-    with _signals(stopping):
+    stopping = _Stopping(log_format=fmt)
+    with _signals(stopping), logging_to_stderr(level, fmt):
         _serve(
             stopping,
             address,
@@ -410,7 +455,6 @@ def serve_command(
             database,
             root,
             handle,
-            level,
             schedules,
             reminders,
             public,
@@ -426,7 +470,6 @@ def _serve(
     database: str | None,
     root: Path,
     handle: str,
-    level: str,
     schedules: bool,
     reminders: bool,
     public: str | None,
@@ -435,7 +478,6 @@ def _serve(
     proxies: str,
 ) -> None:
     from kalends.api import ApiContext, ApiSettings, create_app  # noqa: PLC0415
-    from kalends.api.logs import configure_logging  # noqa: PLC0415
     from kalends.auth import Accounts, LoginThrottle  # noqa: PLC0415
     from kalends.bootstrap import open_services  # noqa: PLC0415
     from kalends.cli.loops import (  # noqa: PLC0415
@@ -448,7 +490,6 @@ def _serve(
     from kalends.reminders.transports import AppriseTransport  # noqa: PLC0415
     from kalends.storage.checkpoints import Checkpointer  # noqa: PLC0415
 
-    configure_logging(level)
     try:
         services = open_services(database)
     except KalendsError as exc:
@@ -491,6 +532,7 @@ def _serve(
         ctx = ApiContext(services, accounts, settings, runtime)
         if stopping.stop.is_set():
             return  # stopped while starting: no owner, no loops
+        _record_base_url(store, base)
         try:
             _welcome_owner(accounts, handle, base)
         except KalendsError as exc:
@@ -558,6 +600,19 @@ def _serve(
         checkpointer.stop()
         store.close()
         _log.info("stopped")
+
+
+def _record_base_url(store: Store, base: str) -> None:
+    """Keep ``base`` in the database for ``kalends login-link``; a database that takes no
+    write now (read-only) keeps the last one recorded, and the server serves all the same."""
+    from kalends.storage.meta import SERVER_BASE_URL, write_meta  # noqa: PLC0415
+
+    try:
+        write_meta(store, SERVER_BASE_URL, base)
+    except KalendsError as exc:
+        _log.warning(
+            "cannot record the base URL for kalends login-link", extra={"error": exc.message}
+        )
 
 
 def _welcome_owner(accounts: Accounts, handle: str, base: str) -> None:

@@ -60,7 +60,6 @@ if TYPE_CHECKING:
     from kalends.auth import Accounts
 
 __all__ = [
-    "DEFAULT_BASE_URL",
     "DEFAULT_TOKEN_DAYS",
     "login_link_command",
     "parse_days",
@@ -70,8 +69,6 @@ __all__ = [
 
 # A token's lifetime unless told otherwise, as the API's token routes default it.
 DEFAULT_TOKEN_DAYS = 90
-# Where a login link points unless told otherwise: `kalends serve` on its defaults.
-DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 NEVER = "never"
 
 token_app = typer.Typer(
@@ -282,7 +279,8 @@ def login_link_command(
             "--base-url",
             metavar="URL",
             envvar="KALENDS_BASE_URL",
-            help=f"The server's public URL (default: {DEFAULT_BASE_URL}).",
+            help="The server's public URL (default: the base URL the last `kalends serve` "
+            "on this database recorded; required while none has).",
             show_default=False,
         ),
     ] = None,
@@ -292,13 +290,16 @@ def login_link_command(
 ) -> None:
     """Print a one-time login link for the acting actor (valid 15 minutes).
 
-    The actor gets an account (without a password) unless it has one. Open the link in
-    a browser to sign in to `kalends serve`. With --json: {"handle", "url", "expiresAt"}.
+    The link points at --base-url, else at the base URL that the last `kalends serve` on
+    this database recorded when it started (its real port, or its own --base-url); the
+    output says which. The actor gets an account (without a password) unless it has one.
+    Open the link in a browser to sign in to `kalends serve`. With --json: {"handle",
+    "url", "expiresAt", "baseUrlFrom": "option" or "server"}.
     """
-    from kalends.cli.serve import check_base_url  # noqa: PLC0415
+    from kalends.cli.serve import login_link_base  # noqa: PLC0415
 
     with session(database, json_output, actor=actor) as s:
-        base = check_base_url(base_url or DEFAULT_BASE_URL)
+        base, recorded = login_link_base(base_url, s.services.store)
         accounts = _accounts(s)
 
         def issue() -> tuple[str, str, datetime]:
@@ -323,12 +324,18 @@ def login_link_command(
                 "handle": handle,
                 "url": url,
                 "expiresAt": expires_at.isoformat().replace("+00:00", "Z"),
+                "baseUrlFrom": "server" if recorded else "option",
             }
         )
         return
     typer.echo(f"open this link once to log in as {handle}: {url}")
     minutes = int(LOGIN_LINK_TTL.total_seconds() // 60)
-    console.print(Text(f"valid for {minutes} minutes", style="dim"), soft_wrap=True)
+    whence = (
+        "the address `kalends serve` recorded on this database; --base-url names another"
+        if recorded
+        else "the address --base-url (or KALENDS_BASE_URL) gave"
+    )
+    console.print(Text(f"valid for {minutes} minutes; {whence}", style="dim"), soft_wrap=True)
 
 
 def password_command(

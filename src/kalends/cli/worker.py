@@ -9,6 +9,10 @@ The worker claims due reminder intents, sends each through the transport (Appris
 default) and records the outcome; between batches it sleeps until the next reminder
 is due or another process writes one. Any number of workers may share a database.
 
+It logs on stderr (:mod:`kalends.cli.logs`: text, or JSON with ``--log-format json``)
+a line per passage admitted, started and settled and per busy reminder batch;
+``--quiet`` leaves only warnings and errors.
+
 SIGTERM or SIGINT (Ctrl-C) stops it gracefully: the send in progress finishes, what was
 sent is acknowledged and the rest of its claims are released for other workers; then
 it exits 0. A second signal stops it at once (exit 130): a reminder being sent then
@@ -30,14 +34,14 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from types import FrameType
 from typing import Annotated
 
 import typer
-from rich.text import Text
 
-from kalends.cli.output import emit_json, error_console
+from kalends.cli.logs import LogFormatOption, QuietOption, check_log_format, logging_to_stderr
+from kalends.cli.loops import SCHEDULER, log_batch, report_line, start_scheduler
+from kalends.cli.output import emit_json
 from kalends.cli.passage_isolation import (
     PassageUserOption,
     RuntimeDirOption,
@@ -53,7 +57,6 @@ from kalends.reminders.transports import AppriseTransport, NullTransport, Transp
 from kalends.reminders.worker import WORKER_BATCH, BatchReport, DeliveryWorker
 from kalends.storage.migrate import open_store
 from kalends.storage.unit_of_work import Store
-from kalends.storage.wake import open_waker
 
 __all__ = ["EXIT_INTERRUPTED", "TRANSPORTS", "default_owner", "worker_command"]
 
@@ -68,7 +71,7 @@ _SCHEDULER_JOIN_SECONDS = 15.0
 # How often the main thread looks whether the delivery thread ended.
 _JOIN_SECONDS = 0.2
 
-_log = logging.getLogger("kalends.reminders")
+_log = logging.getLogger("kalends.worker")
 
 
 def default_owner() -> str:
@@ -102,56 +105,17 @@ def _transport(text: str) -> Transport:
     return make()
 
 
-def report_line(report: BatchReport) -> str:
-    """One batch in words: ``claimed 3: delivered 2, retried 1, closed 0, released 0``."""
-    parts = [
-        f"delivered {report.delivered}",
-        f"retried {report.retried}",
-        f"closed {report.closed}",
-        f"released {report.released}",
-    ]
-    if report.closed_reasons:
-        reasons = ", ".join(f"{k} {v}" for k, v in sorted(report.closed_reasons.items()))
-        parts[2] += f" ({reasons})"
-    if report.lost_acks:
-        parts.append(f"lost acknowledgements {report.lost_acks}")
-    return f"claimed {report.claimed}: " + ", ".join(parts)
-
-
-def _progress(clock: Callable[[], datetime], json_output: bool) -> Callable[[BatchReport], None]:
-    """What the loop prints after each batch: a JSON line on stdout, or a line on stderr."""
+def _on_batch(json_output: bool) -> Callable[[BatchReport], None]:
+    """What the loop does after each busy batch: log it, and with ``--json`` print it as a
+    JSON line on stdout."""
 
     def on_batch(report: BatchReport) -> None:
+        log_batch(report)
         if json_output:
             sys.stdout.write(json.dumps(report.to_json(), separators=(",", ":")) + "\n")
             sys.stdout.flush()
-            return
-        stamp = clock().strftime("%H:%M:%S")
-        error_console.print(
-            Text(f"{stamp} ", style="dim").append(report_line(report)),
-            soft_wrap=True,
-            highlight=False,
-        )
 
     return on_batch
-
-
-@contextmanager
-def _warnings_to_stderr() -> Iterator[None]:
-    """Shows the worker's warnings (failed sends, lost acknowledgements) on stderr."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setLevel(logging.WARNING)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    level = _log.level
-    _log.addHandler(handler)
-    if _log.getEffectiveLevel() > logging.WARNING:
-        _log.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        _log.removeHandler(handler)
-        _log.setLevel(level)
-        handler.close()
 
 
 class _Interrupted(Exception):
@@ -207,27 +171,17 @@ def _start_scheduler(
     store: Store, runtime: ProcessRuntime, owner: str, stop: threading.Event, once: bool
 ) -> threading.Thread | None:
     """Runs the mission scheduler: once now (``once``), or in a thread until ``stop``."""
+    if not once:
+        # The loop logs its own failure; nothing here waits on its state.
+        return start_scheduler(store, runtime, owner, stop, lambda name, running: None)
     from kalends.missions.scheduler import Scheduler  # noqa: PLC0415
-    from kalends.missions.wakes import MISSIONS_CHANNEL  # noqa: PLC0415
 
-    scheduler = Scheduler(store, runtime, owner=f"{owner}/scheduler")
-    if once:
+    scheduler = Scheduler(store, runtime, owner=f"{owner}/{SCHEDULER}")
+    try:
         scheduler.run_once()
+    finally:
         scheduler.release()
-        return None
-
-    def target() -> None:
-        waker = open_waker(store.engine, MISSIONS_CHANNEL)
-        try:
-            scheduler.run(stop, wait=waker.wait)
-        except Exception:
-            _log.exception("the mission scheduler stopped on an error")
-        finally:
-            waker.close()
-
-    thread = threading.Thread(target=target, name="kalends-scheduler", daemon=True)
-    thread.start()
-    return thread
+    return None
 
 
 def worker_command(
@@ -252,7 +206,10 @@ def worker_command(
         ),
     ] = None,
     once: Annotated[
-        bool, typer.Option("--once", help="Deliver what is due now, then exit.")
+        bool,
+        typer.Option(
+            "--once", help="Start the passages and deliver the reminders due now, then exit."
+        ),
     ] = False,
     transport: Annotated[
         str,
@@ -266,7 +223,8 @@ def worker_command(
         bool,
         typer.Option(
             "--json",
-            help="With --once: print the report as JSON. Otherwise one JSON line per batch.",
+            help="With --once: print the reminder report as JSON. Otherwise one JSON line per "
+            "reminder batch on stdout.",
         ),
     ] = False,
     schedules: Annotated[
@@ -279,70 +237,101 @@ def worker_command(
     runtime_dir: RuntimeDirOption = None,
     passage_user: PassageUserOption = None,
     sandbox: SandboxOption = "auto",
+    log_format: LogFormatOption = "text",
+    quiet: QuietOption = False,
 ) -> None:
-    """Deliver due reminders until SIGTERM or Ctrl-C (graceful: nothing half-done is lost).
+    """Run the mission scheduler and deliver due reminders until SIGTERM or Ctrl-C (graceful).
 
-    Each batch prints a progress line on stderr (with --json: a JSON line on stdout).
-    Failed sends are retried later (1, 4, 16 minutes, then hourly; dead after the fifth
-    attempt: `kalends reminders retry ID`). Warnings go to stderr. Exit codes: 0 stopped
-    (or, with --once, done); 1 the database refused; 2 bad input; 130 a second signal.
+    The scheduler starts, watches and settles the passages of running schedules; a stop
+    loses nothing half-done. Logs on stderr one line per passage admitted, started and
+    settled (schedule title, slot, outcome, duration) and per reminder batch (delivered,
+    retried, dead, closed, released); --quiet keeps only warnings and errors,
+    --log-format json makes each line a JSON object. Failed sends are retried later (1,
+    4, 16 minutes, then hourly; dead after the fifth attempt: `kalends reminders retry
+    ID`). Exit codes: 0 stopped (or, with --once, done); 1 the database refused; 2 bad
+    input; 130 a second signal.
     """
     try:
         checked_owner = _owner(owner)
         size = _batch(batch)
         sender = _transport(transport)
+        fmt = check_log_format(log_format)
         store = open_store(database)
     except KalendsError as exc:
         report_error(exc, json_output)
+    with logging_to_stderr("warning" if quiet else "info", fmt):
+        _work(
+            store,
+            checked_owner,
+            DeliveryWorker(store, sender, owner=checked_owner, batch=size),
+            once=once,
+            json_output=json_output,
+            confinement=(runtime_dir, passage_user, sandbox) if schedules else None,
+            transport=transport.strip().lower(),
+        )
+
+
+def _work(
+    store: Store,
+    owner: str,
+    worker: DeliveryWorker,
+    *,
+    once: bool,
+    json_output: bool,
+    confinement: tuple[str | None, str | None, str] | None,
+    transport: str,
+) -> None:
+    """The scheduler (unless ``confinement`` is ``None``: ``--no-schedules``) and the
+    delivery, once or until a stop signal; then the closing line."""
     stop = threading.Event()
     scheduler_thread: threading.Thread | None = None
-    if schedules:
+    if confinement is not None:
+        runtime_dir, passage_user, sandbox = confinement
         try:
             root = resolve_runtime_dir(runtime_dir)
             isolation, note = passage_isolation(
                 passage_user, sandbox, root, store.engine.url.render_as_string(hide_password=False)
             )
             if note:
-                print(note, file=sys.stderr)
+                _log.info(note)
             runtime = ProcessRuntime(root, isolation=isolation)
-            scheduler_thread = _start_scheduler(store, runtime, checked_owner, stop, once)
+            scheduler_thread = _start_scheduler(store, runtime, owner, stop, once)
         except KalendsError as exc:
             store.close()
             report_error(exc, json_output)
-    worker = DeliveryWorker(store, sender, owner=checked_owner, batch=size)
-    on_batch = _progress(store.clock.now, json_output)
     work: Callable[[], BatchReport]
     if once:
 
         def work() -> BatchReport:
             return worker.drain(stop)
     else:
+        on_batch = _on_batch(json_output)
 
         def work() -> BatchReport:
             return worker.run(stop, on_batch=on_batch)
 
-        if not json_output:
-            where = mask_password(store.engine.url.render_as_string(hide_password=False))
-            error_console.print(
-                Text(
-                    f"worker {checked_owner}: delivering reminders from {where} "
-                    f"(transport {transport.strip().lower()}, batch {size}); "
-                    "stop with Ctrl-C or SIGTERM",
-                    style="dim",
-                ),
-                soft_wrap=True,
-                highlight=False,
-            )
+        where = mask_password(store.engine.url.render_as_string(hide_password=False))
+        schedules = confinement is not None
+        doing = "running the mission scheduler and delivering" if schedules else "delivering"
+        _log.info(
+            f"worker {owner}: {doing} reminders from {where} (transport {transport}, "
+            f"batch {worker.batch}); stop with Ctrl-C or SIGTERM",
+            extra={
+                "fields": {
+                    "event": "worker-started",
+                    "owner": owner,
+                    "database": where,
+                    "transport": transport,
+                    "batch": worker.batch,
+                    "schedules": schedules,
+                }
+            },
+        )
     try:
-        with _warnings_to_stderr(), _stop_on_signals(stop):
+        with _stop_on_signals(stop):
             total = _in_thread(work)
     except _Interrupted:
-        error_console.print(
-            "stopped at once: a reminder being sent stays leased until its lease runs out",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
+        _log.warning("stopped at once: a reminder being sent stays leased until its lease runs out")
         sys.stdout.flush()
         sys.stderr.flush()
         # At once: a normal exit would wait for the send in progress (Apprise sends
@@ -360,7 +349,8 @@ def worker_command(
             emit_json(total.to_json())
         else:
             typer.echo(report_line(total))
-    elif not json_output:
-        error_console.print(
-            Text(f"stopped: {report_line(total)}", style="dim"), soft_wrap=True, highlight=False
+    else:
+        _log.info(
+            f"stopped: {report_line(total)}",
+            extra={"fields": {"event": "worker-stopped", **total.to_json()}},
         )

@@ -79,7 +79,14 @@ from kalends.missions.wakes import (
 from kalends.storage.mission_tables import schedule_controls, schedule_wakes, schedules, workspaces
 from kalends.storage.unit_of_work import Store, for_update
 
-__all__ = ["CLAIM_BATCH", "LookResult", "Scheduler", "scheduled_identity", "settle_outcome"]
+__all__ = [
+    "CLAIM_BATCH",
+    "LookResult",
+    "Scheduler",
+    "log_passage",
+    "scheduled_identity",
+    "settle_outcome",
+]
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +171,54 @@ def scheduled_identity(schedule_id: str, slot: datetime) -> tuple[str, str, str]
         return hashlib.sha256(f"{key}\x00{role}".encode()).hexdigest()[:26]
 
     return f"psg_{derive('passage')}", f"ses_{derive('session')}", f"msg_{derive('message')}"
+
+
+def log_passage(
+    event: str,
+    doc: DocState,
+    pending: Pending,
+    *,
+    outcome: str | None = None,
+    reason: str | None = None,
+    seconds: float | None = None,
+) -> None:
+    """One INFO line of the passage's way: ``admitted`` (the scheduler took a due slot and
+    wrote its passage ahead of the start), ``started`` (its command launched and its
+    admission recorded), ``settled`` (archived with ``outcome``, after ``seconds``)."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    slot = None if pending.slot is None else pending.slot.isoformat().replace("+00:00", "Z")
+    said = f'passage {event}: "{doc.config.title}" ' + (f"slot {slot}" if slot else "run now")
+    if outcome is not None:
+        said += f": {outcome}" + (f" ({reason})" if reason else "")
+        if seconds is not None:
+            said += f" after {_duration(seconds)}"
+    log.info(
+        said,
+        extra={
+            "fields": {
+                "event": f"passage-{event}",
+                "schedule_id": doc.schedule_id,
+                "title": doc.config.title,
+                "passage_id": pending.passage_id,
+                "trigger": pending.trigger,
+                "slot": slot,
+                "outcome": outcome,
+                "reason": reason,
+                "duration_s": None if seconds is None else round(seconds, 3),
+            }
+        },
+    )
+
+
+def _duration(seconds: float) -> str:
+    """``2.4 s``, ``3 min 05 s``, ``2 h 07 min``."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    whole = int(seconds)
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
 
 
 def settle_outcome(obs: Observation) -> tuple[str, str | None]:
@@ -328,6 +383,9 @@ class Scheduler:
         if reserves or sleeps or drops:
             self.store.run(reserve)
         result.reserved += len(reserved)
+        for _wake, _row, doc, body, _revision in reserved:
+            assert body.pending is not None
+            log_passage("admitted", doc, body.pending)
         lost = {wake.schedule_id for wake, *_ in reserves} - {w.schedule_id for w, *_ in reserved}
         slow.extend(w for w, *_ in reserves if w.schedule_id in lost)
         admitted: list[tuple[Any, Any, DocState, Body, int]] = []
@@ -398,7 +456,7 @@ class Scheduler:
             return done
 
         done = set(self.store.run(admit))
-        for _wake, row, _doc, body, _ in admitted:
+        for _wake, row, doc, body, _ in admitted:
             if row.id not in done:
                 continue
             pending = body.pending
@@ -406,6 +464,7 @@ class Scheduler:
             result.admitted += 1
             result.admissions.append((row.id, pending.slot, now))
             self._watch[row.id] = pending.session_id
+            log_passage("started", doc, pending)
         return slow
 
     def run(
@@ -751,7 +810,12 @@ class Scheduler:
 
     def _reserve(self, row: Any, doc: DocState, slot: datetime, now: datetime) -> bool:
         """Write-ahead: the pending record, in one compare-and-swap."""
-        return self._cas(row, doc, self._reservation(doc, slot, now), now)
+        body = self._reservation(doc, slot, now)
+        if not self._cas(row, doc, body, now):
+            return False
+        assert body.pending is not None
+        log_passage("admitted", doc, body.pending)
+        return True
 
     def _interrupt_schedule(self, row: Any, doc: DocState, now: datetime, reason: str) -> bool:
         body = replace(doc.body, interruption=reason, interrupted_at=now)
@@ -838,6 +902,7 @@ class Scheduler:
                 result.admitted += 1
                 if pending.slot is not None:
                     result.admissions.append((row.id, pending.slot, now))
+                log_passage("started", doc, admitted)
                 return _AGAIN
             self._mark(row, doc, pending, now, PassageStatus.UNCERTAIN, "not-observed")
             return None
@@ -906,7 +971,12 @@ class Scheduler:
         waiting: list[Any] = [_C.c.action.in_(("pause", "stop", "check"))]
         if pending.request_id is not None:
             waiting.append(and_(_C.c.action == "run-now", _C.c.request_id == pending.request_id))
-        return self._cas(row, doc, body, now, complete=waiting)
+        if not self._cas(row, doc, body, now, complete=waiting):
+            return False
+        log_passage(
+            "settled", doc, pending, outcome=outcome, reason=reason, seconds=_ran(obs, pending, now)
+        )
+        return True
 
     def _restart(self, sid: UUID, now: datetime) -> None:
         """A wake taken over from a dead or stopped scheduler: the schedule's Job was gone.
@@ -924,6 +994,16 @@ class Scheduler:
 
 
 _AGAIN = object()
+
+
+def _ran(obs: Observation | None, pending: Pending, now: datetime) -> float | None:
+    """How long the passage ran: from its command's start to its end when the runtime saw
+    both, else from its admission to ``now``; ``None`` for one never admitted."""
+    if obs is not None and obs.started_at is not None and obs.ended_at is not None:
+        return max((obs.ended_at - obs.started_at).total_seconds(), 0.0)
+    if pending.admitted_at is None:
+        return None
+    return max((now - pending.admitted_at).total_seconds(), 0.0)
 
 
 def fallback_at(now: datetime, polls: int) -> datetime:

@@ -77,6 +77,8 @@ __all__ = [
 
 log = logging.getLogger("kalends.reminders")
 
+# The status of a reminder that will not be tried again (kalends.reminders.outbox.STATUSES).
+DEAD = "dead"
 # kalends: a verdict older than this is read again before a send.
 RECHECK_AFTER = 1.0
 # kalends: a claim whose lease ends sooner than this (or half the lease, if shorter) is
@@ -109,11 +111,14 @@ _Checked = tuple[deque[ClaimRow], _Verdicts, _Recipients]
 
 @dataclass
 class BatchReport:
-    """What one batch (or a whole run) did."""
+    """What one batch (or a whole run) did. ``retried``: sends that failed and wait for
+    another attempt; ``dead``: reminders that will not be tried again (the last attempt's
+    send failed, or its lease ran out), until ``kalends reminders retry``."""
 
     claimed: int = 0
     delivered: int = 0
     retried: int = 0
+    dead: int = 0
     closed: int = 0
     released: int = 0
     lost_acks: int = 0
@@ -123,6 +128,7 @@ class BatchReport:
         self.claimed += other.claimed
         self.delivered += other.delivered
         self.retried += other.retried
+        self.dead += other.dead
         self.closed += other.closed
         self.released += other.released
         self.lost_acks += other.lost_acks
@@ -134,6 +140,7 @@ class BatchReport:
             "claimed": self.claimed,
             "delivered": self.delivered,
             "retried": self.retried,
+            "dead": self.dead,
             "closed": self.closed,
             "closed_reasons": dict(sorted(self.closed_reasons.items())),
             "released": self.released,
@@ -247,6 +254,9 @@ class DeliveryWorker:
         checked_at = self.monotonic()
         report.claimed = claimed
         for reason, count in closed.items():
+            if reason == DEAD:  # a lease that ran out after the last attempt
+                report.dead += count
+                continue
             report.closed += count
             report.closed_reasons[reason] = report.closed_reasons.get(reason, 0) + count
         self._count_closed(report, claimed - len(pending), verdicts)
@@ -280,8 +290,9 @@ class DeliveryWorker:
                 sends, sending = sends + 1, sending + monotonic() - started
                 if outcome is None:
                     sent.append(claim[C_TOKEN])
+                elif self._retry(claim, outcome):
+                    report.dead += 1
                 else:
-                    self._retry(claim, outcome)
                     report.retried += 1
         finally:
             self._observe(sends, sending)
@@ -312,7 +323,7 @@ class DeliveryWorker:
             while stop is None or not stop.is_set():
                 report = self.run_once(stop, defer_ack=True)
                 total.add(report)
-                if report.claimed == 0 and report.closed == 0:
+                if report.claimed == 0 and report.closed == 0 and report.dead == 0:
                     break
         finally:
             self.flush(total)
@@ -341,7 +352,7 @@ class DeliveryWorker:
                 try:
                     report = self.run_once(stop, defer_ack=True)
                     total.add(report)
-                    busy = report.claimed or report.closed
+                    busy = report.claimed or report.closed or report.dead
                     # An idle round still acknowledges what the last batch sent: report it.
                     if (busy or report.delivered or report.lost_acks) and on_batch is not None:
                         on_batch(report)
@@ -472,8 +483,10 @@ class DeliveryWorker:
             return f"{type(error).__name__}: {error}"
         return None
 
-    def _retry(self, claim: ClaimRow, error: str) -> None:
+    def _retry(self, claim: ClaimRow, error: str) -> bool:
+        """Records a failed send; whether the reminder is dead now (that was its last attempt)."""
         try:
-            self.outbox.retry(claim[C_TOKEN], error)
+            return self.outbox.retry(claim[C_TOKEN], error).status == DEAD
         except Exception:  # the lease was lost meanwhile: it is claimable again anyway
             log.warning("could not record the failure of reminder %s", uuid_text(claim[C_ID]))
+            return False
