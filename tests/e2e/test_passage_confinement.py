@@ -100,7 +100,17 @@ ATTACK = textwrap.dedent(
         json.dump(found, f)
     """
 )
-WAIT = "import os, time\nwhile not os.path.exists('release'): time.sleep(0.1)\n"
+# Waits for "release", and ends anyway once its workspace is removed or after 2 minutes.
+WAIT = textwrap.dedent(
+    """\
+    import os, time
+    end = time.monotonic() + 120
+    while not os.path.exists("release") and os.path.exists("wait.py"):
+        if time.monotonic() > end:
+            break
+        time.sleep(0.1)
+    """
+)
 
 
 def _open_workspace(owner: PassageUser) -> Path:
