@@ -173,8 +173,11 @@ def logout_command(server: LoginServerOption = None, json_output: JsonOption = F
 
 
 def whoami_command(server: LoginServerOption = None, json_output: JsonOption = False) -> None:
-    """Who the server takes you for: the owner of the token sent (stored by `kalends login`,
-    or KALENDS_TOKEN). With --json: {"server", "actor", "kind", "account"}."""
+    """Who the server takes you for: the owner of the token sent.
+
+    The token is the one `kalends login` stored, or KALENDS_TOKEN. With --json:
+    {"server", "actor", "kind", "account"}.
+    """
     try:
         url = _server(server)
         token, _ = token_for(url)

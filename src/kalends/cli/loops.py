@@ -36,6 +36,9 @@ __all__ = [
 
 # The names the loops go by, in logs and in /readyz.
 SCHEDULER = "scheduler"
+# The help panel of the options that choose which loops run (apart, so that the main
+# options table keeps its width at 80 columns).
+LOOPS_PANEL = "What runs"
 REMINDERS = "reminders"
 
 # Called with a loop's name and whether it runs: True once started, False once ended.

@@ -49,6 +49,7 @@ from kalends.cli.logs import (
     check_log_format,
     logging_to_stderr,
 )
+from kalends.cli.loops import LOOPS_PANEL
 from kalends.cli.passage_isolation import (
     PassageUserOption,
     RuntimeDirOption,
@@ -388,11 +389,16 @@ def serve_command(
         typer.Option(
             "--schedules/--no-schedules",
             help="Run the mission scheduler (starts passages of running schedules).",
+            rich_help_panel=LOOPS_PANEL,
         ),
     ] = True,
     reminders: Annotated[
         bool,
-        typer.Option("--reminders/--no-reminders", help="Deliver due reminders."),
+        typer.Option(
+            "--reminders/--no-reminders",
+            help="Deliver due reminders.",
+            rich_help_panel=LOOPS_PANEL,
+        ),
     ] = True,
     passage_user: PassageUserOption = None,
     sandbox: SandboxOption = "auto",

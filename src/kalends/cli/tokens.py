@@ -50,6 +50,7 @@ from kalends.cli.session import (
     DatabaseOption,
     JsonOption,
     Session,
+    group_help,
     session,
 )
 from kalends.errors import InvalidInput
@@ -72,11 +73,13 @@ DEFAULT_TOKEN_DAYS = 90
 NEVER = "never"
 
 token_app = typer.Typer(
-    help=(
-        "API tokens for the CLI and paired devices: sent as `Authorization: Bearer <secret>`; "
-        f"only their hash is stored. {LOCAL_MODE_HELP} {SERVER_MODE_HELP} In server mode "
-        "`token create` asks for your password, as `kalends login` does. "
-        f"{EXIT_CODES_HELP}"
+    help=group_help(
+        "API tokens for the CLI and paired devices.",
+        "A token is sent as `Authorization: Bearer <secret>`; only its hash is stored. In "
+        "server mode `token create` asks for your password, as `kalends login` does.",
+        LOCAL_MODE_HELP,
+        SERVER_MODE_HELP,
+        EXIT_CODES_HELP,
     ),
     no_args_is_help=True,
 )

@@ -40,7 +40,7 @@ from typing import Annotated
 import typer
 
 from kalends.cli.logs import LogFormatOption, QuietOption, check_log_format, logging_to_stderr
-from kalends.cli.loops import SCHEDULER, log_batch, report_line, start_scheduler
+from kalends.cli.loops import LOOPS_PANEL, SCHEDULER, log_batch, report_line, start_scheduler
 from kalends.cli.output import emit_json
 from kalends.cli.passage_isolation import (
     PassageUserOption,
@@ -232,6 +232,7 @@ def worker_command(
         typer.Option(
             "--schedules/--no-schedules",
             help="Run the mission scheduler (starts passages of running schedules).",
+            rich_help_panel=LOOPS_PANEL,
         ),
     ] = True,
     runtime_dir: RuntimeDirOption = None,
