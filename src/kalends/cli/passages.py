@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich import box
 from rich.table import Table
 from rich.text import Text
 
@@ -36,7 +35,8 @@ from kalends.cli.remote import (
     remote_session,
     server_url,
 )
-from kalends.cli.session import ActorOption, report_error
+from kalends.cli.session import ActorOption, group_help, report_error
+from kalends.cli.tables import Cell, Column, Fitted, WideOption, table
 from kalends.config import ENV_RUNTIME_DIR, resolve_runtime_dir
 from kalends.errors import InvalidInput, KalendsError
 from kalends.missions.runtime.passages import (
@@ -61,12 +61,13 @@ FOLLOW_POLL_SECONDS = 0.5
 EXIT_STOPPED = 130  # --follow stopped by Ctrl-C (128 + SIGINT)
 
 passage_app = typer.Typer(
-    help=(
-        "Passages as the process runtime on this machine recorded them: output logs, "
-        "exit status, reports. Reads the runtime directory only (--runtime-dir, else "
+    help=group_help(
+        "Passages as the runtime recorded them: output logs, exit status, reports.",
+        "Reads the runtime directory of this machine only (--runtime-dir, else "
         f"{ENV_RUNTIME_DIR}, else the user data directory's runtime/). `passage log` and "
-        f"`passage ls` also ask a server for the passages it ran: {SERVER_MODE_HELP} "
-        "Exit codes: 0 done; 1 no such passage here; 2 bad input."
+        "`passage ls` also ask a server for the passages it ran.",
+        SERVER_MODE_HELP,
+        "Exit codes: 0 done; 1 no such passage here; 2 bad input.",
     ),
     no_args_is_help=True,
 )
@@ -115,12 +116,14 @@ def _read_log(path: Path, offset: int = 0) -> bytes:
 # --- readable text -------------------------------------------------------------------------
 
 
-def _local(value: object) -> str:
-    """An instant in this machine's local time, ``—`` when absent."""
+def _local(value: object, *, lines: bool = False) -> str:
+    """An instant in this machine's local time, ``—`` when absent; ``lines``: the zone on
+    a line of its own."""
     found = parse_instant(value)
     if found is None:
         return "—"
-    return found.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z").strip()
+    local = found.astimezone()
+    return local.strftime("%Y-%m-%d %H:%M:%S" + ("\n%Z" if lines else " %Z")).strip()
 
 
 def _grid() -> Table:
@@ -219,8 +222,9 @@ def log_command(
     actor: ActorOption = None,
     json_output: JsonFlag = False,
 ) -> None:
-    """Print a passage's records (start, exit status or signal, report, interrupt) and its
-    whole output log.
+    """Print a passage's records and its whole output log.
+
+    The records: its start, exit status or signal, report and interrupt.
 
     With --follow: print the output as it grows until the command exits, then its end.
     With --json: {"passageId", "sessionId", "status", "exitStatus", "signal", "report",
@@ -391,14 +395,17 @@ def ls_command(
             show_default=False,
         ),
     ] = None,
+    wide: WideOption = False,
     server: ServerOption = None,
     actor: ActorOption = None,
     json_output: JsonFlag = False,
 ) -> None:
-    """List the passages of the runtime directory, newest first, with their status.
+    """Show the passages of the runtime directory, newest first, with their status.
 
     Status: admitted (not launched yet), running, exited (with its exit status or
-    signal), lost or unreadable. With --json: {"runtimeDir", "total", "items": [...]}.
+    signal), lost or unreadable. At 80 columns the session ID is left out (`passage
+    log` takes the passage ID) and the report's outcome goes under the status; --wide
+    shows every column. With --json: {"runtimeDir", "total", "items": [...]}.
 
     Server mode (--server URL, or KALENDS_SERVER when no --runtime-dir is given): the
     passages of the server's runtime directory that belong to schedules of your
@@ -413,7 +420,7 @@ def ls_command(
         with remote_session(url, json_output, actor=actor) as r:
             # Past what a JSON number holds exactly, N is all of them.
             found = r.get("/api/passages", limit=size if size <= MAX_LIST_LIMIT else 0)
-        _print_listing(found, json_output)
+        _print_listing(found, json_output, wide)
         return
     try:
         root = runtime_root(runtime_dir)
@@ -423,10 +430,20 @@ def ls_command(
     except KalendsError as exc:
         report_error(exc, json_output)
     listing = {"runtimeDir": str(root), "total": total, "items": [p.to_json() for p in items]}
-    _print_listing(listing, json_output)
+    _print_listing(listing, json_output, wide)
 
 
-def _print_listing(listing: Mapping[str, Any], json_output: bool) -> None:
+_LISTING = (
+    Column("admitted"),
+    Column("passage"),
+    Column("session"),
+    Column("status"),
+    Column("report", wrap=True),
+)
+_LISTING_COMPACT = (Column("admitted"), Column("passage", whole=True), Column("status"))
+
+
+def _print_listing(listing: Mapping[str, Any], json_output: bool, wide: bool) -> None:
     """A listing's JSON ({"runtimeDir", "total", "items"}, local or a server's) as JSON or
     as a table."""
     if json_output:
@@ -437,24 +454,32 @@ def _print_listing(listing: Mapping[str, Any], json_output: bool) -> None:
     if not items:
         console.print(Text(f"no passages in {listing['runtimeDir']}", style="dim"), soft_wrap=True)
         return
-    table = Table(box=box.SIMPLE_HEAD)
-    for column in ("admitted", "passage", "session", "status", "report"):
-        table.add_column(column, no_wrap=column != "report", overflow="fold")
+    full: list[list[Cell]] = []
+    compact: list[list[Cell]] = []
     for p in items:
-        report = p["report"].get("outcome") if isinstance(p.get("report"), Mapping) else "—"
-        table.add_row(
-            *(
-                Text(str(c))
-                for c in (
-                    _local(p.get("createdAt")),
-                    p.get("passageId") or "—",
-                    p["sessionId"],
-                    status_text(p),
-                    report,
-                )
-            )
+        report = p.get("report")
+        outcome = report.get("outcome") if isinstance(report, Mapping) else None
+        status = status_text(p)
+        full.append(
+            [
+                _local(p.get("createdAt")),
+                p.get("passageId") or "—",
+                p["sessionId"],
+                status,
+                outcome or "—",
+            ]
         )
-    console.print(table)
+        compact.append(
+            [
+                _local(p.get("createdAt"), lines=True),
+                # A passage without its ID (its start record unreadable): `passage log`
+                # takes the session ID too.
+                p.get("passageId") or p["sessionId"],
+                status + (f"\nreport: {outcome}" if outcome else ""),
+            ]
+        )
+    small = table(_LISTING_COMPACT, compact, compact=True, caption="--wide: session IDs too")
+    console.print(Fitted.of(_LISTING, full, small, wide=wide), soft_wrap=True)
     if total > len(items):
         console.print(
             Text(f"{total - len(items)} older: --limit {total} (or 0) shows them", style="dim"),

@@ -25,12 +25,9 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
-from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from kalends.civil import get_zone
-from kalends.civil.zones import to_naive_datetime
 from kalends.cli import remote_values as values
 from kalends.cli.output import console, emit_json, error_console
 from kalends.cli.passages import RuntimeDirOption, runtime_root
@@ -41,6 +38,14 @@ from kalends.cli.remote import (
     local_or_remote,
     path_part,
 )
+from kalends.cli.schedule_views import (
+    detail_view,
+    display_zone,
+    list_view,
+    local_text,
+    policy_zone,
+    state_text,
+)
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
@@ -49,9 +54,11 @@ from kalends.cli.session import (
     JsonOption,
     Reporter,
     Session,
+    group_help,
 )
+from kalends.cli.tables import WideOption
 from kalends.cli.workspaces import WorkspaceArgument
-from kalends.errors import ControlConflict, InvalidInput, UnknownZone
+from kalends.errors import ControlConflict, InvalidInput
 from kalends.missions import (
     Action,
     ControlOutcome,
@@ -66,12 +73,15 @@ from kalends.missions.runtime.passages import passage_log_tail
 __all__ = ["detail_view", "schedule_app"]
 
 schedule_app = typer.Typer(
-    help=(
-        "Schedules: durable documents in a workspace that start passages on a policy "
-        "(daily, every, at, after, cron, …). Created paused; controls take --request-id "
-        "(generated when absent) and --expected-revision (read when absent); both are printed "
-        f"on stderr so a lost reply can be checked with control-status. {LOCAL_MODE_HELP} "
-        f"{SERVER_MODE_HELP} {EXIT_CODES_HELP}"
+    help=group_help(
+        "Schedules: documents in a workspace that start passages on a policy.",
+        "A policy is daily, every, at, after, cron and more. A schedule is created paused; "
+        "controls take --request-id (generated when absent) and --expected-revision (read "
+        "when absent); both are printed on stderr so a lost reply can be checked with "
+        "control-status.",
+        LOCAL_MODE_HELP,
+        SERVER_MODE_HELP,
+        EXIT_CODES_HELP,
     ),
     no_args_is_help=True,
 )
@@ -400,7 +410,7 @@ class FieldFlags:
             if self.until.strip().lower() == _NONE:
                 end["until"] = None
             else:
-                zone = self.zone or _policy_zone(policy)
+                zone = self.zone or policy_zone(policy)
                 if zone is None and isinstance(end.get("until"), Mapping):
                     zone = end["until"].get("zone")
                 if zone is None:
@@ -669,266 +679,7 @@ def _control(
     return one.control(action, rid, revision)
 
 
-# --- local times and readable text ------------------------------------------------------
-
-
-def _instant(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def local_text(iso: str | None, zone: str) -> str:
-    """An instant as the wall time in ``zone``: ``2026-03-02 09:00 Mon Europe/Berlin``."""
-    if iso is None:
-        return "—"
-    seconds = int(_instant(iso).timestamp())
-    try:
-        tz = get_zone(zone)
-    except UnknownZone:
-        return iso
-    tz.cover(seconds)
-    local = to_naive_datetime(seconds + tz.offset_at(seconds))
-    shown = local.strftime("%Y-%m-%d %H:%M:%S %a" if local.second else "%Y-%m-%d %H:%M %a")
-    return f"{shown} {zone}"
-
-
-def _policy_zone(policy: object) -> str | None:
-    if not isinstance(policy, Mapping):
-        return None
-    zone = policy.get("zone")
-    if isinstance(zone, str):
-        return zone
-    for calendar in policy.get("calendars") or ():
-        found = _policy_zone(calendar)
-        if found is not None:
-            return found
-    return None
-
-
-def display_zone(doc: Mapping[str, Any]) -> str:
-    """The zone a schedule's times are shown in: its policy's, else its end bound's, else UTC."""
-    zone = _policy_zone(doc.get("policy"))
-    until = (doc.get("end") or {}).get("until")
-    if zone is None and isinstance(until, Mapping):
-        zone = until.get("zone")
-    return zone or "UTC"
-
-
-def _duration_text(d: Mapping[str, Any]) -> str:
-    for unit in ("days", "hours", "minutes"):
-        if d.get(unit) is not None:
-            n = d[unit]
-            return f"{n} {unit[:-1] if n == 1 else unit}"
-    return json.dumps(d)
-
-
-_DAY_NAMES = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-
-
-def policy_text(p: Mapping[str, Any]) -> str:
-    kind = p.get("kind")
-    zone = p.get("zone", "")
-    match kind:
-        case "immediate":
-            text = "once, right at the first Play"
-        case "at":
-            text = f"once at {str(p['local']).replace('T', ' ')} {zone}"
-        case "after":
-            text = f"once, {_duration_text(p)} after the first Play"
-        case "every":
-            text = f"every {_duration_text(p)}"
-        case "daily":
-            step = p.get("interval_days")
-            days = "every day" if step in (None, 1) else f"every {step} days"
-            text = f"{days} at {p['time']} {zone}"
-        case "weekdays":
-            days = ", ".join(_DAY_NAMES[d - 1] for d in p["days"])
-            text = f"{days} at {p['time']} {zone}"
-        case "times":
-            text = f"every day at {', '.join(p['times'])} {zone}"
-        case "monthly":
-            text = f"monthly on day {p['day']} at {p['time']} {zone}"
-        case "cron":
-            text = f"cron '{p['expression']}' {zone}"
-        case "calendars":
-            text = "; ".join(policy_text(c) for c in p["calendars"])
-        case _:
-            text = json.dumps(p)
-    if p.get("gap"):
-        text += f" (DST gap: {p['gap']})"
-    return text
-
-
-def _end_text(end: Mapping[str, Any] | None) -> str:
-    end = end or {}
-    parts = []
-    until = end.get("until")
-    if until:
-        parts.append(f"until {str(until['local']).replace('T', ' ')} {until['zone']}")
-    if end.get("within"):
-        parts.append(f"within {_duration_text(end['within'])} of the first Play")
-    if end.get("maxPassages") is not None:
-        parts.append(f"at most {end['maxPassages']} passage(s)")
-    return ", ".join(parts) or "none"
-
-
-def state_text(doc: Mapping[str, Any], *, short: bool = False) -> str:
-    if doc.get("kind") == "tombstone":
-        return "deleted"
-    if doc.get("phase") == "deleting":
-        return "deleting" if short else "deleting (waiting on the runtime)"
-    return str(doc["state"])
-
-
-def _counters_text(doc: Mapping[str, Any]) -> str:
-    c = doc.get("counters") or {}
-    return f"{c.get('admitted', 0)} admitted, {c.get('settled', 0)} settled, " + (
-        f"{c.get('successful', 0)} successful"
-    )
-
-
-def _quota_text(doc: Mapping[str, Any]) -> str:
-    q = doc.get("quota") or {}
-    if q.get("max") is None:
-        return f"{q.get('used', 0)} used, no limit"
-    return f"{q.get('used', 0)} of {q['max']} used, {q.get('remaining')} left"
-
-
-def _grid() -> Table:
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="dim", no_wrap=True)
-    grid.add_column(overflow="fold")
-    return grid
-
-
-LOG_TAIL_LINES = 10
-_DISPLAY_REASONS = {
-    "no-scheduler": "no scheduler holds it; start `kalends worker`",
-    "restart": "its scheduler restarted; `kalends schedule resume {id}` goes on",
-    "error": "a look at it failed for good (is its workspace gone? see last error); "
-    "`kalends schedule resume {id}` after fixing it",
-}
-_PENDING_REASONS = {
-    "admission-failing": "the runtime failed to start it; retrying",
-    "not-observed": "the runtime cannot tell whether it started; retrying",
-}
-
-
-def _display_state_text(doc: Mapping[str, Any]) -> str:
-    """The state a person should see: the desired state, and what really holds when it
-    differs (``running (desired) — Interrupted: no scheduler holds it; …``)."""
-    if doc.get("phase") == "deleting":
-        return state_text(doc)
-    desired = str(doc.get("desiredState") or doc["state"])
-    shown = str(doc.get("displayState") or doc["state"])
-    reason = doc.get("displayReason") or doc.get("interruptionReason")
-    if shown == desired:
-        return desired + (f" ({reason})" if reason else "")
-    why = _DISPLAY_REASONS.get(str(reason), str(reason)) if reason else ""
-    text = f"{desired} (desired) — {shown.capitalize()}"
-    return text + (f": {why.format(id=doc['id'])}" if why else "")
-
-
-def _pending_status_text(pending: Mapping[str, Any]) -> str:
-    status = str(pending.get("status"))
-    reason = pending.get("reason")
-    if not reason:
-        return status
-    why = _PENDING_REASONS.get(str(reason))
-    return f"{status} ({reason}: {why})" if why else f"{status} ({reason})"
-
-
-def detail_view(doc: Mapping[str, Any]) -> Group:
-    """A schedule as a person reads it: state, next slot, counters, pending, history."""
-    grid = _grid()
-
-    def row(label: str, value: str | Text) -> None:
-        grid.add_row(label, value if isinstance(value, Text) else Text(value))
-
-    row("schedule", Text(str(doc["title"]), style="bold"))
-    row("id", str(doc["id"]))
-    row("workspace", str(doc["workspaceId"]))
-    row("revision", Text(str(doc["revision"]), style="bold"))
-    if doc.get("kind") == "tombstone":
-        row("state", "deleted (tombstone)")
-        row("deleted", str(doc.get("deletedAt")))
-        return Group(grid)
-    zone = display_zone(doc)
-    row("state", _display_state_text(doc))
-    last_error = doc.get("lastError")
-    if last_error:
-        row(
-            "last error",
-            f"{last_error.get('code')} at {local_text(last_error.get('at'), zone)}: "
-            f"{last_error.get('message') or '(no message)'}",
-        )
-    row("kind", str(doc["kind"]))
-    row("policy", policy_text(doc["policy"]))
-    row("ends", _end_text(doc.get("end")))
-    row("next slot", local_text(doc.get("nextDueAt"), zone))
-    if doc.get("firstPlayAt"):
-        row("first Play", local_text(doc["firstPlayAt"], zone))
-    row("counters", _counters_text(doc))
-    row("quota", _quota_text(doc))
-    checks = doc.get("checks") or {}
-    row("checks", f"{checks.get('count', 0)} since {local_text(checks.get('since'), zone)}")
-    pending = doc.get("pending")
-    if pending:
-        slot = local_text(pending["slot"], zone) if pending.get("slot") else "none (run now)"
-        row(
-            "pending passage",
-            f"{pending['passageId']}: {pending['trigger']}, {_pending_status_text(pending)}, "
-            f"slot {slot}, reserved {local_text(pending.get('reservedAt'), zone)}",
-        )
-        if pending.get("admittedAt"):
-            row("admitted", local_text(pending["admittedAt"], zone))
-        if pending.get("sessionId"):
-            row("session", f"{pending['sessionId']} (`kalends passage log {pending['passageId']}`)")
-    else:
-        row("pending passage", "none")
-    row("actions", ", ".join(doc.get("availableActions") or []) or "none")
-    row("blocked", doc.get("blockReason") or "no: the next slot may start a passage")
-    profile = doc.get("profile") or {}
-    row("command", shlex.join(profile.get("command") or []))
-    if profile.get("envNames"):
-        row("environment", ", ".join(profile["envNames"]) + " (values hidden)")
-    row("directory", str(profile.get("cwd", ".")))
-    row("restart", str(doc.get("restart")))
-    if doc.get("objective"):
-        row("objective", str(doc["objective"]))
-    if doc.get("notes"):
-        row("notes", str(doc["notes"]))
-    parts: list[Any] = [grid]
-    tail = (pending or {}).get("logTail")
-    if pending and tail:
-        parts.append(
-            Text(
-                f"output of {pending['passageId']} (last {LOG_TAIL_LINES} lines; "
-                f"`kalends passage log {pending['passageId']}` prints it all):",
-                style="dim",
-            )
-        )
-        lines = str(tail).rstrip("\n").splitlines()[-LOG_TAIL_LINES:]
-        parts.append(Text("\n".join(f"  {line}" for line in lines)))
-    results = doc.get("results") or []
-    if results:
-        table = Table(title="history (newest first)", title_justify="left", box=box.SIMPLE_HEAD)
-        for column in ("settled", "trigger", "slot", "outcome", "summary", "passage"):
-            table.add_column(column, no_wrap=column not in ("summary", "passage"), overflow="fold")
-        for r in results:
-            outcome = r["outcome"] + (f" ({r['reason']})" if r.get("reason") else "")
-            cells = (
-                local_text(r.get("settledAt"), zone),
-                r.get("trigger", ""),
-                local_text(r["slot"], zone) if r.get("slot") else "—",
-                outcome,
-                r.get("summary") or "",
-                r.get("passageId") or "",
-            )
-            table.add_row(*(Text(str(c)) for c in cells))
-        parts.append(table)
-    else:
-        parts.append(Text("history: no passage settled yet", style="dim"))
-    return Group(*parts)
+# --- what a control answers -------------------------------------------------------------
 
 
 def _report_outcome(
@@ -1325,15 +1076,20 @@ def ls_command(
     every_page: Annotated[
         bool, typer.Option("--all", help="Follow the cursor through every page.")
     ] = False,
+    wide: WideOption = False,
     actor: ActorOption = None,
     database: DatabaseOption = None,
     server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """List a workspace's schedules in ID order, deleted ones as tombstones.
+    """Show a workspace's schedules in ID order, deleted ones as tombstones.
 
-    A page holds at most eight; `--after ID` continues where one stopped. With --json:
-    {"items": [...], "nextAfter": ID or null}.
+    State is what really holds: running, paused, stopped, interrupted (with why),
+    finished (nothing left to launch: one-shot done, quota used up, until or within
+    reached), deleting, deleted. A page holds at most eight; `--after ID` continues where
+    one stopped. At 80 columns the title, state and next slot stack over the ID, state
+    reason and zone; --wide shows every column. With --json: {"items": [...],
+    "nextAfter": ID or null}.
     """
     with local_or_remote(database, server, json_output, actor=actor) as s:
         size = MAX_PAGE if limit is None else _whole(limit, "limit")
@@ -1359,7 +1115,7 @@ def ls_command(
     if not items:
         console.print(Text("no schedules", style="dim"))
     else:
-        console.print(_list_table(items))
+        console.print(list_view(items, wide=wide), soft_wrap=True)
     if next_after is not None:
         console.print(
             Text(f"more: kalends schedule ls {workspace} --after {next_after}", style="dim"),
@@ -1382,46 +1138,23 @@ def _pages(
             return items, cursor
 
 
-def _list_table(items: list[dict[str, Any]]) -> Table:
-    table = Table(box=box.SIMPLE_HEAD)
-    for column in ("id", "title", "state", "next slot", "runs", "rev"):
-        table.add_column(
-            column,
-            no_wrap=column != "title",
-            overflow="fold",
-            min_width=12 if column == "title" else None,
-        )
-    for doc in items:
-        if doc.get("kind") == "tombstone":
-            cells = (doc["id"], doc["title"], "deleted", "—", "—", str(doc["revision"]))
-        else:
-            c = doc.get("counters") or {}
-            runs = f"{c.get('admitted', 0)}/{c.get('settled', 0)}/{c.get('successful', 0)}"
-            cells = (
-                doc["id"],
-                doc["title"],
-                state_text(doc, short=True),
-                local_text(doc.get("nextDueAt"), display_zone(doc)),
-                runs,
-                str(doc["revision"]),
-            )
-        table.add_row(*(Text(str(c)) for c in cells))
-    table.caption = "runs: admitted/settled/successful"
-    return table
-
-
 def show_command(
     schedule: ScheduleArgument,
     runtime_dir: RuntimeDirOption = None,
+    wide: WideOption = False,
     actor: ActorOption = None,
     database: DatabaseOption = None,
     server: ServerOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Show a schedule: state (and what really holds: Interrupted when no scheduler holds
-    it), last error, next slot in its policy's zone, counters, quota, the pending passage
-    with the end of its output, history, available actions and why it is blocked. Never
-    shows env values.
+    """Show a schedule: its state, next slot, pending passage, history and actions.
+
+    The state is what really holds: finished, with the bound that ended it, when nothing
+    is left to launch; Interrupted when no scheduler holds one with work left. Also the
+    last error, the next slot in its policy's zone, counters, quota, the pending passage
+    with the end of its output, the history, the available actions and why it is
+    blocked. Never shows env values. At 80 columns the history stacks the slot over the
+    settlement and the passage ID over its summary; --wide shows every column.
 
     The output is read from the runtime directory (--runtime-dir, KALENDS_RUNTIME_DIR or
     the default of `kalends worker`) when the passage ran on this machine; in server mode
@@ -1440,7 +1173,7 @@ def show_command(
     if json_output:
         emit_json(doc)
         return
-    console.print(detail_view(doc), soft_wrap=True)
+    console.print(detail_view(doc, wide=wide), soft_wrap=True)
 
 
 def preview_command(

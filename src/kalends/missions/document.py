@@ -36,6 +36,7 @@ __all__ = [
     "BODY_VERSION",
     "Body",
     "DstNote",
+    "EndReason",
     "Phase",
     "check_not_past",
     "latest_missed",
@@ -51,6 +52,7 @@ __all__ = [
     "load_body",
     "manual_identity",
     "next_due",
+    "next_due_or_end",
     "one_shot_slot",
     "preview_slots",
     "quota_used",
@@ -330,28 +332,51 @@ def one_shot_slot(config: Config, origin: datetime) -> datetime:
     return origin + timedelta(seconds=policy.seconds)
 
 
+class EndReason(StrEnum):
+    """Which bound leaves a played schedule no slot to launch: what "finished" shows."""
+
+    ONE_SHOT_DONE = "one-shot-done"  # a one-shot policy's single passage is used
+    QUOTA_EXHAUSTED = "quota-exhausted"  # end.maxPassages passages were admitted
+    UNTIL_REACHED = "until-reached"  # the next slot would be after end.until
+    WITHIN_REACHED = "within-reached"  # the next slot would be after first Play + end.within
+    NO_MORE_SLOTS = "no-more-slots"  # the policy has no further slot (within 100 years)
+
+
+def next_due_or_end(config: Config, body: Body) -> datetime | EndReason | None:
+    """The first slot newer than the high-water mark under the end bounds and the quota,
+    or the bound that leaves none; ``None`` before the first Play.
+
+    One reading for two readers: the scheduler drops a running schedule's wake exactly
+    when no slot is left, and reads show that schedule as finished with this reason.
+    """
+    origin = body.first_play_at
+    if origin is None:
+        return None
+    if quota_exhausted(config, body):
+        return EndReason.ONE_SHOT_DONE if config.one_shot else EndReason.QUOTA_EXHAUSTED
+    end = end_at(config, body)
+    if config.one_shot:
+        at = one_shot_slot(config, origin)
+        if body.high_water is not None and at <= body.high_water:
+            return EndReason.ONE_SHOT_DONE
+    else:
+        found = next_slot(config.policy, body.high_water or origin, origin=origin)
+        if found is None:
+            return EndReason.NO_MORE_SLOTS
+        at = found.at
+    if end is not None and at > end:
+        return EndReason.UNTIL_REACHED if end == config.end.until else EndReason.WITHIN_REACHED
+    return at
+
+
 def next_due(config: Config, body: Body) -> datetime | None:
     """The first slot newer than the high-water mark under the end bounds and the quota.
 
     Display only (seed 002: ``nextDueAt`` is a projection; the scheduler decides from
     the recorded slots). ``None`` before the first Play, or when nothing is left.
     """
-    origin = body.first_play_at
-    if origin is None or quota_exhausted(config, body):
-        return None
-    end = end_at(config, body)
-    if config.one_shot:
-        at = one_shot_slot(config, origin)
-        if body.high_water is not None and at <= body.high_water:
-            return None
-    else:
-        found = next_slot(config.policy, body.high_water or origin, origin=origin)
-        if found is None:
-            return None
-        at = found.at
-    if end is not None and at > end:
-        return None
-    return at
+    found = next_due_or_end(config, body)
+    return found if isinstance(found, datetime) else None
 
 
 def latest_missed(config: Config, body: Body, now: datetime) -> Slot | None:

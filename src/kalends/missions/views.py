@@ -3,6 +3,21 @@
 Projections are JSON-ready dicts (camelCase keys) built from one read of the row;
 they never show environment values or other secrets of the runner profile, and
 they never start or settle anything.
+
+``state`` and ``desiredState`` are what the document records; ``displayState`` with
+``displayReason`` is what really holds, for people (the first row that applies):
+
+============  ===============================================================  ==============
+displayState  when                                                             displayReason
+============  ===============================================================  ==============
+interrupted   running, with an interruption recorded                           its reason
+finished      running, nothing pending and no slot left (the bound that ended  an EndReason
+              it); no scheduler needs to hold it
+interrupted   running with a slot or a pending passage left, and no live       no-scheduler
+              scheduler holds its wake (seed 002: desired running without a
+              live Job)
+the desired   otherwise (paused, stopped, running and held)                    null
+============  ===============================================================  ==============
 """
 
 from __future__ import annotations
@@ -15,11 +30,13 @@ from kalends.missions.config import Profile, config_to_json
 from kalends.missions.controls import ACTIONS, DocState, refusal
 from kalends.missions.document import (
     Body,
+    EndReason,
     PassageStatus,
     Phase,
     State,
     end_at,
     next_due,
+    next_due_or_end,
     one_shot_slot,
     quota_exhausted,
     quota_limit,
@@ -62,6 +79,23 @@ def block_reason(doc: DocState, due: datetime | None = _UNSET) -> str | None:
     return None
 
 
+def _display_state(
+    doc: DocState, scheduler: dict[str, Any] | None, ended: EndReason | None
+) -> tuple[str, str | None]:
+    """``(displayState, displayReason)``: what really holds (the table in the module
+    docstring). ``scheduler``: :func:`_scheduler`'s read (``None``: not read); ``ended``:
+    the bound that leaves a running schedule with nothing pending no slot."""
+    body = doc.body
+    if doc.state is State.RUNNING and doc.phase is Phase.LIVE:
+        if body.interruption is not None:
+            return "interrupted", body.interruption
+        if body.pending is None and ended is not None:
+            return "finished", ended.value
+        if scheduler is not None and not scheduler["live"]:
+            return "interrupted", "no-scheduler"
+    return doc.state.value, None
+
+
 def _pending(body: Body) -> dict[str, Any] | None:
     if body.pending is None:
         return None
@@ -96,13 +130,16 @@ def _last_error(row: Any) -> dict[str, Any] | None:
 
 
 def project(doc: DocState, row: Any, *, now: datetime | None = None) -> dict[str, Any]:
-    """The full detail of a live or deleting document. With ``now`` and the wake's
-    columns on ``row``, a running schedule that no live scheduler holds is displayed
-    as Interrupted (seed 002: desired running without a live Job)."""
+    """The full detail of a live or deleting document. A running schedule with no slot
+    left is displayed as finished; with ``now`` and the wake's columns on ``row``, one
+    with work left that no live scheduler holds is displayed as Interrupted (seed 002:
+    desired running without a live Job)."""
     config, body = doc.config, doc.body
     running = doc.state is State.RUNNING and doc.phase is Phase.LIVE
     scheduler = _scheduler(row, now)
-    due = next_due(config, body) if running and body.pending is None else None
+    ahead = next_due_or_end(config, body) if running and body.pending is None else None
+    due = ahead if isinstance(ahead, datetime) else None
+    shown, reason = _display_state(doc, scheduler, ahead if isinstance(ahead, EndReason) else None)
     one_shot_at = (
         one_shot_slot(config, body.first_play_at)
         if config.one_shot and body.first_play_at is not None
@@ -122,15 +159,8 @@ def project(doc: DocState, row: Any, *, now: datetime | None = None) -> dict[str
         "state": "interrupted" if running and body.interruption is not None else doc.state.value,
         "desiredState": doc.state.value,
         "interruptionReason": body.interruption,
-        "displayState": "interrupted"
-        if running
-        and (body.interruption is not None or (scheduler is not None and not scheduler["live"]))
-        else doc.state.value,
-        "displayReason": body.interruption
-        if body.interruption is not None
-        else (
-            "no-scheduler" if running and scheduler is not None and not scheduler["live"] else None
-        ),
+        "displayState": shown,
+        "displayReason": reason,
         "lastError": _last_error(row),
         "phase": doc.phase.value,
         "revision": row.revision,

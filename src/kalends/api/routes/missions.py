@@ -629,9 +629,21 @@ def create_schedule(
     return _receipt_out(receipt)
 
 
+# What a read says of the state that really holds (kalends.missions.views).
+_DISPLAY_STATE = (
+    "`state` and `desiredState` are what the document records; `displayState` with "
+    "`displayReason` is what really holds: `finished` for a running schedule with nothing "
+    "left to launch (`one-shot-done`, `quota-exhausted`, `until-reached`, `within-reached`, "
+    "`no-more-slots`), `interrupted` for one with a recorded interruption (its reason) or "
+    "with a slot or a pending passage left that no live scheduler holds (`no-scheduler`), "
+    "else the desired state (reason null)."
+)
+
+
 @router.get(
     SCHEDULED,
     summary="A page of at most eight schedules in mission-ID order (tombstones included)",
+    description=_DISPLAY_STATE,
     response_model=PageOut,
     responses=error_responses(401, 403, 404, 422, 503),
 )
@@ -724,6 +736,7 @@ def capabilities(workspace: WorkspaceID, ctx: ContextDep, who: PrincipalDep) -> 
 @router.get(
     SCHEDULE,
     summary="A schedule's detail: state, policy, counters, pending passage, 30 results, actions",
+    description=_DISPLAY_STATE,
     response_model=Document,
     responses=error_responses(401, 403, 404, 422, 503),
 )
