@@ -1,4 +1,9 @@
-"""The composition root: configuration → storage → services."""
+"""The composition root: configuration → storage → services.
+
+Edges (the HTTP API, the CLI) reach storage only through this module: the store the
+services share, its wake-ups, its write-ahead log checkpointer, its schema revision and
+the facts a server keeps about itself.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +14,29 @@ from kalends.clock import Clock
 from kalends.config import resolve_database_url
 from kalends.missions import ScheduleService, Workspaces
 from kalends.reminders.destinations import Destinations
-from kalends.storage.migrate import open_store
+from kalends.storage.checkpoints import Checkpointer
+from kalends.storage.migrate import head_revision, open_store
 from kalends.storage.unit_of_work import Store
+from kalends.storage.wake import Waker, open_waker
 from kalends.tasks import Directory, TaskService
 from kalends.tasks.series import SeriesService
+
+__all__ = [
+    "Checkpointer",
+    "Services",
+    "Store",
+    "Waker",
+    "build",
+    "database_revision",
+    "head_revision",
+    "open_services",
+    "open_store",
+    "open_waker",
+    "record_server_base_url",
+    "recorded_server_base_url",
+    "start_checkpointer",
+    "upgrade_database",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,3 +72,49 @@ def build(store: Store) -> Services:
 def open_services(database: str | None = None, clock: Clock | None = None) -> Services:
     """Opens (and migrates) the configured database and wires the services on it."""
     return build(open_store(resolve_database_url(database), clock=clock))
+
+
+def upgrade_database(url: str) -> str:
+    """Migrates the database at ``url`` to the newest schema and returns its revision;
+    safe to run again."""
+    from kalends.storage.engine import create_engine_for  # noqa: PLC0415
+    from kalends.storage.migrate import upgrade  # noqa: PLC0415
+
+    engine = create_engine_for(url)
+    try:
+        return upgrade(engine)
+    finally:
+        engine.dispose()
+
+
+def database_revision(url: str) -> str | None:
+    """The schema revision of the database at ``url`` (``None`` before any migration);
+    changes nothing."""
+    from kalends.storage.engine import create_engine_for  # noqa: PLC0415
+    from kalends.storage.migrate import current_revision  # noqa: PLC0415
+
+    engine = create_engine_for(url)
+    try:
+        return current_revision(engine)
+    finally:
+        engine.dispose()
+
+
+def start_checkpointer(store: Store) -> Checkpointer:
+    """Starts the thread that copies SQLite's write-ahead log back into ``store``'s
+    database; the caller stops it before closing the store."""
+    return Checkpointer(store.engine).start()
+
+
+def recorded_server_base_url(store: Store) -> str | None:
+    """The base URL the last ``kalends serve`` on this database recorded, or ``None``."""
+    from kalends.storage.meta import SERVER_BASE_URL, read_meta  # noqa: PLC0415
+
+    return read_meta(store, SERVER_BASE_URL)
+
+
+def record_server_base_url(store: Store, base: str) -> None:
+    """Keeps ``base`` as the server's base URL, replacing the one recorded before."""
+    from kalends.storage.meta import SERVER_BASE_URL, write_meta  # noqa: PLC0415
+
+    write_meta(store, SERVER_BASE_URL, base)

@@ -8,11 +8,10 @@ from typing import Annotated, Any
 import typer
 from sqlalchemy.engine import make_url
 
+from kalends.bootstrap import database_revision, head_revision, upgrade_database
 from kalends.cli.output import EXIT_FAILURE, console, emit_json, fail
 from kalends.config import ENV_DATABASE_URL, mask_password, resolve_database_url
 from kalends.errors import InvalidInput, StorageError
-from kalends.storage.engine import create_engine_for
-from kalends.storage.migrate import current_revision, head_revision, upgrade
 
 db_app = typer.Typer(
     help="Manage the kalends database: apply migrations, show the schema revision.",
@@ -38,11 +37,7 @@ def upgrade_command(database: DatabaseOption = None, json_output: JsonOption = F
     """Migrate the database to the newest schema; safe to run again."""
     url = _resolve(database)
     try:
-        engine = create_engine_for(url)
-        try:
-            revision = upgrade(engine)
-        finally:
-            engine.dispose()
+        revision = upgrade_database(url)
     except StorageError as exc:
         fail(exc, code=EXIT_FAILURE)
     _report({"database": mask_password(url), "revision": revision}, json_output)
@@ -54,7 +49,7 @@ def current_command(database: DatabaseOption = None, json_output: JsonOption = F
     url = _resolve(database)
     head = head_revision()
     try:
-        revision = None if _missing_sqlite_file(url) else _current(url)
+        revision = None if _missing_sqlite_file(url) else database_revision(url)
     except StorageError as exc:
         fail(exc, code=EXIT_FAILURE)
     result = {
@@ -71,14 +66,6 @@ def _resolve(database: str | None) -> str:
         return resolve_database_url(database)
     except InvalidInput as exc:
         fail(exc)
-
-
-def _current(url: str) -> str | None:
-    engine = create_engine_for(url)
-    try:
-        return current_revision(engine)
-    finally:
-        engine.dispose()
 
 
 def _missing_sqlite_file(url: str) -> bool:

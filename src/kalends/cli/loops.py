@@ -18,11 +18,10 @@ import logging
 import threading
 from collections.abc import Callable
 
+from kalends.bootstrap import Store, open_waker
 from kalends.missions.runtime.process import ProcessRuntime
 from kalends.reminders.transports import Transport
 from kalends.reminders.worker import WORKER_BATCH, BatchReport, DeliveryWorker
-from kalends.storage.unit_of_work import Store
-from kalends.storage.wake import open_waker
 
 __all__ = [
     "REMINDERS",

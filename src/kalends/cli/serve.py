@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     import uvicorn
 
     from kalends.auth import Accounts
-    from kalends.storage.unit_of_work import Store
+    from kalends.bootstrap import Store
 
 __all__ = [
     "DEFAULT_HOST",
@@ -194,11 +194,11 @@ def login_link_base(given: str | None, store: Store) -> tuple[str, bool]:
     """The base URL of a login link: ``given`` (``--base-url``), else the one the last
     start recorded in the database, and whether it is that recorded one. While neither
     is there, :class:`InvalidInput`: a guessed port would print a link to nowhere."""
-    from kalends.storage.meta import SERVER_BASE_URL, read_meta  # noqa: PLC0415
+    from kalends.bootstrap import recorded_server_base_url  # noqa: PLC0415
 
     if given is not None and given.strip():
         return check_base_url(given), False
-    recorded = read_meta(store, SERVER_BASE_URL)
+    recorded = recorded_server_base_url(store)
     if recorded is None:
         raise InvalidInput(
             "base-url: no `kalends serve` has started on this database yet, so its address "
@@ -485,7 +485,7 @@ def _serve(
 ) -> None:
     from kalends.api import ApiContext, ApiSettings, create_app  # noqa: PLC0415
     from kalends.auth import Accounts, LoginThrottle  # noqa: PLC0415
-    from kalends.bootstrap import open_services  # noqa: PLC0415
+    from kalends.bootstrap import open_services, start_checkpointer  # noqa: PLC0415
     from kalends.cli.loops import (  # noqa: PLC0415
         REMINDERS,
         SCHEDULER,
@@ -494,7 +494,6 @@ def _serve(
     )
     from kalends.missions.runtime.process import ENV_API_URL, ProcessRuntime  # noqa: PLC0415
     from kalends.reminders.transports import AppriseTransport  # noqa: PLC0415
-    from kalends.storage.checkpoints import Checkpointer  # noqa: PLC0415
 
     try:
         services = open_services(database)
@@ -505,7 +504,7 @@ def _serve(
     threads: list[threading.Thread] = []
     sock: socket.socket | None = None
     # SQLite's log is copied back by a thread of its own, not by requests' commits.
-    checkpointer = Checkpointer(store.engine).start()
+    checkpointer = start_checkpointer(store)
     try:
         try:
             isolation, note = passage_isolation(
@@ -611,10 +610,10 @@ def _serve(
 def _record_base_url(store: Store, base: str) -> None:
     """Keep ``base`` in the database for ``kalends login-link``; a database that takes no
     write now (read-only) keeps the last one recorded, and the server serves all the same."""
-    from kalends.storage.meta import SERVER_BASE_URL, write_meta  # noqa: PLC0415
+    from kalends.bootstrap import record_server_base_url  # noqa: PLC0415
 
     try:
-        write_meta(store, SERVER_BASE_URL, base)
+        record_server_base_url(store, base)
     except KalendsError as exc:
         _log.warning(
             "cannot record the base URL for kalends login-link", extra={"error": exc.message}

@@ -39,6 +39,7 @@ from typing import Annotated
 
 import typer
 
+from kalends.bootstrap import Store, open_store
 from kalends.cli.logs import LogFormatOption, QuietOption, check_log_format, logging_to_stderr
 from kalends.cli.loops import LOOPS_PANEL, SCHEDULER, log_batch, report_line, start_scheduler
 from kalends.cli.output import emit_json
@@ -55,8 +56,6 @@ from kalends.missions.runtime.process import ProcessRuntime
 from kalends.reminders.outbox import MAX_CLAIM_BATCH, MAX_OWNER_LENGTH
 from kalends.reminders.transports import AppriseTransport, NullTransport, Transport
 from kalends.reminders.worker import WORKER_BATCH, BatchReport, DeliveryWorker
-from kalends.storage.migrate import open_store
-from kalends.storage.unit_of_work import Store
 
 __all__ = ["EXIT_INTERRUPTED", "TRANSPORTS", "default_owner", "worker_command"]
 

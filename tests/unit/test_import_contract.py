@@ -1,0 +1,178 @@
+"""The import contract: which package of kalends may import which.
+
+Edges (the HTTP API, the CLI, the web panel) reach storage only through
+``kalends.bootstrap``; domains never import an edge; the civil engine depends on
+nothing of kalends but its errors. Every import counts, at module level or
+inside a function, under ``TYPE_CHECKING`` or not.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SOURCE = Path(__file__).resolve().parents[2] / "src"
+PACKAGE = SOURCE / "kalends"
+
+EDGES = ("kalends.api", "kalends.cli", "kalends.web")
+DOMAINS = (
+    "kalends.tasks",
+    "kalends.missions",
+    "kalends.reminders",
+    "kalends.auth",
+    "kalends.civil",
+    "kalends.storage",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Import:
+    """One import statement: the module that holds it, the line, the module it names."""
+
+    importer: str
+    line: int
+    imported: str
+
+    def __str__(self) -> str:
+        return f"{self.importer}:{self.line} imports {self.imported}"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SOURCE).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def import_statements(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement of ``tree``, at any depth."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+
+
+def imported_modules(
+    node: ast.Import | ast.ImportFrom, importer: str, is_package: bool
+) -> Iterator[str]:
+    if isinstance(node, ast.Import):
+        yield from (alias.name for alias in node.names)
+    else:
+        if node.level:
+            anchor = importer.split(".")
+            keep = len(anchor) - node.level + (1 if is_package else 0)
+            base = ".".join(anchor[:keep])
+            target = f"{base}.{node.module}" if node.module else base
+        else:
+            target = node.module or ""
+        yield target
+        # ``from kalends import storage`` names a module through its parent.
+        yield from (f"{target}.{alias.name}" for alias in node.names)
+
+
+def all_imports() -> list[Import]:
+    found: list[Import] = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        importer = module_name(path)
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in import_statements(tree):
+            for imported in imported_modules(node, importer, path.name == "__init__.py"):
+                if within(imported, ("kalends",)):
+                    found.append(Import(importer=importer, line=node.lineno, imported=imported))
+    return found
+
+
+def within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == package or module.startswith(f"{package}.") for package in packages)
+
+
+IMPORTS = all_imports()
+
+
+def breaches(importers: tuple[str, ...], forbidden: tuple[str, ...]) -> list[str]:
+    seen: dict[tuple[str, int], str] = {}
+    for found in IMPORTS:
+        if within(found.importer, importers) and within(found.imported, forbidden):
+            seen.setdefault((found.importer, found.line), str(found))
+    return list(seen.values())
+
+
+def test_the_walk_sees_the_whole_package() -> None:
+    importers = {found.importer for found in IMPORTS}
+    assert "kalends.bootstrap" in importers
+    assert any(within(name, ("kalends.api",)) for name in importers)
+    assert any(within(name, ("kalends.cli",)) for name in importers)
+
+
+STORAGE_NOT_YET_BEHIND_SERVICES = frozenset(
+    {
+        # The schedule control checks its workspace in the route (issue 18 §2).
+        "kalends.api.routes.missions",
+        # The passage reads run their own SQL (issue 18 §2).
+        "kalends.api.routes.passages",
+        # login-link reads login_links itself (issue 18 §2).
+        "kalends.cli.tokens",
+    }
+)
+"""Edges that still reach storage themselves; the list only shrinks."""
+
+
+def test_edges_reach_storage_only_through_bootstrap() -> None:
+    found = breaches(EDGES, ("kalends.storage",))
+    assert [
+        line for line in found if line.split(":")[0] not in STORAGE_NOT_YET_BEHIND_SERVICES
+    ] == []
+
+
+@pytest.mark.parametrize("module", sorted(STORAGE_NOT_YET_BEHIND_SERVICES))
+def test_an_edge_listed_as_not_yet_behind_services_still_is(module: str) -> None:
+    assert any(line.startswith(f"{module}:") for line in breaches(EDGES, ("kalends.storage",)))
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_a_domain_never_imports_an_edge(domain: str) -> None:
+    assert breaches((domain,), EDGES) == []
+
+
+def test_the_civil_engine_imports_nothing_of_kalends_but_errors() -> None:
+    found = [
+        str(found)
+        for found in IMPORTS
+        if within(found.importer, ("kalends.civil",))
+        and not within(found.imported, ("kalends.civil", "kalends.errors"))
+    ]
+    assert found == []
+
+
+class TestTheWalk:
+    """The walk itself: what it counts as an import."""
+
+    def test_an_import_inside_a_function_counts(self) -> None:
+        tree = ast.parse("def f():\n    from kalends.storage.meta import read_meta\n")
+        names = [
+            name
+            for node in import_statements(tree)
+            for name in imported_modules(node, "kalends.cli.serve", is_package=False)
+        ]
+        assert "kalends.storage.meta" in names
+
+    def test_a_relative_import_resolves_against_its_package(self) -> None:
+        tree = ast.parse("from ..storage import meta\n")
+        names = [
+            name
+            for node in import_statements(tree)
+            for name in imported_modules(node, "kalends.cli.serve", is_package=False)
+        ]
+        assert names == ["kalends.storage", "kalends.storage.meta"]
+
+    def test_importing_a_module_through_its_parent_counts(self) -> None:
+        tree = ast.parse("from kalends import storage\n")
+        names = [
+            name
+            for node in import_statements(tree)
+            for name in imported_modules(node, "kalends.cli.db", is_package=False)
+        ]
+        assert "kalends.storage" in names
