@@ -101,6 +101,15 @@ class TestLoginLinks:
         with nothing_written(aw.store), pytest.raises(Unauthenticated, match="expired"):
             aw.accounts.redeem_login_link(late)
 
+    def test_a_link_issued_with_its_expiry_expires_fifteen_minutes_from_now(
+        self, aw: AuthWorld, fake_clock: FakeClock
+    ) -> None:
+        link = aw.accounts.login_link("bob")
+        assert link.expires_at == fake_clock.now() + LOGIN_LINK_TTL
+        with nothing_written(aw.store), pytest.raises(NotFound, match="no account"):
+            aw.accounts.login_link(aw.carol.id)
+        assert aw.accounts.redeem_login_link(link.secret).principal.handle == "bob"
+
     def test_issuing_a_link_needs_an_account(self, aw: AuthWorld) -> None:
         with nothing_written(aw.store), pytest.raises(NotFound, match="no account"):
             aw.accounts.issue_login_link(aw.carol.id)

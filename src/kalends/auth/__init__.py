@@ -16,7 +16,7 @@ from kalends.auth.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from kalends.auth.sessions import SESSION_TTL
 from kalends.auth.throttle import LoginThrottle
 from kalends.auth.tokens import TOKEN_PREFIX
-from kalends.auth.values import Principal, SessionGrant, TokenInfo
+from kalends.auth.values import LoginLink, Principal, SessionGrant, TokenInfo
 
 __all__ = [
     "LOGIN_LINK_TTL",
@@ -25,6 +25,7 @@ __all__ = [
     "SESSION_TTL",
     "TOKEN_PREFIX",
     "Accounts",
+    "LoginLink",
     "LoginThrottle",
     "Principal",
     "SessionGrant",

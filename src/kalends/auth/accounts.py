@@ -24,7 +24,7 @@ from kalends.auth import links, sessions, tokens
 from kalends.auth.credentials import usable
 from kalends.auth.passwords import Passwords, check_new_password
 from kalends.auth.throttle import LoginKey, LoginThrottle, throttle_key
-from kalends.auth.values import Principal, SessionGrant, TokenInfo, instant_json
+from kalends.auth.values import LoginLink, Principal, SessionGrant, TokenInfo, instant_json
 from kalends.errors import Conflict, InvalidInput, NotFound, Unauthenticated
 from kalends.storage.auth_tables import accounts
 from kalends.storage.task_tables import actors
@@ -145,10 +145,17 @@ class Accounts:
     def issue_login_link(self, actor: UUID | str) -> str:
         """A one-time login link secret for the actor's account, valid for LOGIN_LINK_TTL."""
 
-        def run(conn: Connection) -> str:
+        return self.login_link(actor).secret
+
+    def login_link(self, actor: UUID | str) -> LoginLink:
+        """A one-time login link for the actor's account, with the instant it expires
+        (LOGIN_LINK_TTL from now); an actor without an account is :class:`NotFound`."""
+
+        def run(conn: Connection) -> LoginLink:
             actor_id = resolve_actor(conn, actor)
             _account_row(conn, actor_id, actor)
-            return links.issue_link(conn, actor_id, self.store.clock.now())
+            secret = links.issue_link(conn, actor_id, self.store.clock.now())
+            return LoginLink(secret=secret, expires_at=links.link_expiry(conn, secret))
 
         return self.store.run(run)
 

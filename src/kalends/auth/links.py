@@ -9,13 +9,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from uuid import UUID
 
-from sqlalchemy import delete, insert, or_, update
+from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.engine import Connection
 
 from kalends.auth.credentials import digest, new_secret
 from kalends.storage.auth_tables import login_links
 
-__all__ = ["LOGIN_LINK_TTL", "issue_link", "redeem_link", "void_links"]
+__all__ = ["LOGIN_LINK_TTL", "issue_link", "link_expiry", "redeem_link", "void_links"]
 
 # A login link can be redeemed this long after it was issued.
 LOGIN_LINK_TTL = timedelta(minutes=15)
@@ -39,6 +39,14 @@ def issue_link(conn: Connection, actor_id: UUID, now: datetime) -> str:
         )
     )
     return secret
+
+
+def link_expiry(conn: Connection, secret: str) -> datetime:
+    """When the link ``secret`` (known to exist) stops being redeemable."""
+    expires_at: datetime = conn.execute(
+        select(login_links.c.expires_at).where(login_links.c.secret_hash == digest(secret))
+    ).scalar_one()
+    return expires_at
 
 
 def redeem_link(conn: Connection, secret: str, now: datetime) -> UUID | None:

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
-__all__ = ["Principal", "SessionGrant", "TokenInfo"]
+__all__ = ["LoginLink", "Principal", "SessionGrant", "TokenInfo"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +23,14 @@ class Principal:
     kind: Literal["session", "token"]
     credential_id: UUID
     csrf_token: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoginLink:
+    """A one-time login link just issued: ``secret`` goes into the link and is never stored."""
+
+    secret: str
+    expires_at: datetime
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,9 +24,7 @@ import typer
 from rich import box
 from rich.table import Table
 from rich.text import Text
-from sqlalchemy import select
 
-from kalends.auth.credentials import digest
 from kalends.auth.links import LOGIN_LINK_TTL
 from kalends.auth.passwords import check_new_password
 from kalends.auth.tokens import (
@@ -55,7 +53,6 @@ from kalends.cli.session import (
 )
 from kalends.errors import InvalidInput
 from kalends.missions.runtime.passages import parse_instant
-from kalends.storage.auth_tables import login_links
 
 if TYPE_CHECKING:
     from kalends.auth import Accounts
@@ -307,17 +304,9 @@ def login_link_command(
 
         def issue() -> tuple[str, str, datetime]:
             accounts.ensure_account(s.actor)
-            secret = accounts.issue_login_link(s.actor)
+            link = accounts.login_link(s.actor)
             handle = s.directory.actor(s.actor).handle
-            expires_at = s.services.store.run(
-                lambda conn: conn.execute(
-                    select(login_links.c.expires_at).where(
-                        login_links.c.secret_hash == digest(secret)
-                    )
-                ).scalar_one(),
-                write=False,
-            )
-            return handle, secret, expires_at
+            return handle, link.secret, link.expires_at
 
         handle, secret, expires_at = s.atomic(issue)
     url = f"{base}/api/auth/link?token={secret}"
