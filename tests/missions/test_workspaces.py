@@ -97,6 +97,16 @@ def test_remove_is_refused_while_live_schedules_remain(mw: MissionWorld) -> None
         mw.workspaces.get(mw.dave.id, mw.away.id)
 
 
+def test_visible_schedules_are_those_of_the_actors_workspaces_tombstones_included(
+    mw: MissionWorld,
+) -> None:
+    kept = create(mw, "create-0001")
+    gone = create(mw, "create-0002")
+    control(mw, gone, "delete", "delete-0001")
+    assert mw.workspaces.visible_schedules(mw.carol.id) == {str(kept), str(gone)}
+    assert mw.workspaces.visible_schedules(mw.dave.id) == set()  # a member of another only
+
+
 def test_remove_of_a_workspace_holding_only_tombstones(mw: MissionWorld) -> None:
     sid = create(mw)
     control(mw, sid, "delete", "delete-0001")

@@ -111,8 +111,6 @@ STORAGE_NOT_YET_BEHIND_SERVICES = frozenset(
     {
         # The schedule control checks its workspace in the route (issue 18 §2).
         "kalends.api.routes.missions",
-        # The passage reads run their own SQL (issue 18 §2).
-        "kalends.api.routes.passages",
     }
 )
 """Edges that still reach storage themselves; the list only shrinks."""

@@ -227,6 +227,17 @@ class Workspaces:
 
         return self.store.run(run, write=False)
 
+    def visible_schedules(self, actor_id: UUID) -> set[str]:
+        """The IDs of every schedule (tombstones included) in a workspace where the actor
+        has a role: the passages that actor may see. An unknown actor sees none."""
+        query = (
+            select(schedules.c.id)
+            .join(workspace_members, workspace_members.c.workspace_id == schedules.c.workspace_id)
+            .where(workspace_members.c.actor_id == actor_id)
+        )
+        found = self.store.run(lambda conn: conn.execute(query).scalars().all(), write=False)
+        return {str(mission) for mission in found}
+
     def get(self, actor: UUID | str, workspace: UUID | str) -> Workspace:
         def run(conn: Connection) -> Workspace:
             actor_id = resolve_actor(conn, actor)

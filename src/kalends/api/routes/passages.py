@@ -18,13 +18,11 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import select
 
 from kalends.api.answers import JsonAnswer
 from kalends.api.context import ApiContext
@@ -43,7 +41,6 @@ from kalends.missions.runtime.passages import (
 from kalends.missions.runtime.process import OUTCOMES, ProcessRuntime, record_report
 from kalends.missions.runtime.shim import CorruptRecord
 from kalends.missions.runtime.token import InvalidToken
-from kalends.storage.mission_tables import schedules, workspace_members
 
 __all__ = [
     "NoRuntime",
@@ -203,18 +200,6 @@ class PassagesOut(BaseModel):
     items: list[PassageOut] = Field(description="Newest first.")
 
 
-def _visible_schedules(ctx: ApiContext, actor_id: UUID) -> set[str]:
-    """The IDs of every schedule (tombstones included) in a workspace where the actor
-    has a role."""
-    query = (
-        select(schedules.c.id)
-        .join(workspace_members, workspace_members.c.workspace_id == schedules.c.workspace_id)
-        .where(workspace_members.c.actor_id == actor_id)
-    )
-    found = ctx.services.store.run(lambda conn: conn.execute(query).scalars().all(), write=False)
-    return {str(mission) for mission in found}
-
-
 @router.get(
     "",
     summary="The passages of this server's runtime that you may see, newest first",
@@ -239,7 +224,7 @@ def list_passages(
     ] = DEFAULT_LIST_LIMIT,
 ) -> JSONResponse:
     root = runtime_root(ctx)
-    visible = _visible_schedules(ctx, who.actor_id)
+    visible = ctx.services.workspaces.visible_schedules(who.actor_id)
     try:
         total, page = newest_passages(root, limit, schedules=visible) if visible else (0, [])
         # The server's own runtime; else one on its directory, which exists once a
