@@ -59,6 +59,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/missions.py
 	$(BIN)/python bench/scheduler.py
 	$(BIN)/python bench/api.py
+	$(BIN)/python bench/idle.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
