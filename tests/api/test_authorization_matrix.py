@@ -830,9 +830,16 @@ def test_a_schedule_is_found_under_its_own_workspace_only(api: ApiWorld) -> None
     def calls(workspace: str, mission: str) -> list[tuple[str, str, dict[str, Any] | None]]:
         control = {"action": "play", "requestID": "play-000001", "expectedRevision": 1}
         run = {"requestID": "run-000001", "expectedRevision": 1}
+        edit = {
+            "action": "configure",
+            "requestID": "edit-000001",
+            "expectedRevision": 1,
+            "changes": {"title": "moved"},
+        }
         return [
             ("GET", _schedule(m, mission, workspace=workspace), None),
             ("POST", _schedule(m, mission, workspace=workspace), control),
+            ("POST", _schedule(m, mission, workspace=workspace), edit),
             ("POST", _schedule(m, mission, "/run-now", workspace=workspace), run),
             ("GET", _schedule(m, mission, "/requests/play-000001", workspace=workspace), None),
             ("GET", _schedule(m, mission, "/preview", workspace=workspace), None),

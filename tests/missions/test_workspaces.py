@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
 from kalends.errors import Conflict, Forbidden, InvalidInput, NotFound
+from kalends.missions.workspaces import OutsideWorkspace
 from kalends.storage.mission_tables import schedule_controls, schedules
 from kalends.storage.testing import nothing_written
 from kalends.tasks import Role
@@ -105,6 +106,54 @@ def test_visible_schedules_are_those_of_the_actors_workspaces_tombstones_include
     control(mw, gone, "delete", "delete-0001")
     assert mw.workspaces.visible_schedules(mw.carol.id) == {str(kept), str(gone)}
     assert mw.workspaces.visible_schedules(mw.dave.id) == set()  # a member of another only
+
+
+class TestScopedCalls:
+    """A call given its workspace acts only on a schedule of that workspace, checked
+    before anything else and with nothing written."""
+
+    def test_a_scoped_call_acts_on_a_schedule_of_its_workspace(self, mw: MissionWorld) -> None:
+        sid = create(mw)
+        scope = mw.home.id
+        assert mw.schedules.detail(mw.carol.id, sid, workspace=scope)["id"] == str(sid)
+        assert mw.schedules.preview(mw.carol.id, sid, 2, workspace=scope) is not None
+        mw.schedules.within(mw.carol.id, scope, sid)
+        outcome = mw.schedules.control(
+            mw.bob.id, sid, "play", request_id="play-0001", expected_revision=1, workspace=scope
+        )
+        assert outcome.revision == 2
+        status = mw.schedules.control_status(mw.bob.id, sid, "play-0001", workspace=scope)
+        assert status.status == "applied"
+
+    def test_a_schedule_of_another_workspace_is_outside_it(self, mw: MissionWorld) -> None:
+        sid = create(mw)
+        away = mw.workspaces.list(mw.dave.id)[0].id
+        mw.workspaces.set_member(mw.dave.id, away, mw.bob.id, "editor")
+        with nothing_written(mw.store), pytest.raises(OutsideWorkspace) as caught:
+            mw.schedules.control(
+                mw.bob.id, sid, "play", request_id="play-0001", expected_revision=1, workspace=away
+            )
+        assert (caught.value.schedule, caught.value.workspace) == (sid, away)
+        assert caught.value.details["field"] == "schedule"
+        with pytest.raises(OutsideWorkspace):
+            mw.schedules.detail(mw.bob.id, sid, workspace=away)
+
+    def test_a_workspace_the_caller_is_no_member_of_is_not_found_before_any_check(
+        self, mw: MissionWorld
+    ) -> None:
+        sid = create(mw)
+        with nothing_written(mw.store), pytest.raises(NotFound) as caught:
+            # (empty changes would be refused, but the scope is checked first)
+            mw.schedules.configure(
+                mw.dave.id,
+                sid,
+                {},
+                request_id="edit-0001",
+                expected_revision=1,
+                workspace=mw.home.id,
+            )
+        assert caught.value.details["field"] == "workspace"
+        assert not isinstance(caught.value, OutsideWorkspace)
 
 
 def test_remove_of_a_workspace_holding_only_tombstones(mw: MissionWorld) -> None:

@@ -107,25 +107,8 @@ def test_the_walk_sees_the_whole_package() -> None:
     assert any(within(name, ("kalends.cli",)) for name in importers)
 
 
-STORAGE_NOT_YET_BEHIND_SERVICES = frozenset(
-    {
-        # The schedule control checks its workspace in the route (issue 18 §2).
-        "kalends.api.routes.missions",
-    }
-)
-"""Edges that still reach storage themselves; the list only shrinks."""
-
-
 def test_edges_reach_storage_only_through_bootstrap() -> None:
-    found = breaches(EDGES, ("kalends.storage",))
-    assert [
-        line for line in found if line.split(":")[0] not in STORAGE_NOT_YET_BEHIND_SERVICES
-    ] == []
-
-
-@pytest.mark.parametrize("module", sorted(STORAGE_NOT_YET_BEHIND_SERVICES))
-def test_an_edge_listed_as_not_yet_behind_services_still_is(module: str) -> None:
-    assert any(line.startswith(f"{module}:") for line in breaches(EDGES, ("kalends.storage",)))
+    assert breaches(EDGES, ("kalends.storage",)) == []
 
 
 @pytest.mark.parametrize("domain", DOMAINS)

@@ -15,12 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, update
@@ -79,7 +79,7 @@ from kalends.missions.refusals import (
     refusal_outcome,
 )
 from kalends.missions.views import iso, project, project_tombstone
-from kalends.missions.workspaces import check_role, workspace_role
+from kalends.missions.workspaces import check_role, check_within, workspace_role
 from kalends.storage.ids import ids_at
 from kalends.storage.mission_tables import (
     schedule_controls,
@@ -329,6 +329,15 @@ _CONTROL = Prepared(
         schedule_controls.c.request_id == bindparam("request_id"),
     )
 )
+
+
+T = TypeVar("T")
+
+
+def _actor_id(conn: Connection, actor: UUID | str) -> UUID:
+    # An ID the caller already holds (a principal's) is used as is: an unknown one is a
+    # member of nothing, so it sees no workspace.
+    return actor if isinstance(actor, UUID) else resolve_actor(conn, actor)
 
 
 def _schedule_id(value: object) -> UUID:
@@ -697,7 +706,13 @@ class ScheduleService:
         )
 
     def run_now(
-        self, actor: UUID | str, schedule: UUID | str, *, request_id: str, expected_revision: int
+        self,
+        actor: UUID | str,
+        schedule: UUID | str,
+        *,
+        request_id: str,
+        expected_revision: int,
+        workspace: UUID | None = None,
     ) -> ControlOutcome:
         return self.control(
             actor,
@@ -705,6 +720,7 @@ class ScheduleService:
             Action.RUN_NOW,
             request_id=request_id,
             expected_revision=expected_revision,
+            workspace=workspace,
         )
 
     def check(
@@ -737,6 +753,7 @@ class ScheduleService:
         *,
         request_id: str,
         expected_revision: int,
+        workspace: UUID | None = None,
     ) -> ControlOutcome:
         """Edit the configuration: ``changes`` replaces the named top-level fields.
 
@@ -745,8 +762,23 @@ class ScheduleService:
         pending; nothing while its outcome is uncertain; the template only while no
         task was ever created from it. Changing the profile (command, ``env``, ``cwd``)
         also needs the run privilege (:class:`~kalends.errors.RunPrivilegeRequired`,
-        nothing written); every other field is the editor role's.
+        nothing written); every other field is the editor role's. With ``workspace``,
+        only a schedule of that workspace (checked first, see :meth:`within`).
         """
+        if workspace is not None:
+            return self._within(
+                actor,
+                workspace,
+                schedule,
+                lambda: self.configure(
+                    actor,
+                    schedule,
+                    changes,
+                    request_id=request_id,
+                    expected_revision=expected_revision,
+                ),
+                write=True,
+            )
         if not isinstance(changes, Mapping) or not changes:
             raise InvalidInput("changes: name at least one field to change", field="changes")
         return self.control(
@@ -767,8 +799,44 @@ class ScheduleService:
         request_id: str,
         expected_revision: int,
         changes: Mapping[str, Any] | None = None,
+        workspace: UUID | None = None,
     ) -> ControlOutcome:
-        """Apply one control under the revision compare-and-swap."""
+        """Apply one control under the revision compare-and-swap; with ``workspace``, only
+        to a schedule of that workspace (checked first, see :meth:`within`)."""
+        if workspace is not None:
+            return self._within(
+                actor,
+                workspace,
+                schedule,
+                lambda: self._control(
+                    actor,
+                    schedule,
+                    action,
+                    request_id=request_id,
+                    expected_revision=expected_revision,
+                    changes=changes,
+                ),
+                write=True,
+            )
+        return self._control(
+            actor,
+            schedule,
+            action,
+            request_id=request_id,
+            expected_revision=expected_revision,
+            changes=changes,
+        )
+
+    def _control(
+        self,
+        actor: UUID | str,
+        schedule: UUID | str,
+        action: Action | str,
+        *,
+        request_id: str,
+        expected_revision: int,
+        changes: Mapping[str, Any] | None,
+    ) -> ControlOutcome:
         try:
             act = Action(action)
         except ValueError:
@@ -1139,12 +1207,28 @@ class ScheduleService:
         *,
         expected_revision: int | None = None,
         action: Action | str | None = None,
+        workspace: UUID | None = None,
     ) -> ControlStatus:
         """The exact status of a control (seed 002): ``applied`` when its record is kept;
         ``rejected`` only when the store proves it never applied and never can, with the
         code and reason its answer carried when its refusal is recorded; otherwise
-        ``unknown`` (evicted, never seen, or still able to apply). A read only.
+        ``unknown`` (evicted, never seen, or still able to apply). A read only. With
+        ``workspace``, only of a schedule of that workspace (checked first).
         """
+        if workspace is not None:
+            return self._within(
+                actor,
+                workspace,
+                schedule,
+                lambda: self.control_status(
+                    actor,
+                    schedule,
+                    request_id,
+                    expected_revision=expected_revision,
+                    action=action,
+                ),
+                write=False,
+            )
         request_id = check_request_id(request_id)
         schedule_id = _schedule_id(schedule)
         expected = None if expected_revision is None else _check_revision(expected_revision)
@@ -1215,11 +1299,50 @@ class ScheduleService:
 
         return self.store.run(run, write=False)
 
+    # --- scope ---------------------------------------------------------------------------
+
+    def within(self, actor: UUID | str, workspace: UUID, schedule: UUID | str) -> None:
+        """Nothing when the actor may read ``workspace`` and ``schedule`` is one of its
+        schedules; else :class:`NotFound` (a workspace the actor has no role on is one
+        that does not exist) or :class:`~kalends.missions.workspaces.OutsideWorkspace`."""
+        self._within(actor, workspace, schedule, lambda: None, write=False)
+
+    def _within(
+        self,
+        actor: UUID | str,
+        workspace: UUID,
+        schedule: UUID | str,
+        operation: Callable[[], T],
+        *,
+        write: bool,
+    ) -> T:
+        """``operation`` after the scope check (:meth:`within`), in one transaction."""
+        schedule_id = _schedule_id(schedule)
+        if self.store.in_transaction:
+            # The caller's own transaction: whatever fails rolls all of it back, so no
+            # savepoint is needed around this part.
+            with self.store.transaction(write=False) as conn:
+                check_within(conn, _actor_id(conn, actor), workspace, schedule_id)
+            return operation()
+
+        def run(conn: Connection) -> T:
+            check_within(conn, _actor_id(conn, actor), workspace, schedule_id)
+            return operation()
+
+        return self.store.run(run, write=write)
+
     # --- reads --------------------------------------------------------------------------
 
-    def detail(self, actor: UUID | str, schedule: UUID | str) -> dict[str, Any]:
+    def detail(
+        self, actor: UUID | str, schedule: UUID | str, *, workspace: UUID | None = None
+    ) -> dict[str, Any]:
         """The full document projection (seed 002 "Daily document snapshot" and the
-        unified list/detail projections)."""
+        unified list/detail projections). With ``workspace``, only of a schedule of that
+        workspace (checked first)."""
+        if workspace is not None:
+            return self._within(
+                actor, workspace, schedule, lambda: self.detail(actor, schedule), write=False
+            )
         schedule_id = _schedule_id(schedule)
 
         def run(conn: Connection) -> dict[str, Any]:
@@ -1265,10 +1388,24 @@ class ScheduleService:
         return self.store.run(run, write=False)
 
     def preview(
-        self, actor: UUID | str, schedule: UUID | str, count: int = 5
+        self,
+        actor: UUID | str,
+        schedule: UUID | str,
+        count: int = 5,
+        *,
+        workspace: UUID | None = None,
     ) -> list[dict[str, Any]]:
         """The next ``count`` slots under the current policy, end bounds and quota; before
-        the first Play, as if Play happened now."""
+        the first Play, as if Play happened now. With ``workspace``, only of a schedule of
+        that workspace (checked first)."""
+        if workspace is not None:
+            return self._within(
+                actor,
+                workspace,
+                schedule,
+                lambda: self.preview(actor, schedule, count),
+                write=False,
+            )
         if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_PREVIEW:
             raise InvalidInput(f"count: must be 1-{MAX_PREVIEW}, got {count!r}", field="count")
         schedule_id = _schedule_id(schedule)

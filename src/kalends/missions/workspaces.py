@@ -26,12 +26,22 @@ from sqlalchemy.engine import Connection
 from kalends.errors import Conflict, Forbidden, InvalidInput, NotFound
 from kalends.storage.ids import ids_at
 from kalends.storage.mission_tables import schedules, workspace_members, workspaces
+from kalends.storage.prepared import Prepared
 from kalends.storage.task_tables import actors
 from kalends.storage.unit_of_work import Store
 from kalends.tasks.access import parse_uuid, resolve_actor
 from kalends.tasks.values import Role
 
-__all__ = ["WORKSPACE_ROLE", "Member", "Workspace", "Workspaces", "check_role", "workspace_role"]
+__all__ = [
+    "WORKSPACE_ROLE",
+    "Member",
+    "OutsideWorkspace",
+    "Workspace",
+    "Workspaces",
+    "check_role",
+    "check_within",
+    "workspace_role",
+]
 
 MAX_NAME = 120
 
@@ -111,6 +121,43 @@ def workspace_role(
     if row is None:
         raise unseen
     return workspace_id, check_role(row.role, minimum, unseen=unseen)
+
+
+class OutsideWorkspace(NotFound):
+    """The schedule is not one of the workspace's (or does not exist)."""
+
+    def __init__(self, schedule: UUID, workspace: UUID) -> None:
+        super().__init__(
+            f"schedule: no schedule {schedule} in workspace {workspace}", field="schedule"
+        )
+        self.schedule = schedule
+        self.workspace = workspace
+
+
+# The actor's role on the workspace and the workspace the schedule belongs to, in one read.
+_WITHIN = Prepared(
+    WORKSPACE_ROLE.add_columns(
+        select(schedules.c.workspace_id)
+        .where(schedules.c.id == bindparam("schedule_id"))
+        .scalar_subquery()
+        .label("holder")
+    )
+)
+
+
+def check_within(conn: Connection, actor_id: UUID, workspace: UUID, schedule: UUID) -> None:
+    """The actor may read ``workspace`` and ``schedule`` belongs to it. A workspace the
+    actor has no role on is one that does not exist (:class:`NotFound`); a schedule of
+    another workspace, or of none, is :class:`OutsideWorkspace`."""
+    row = _WITHIN.first(
+        conn, {"actor_id": actor_id, "workspace_id": workspace, "schedule_id": schedule}
+    )
+    unseen = NotFound(f"workspace: no workspace {workspace}", field="workspace")
+    if row is None:
+        raise unseen
+    check_role(row.role, Role.VIEWER, unseen=unseen)
+    if row.holder != workspace:
+        raise OutsideWorkspace(schedule, workspace)
 
 
 def check_role(role_text: str | None, minimum: Role, *, unseen: NotFound) -> Role:

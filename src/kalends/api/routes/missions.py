@@ -16,14 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from sqlalchemy import bindparam, select
-from sqlalchemy.engine import Connection
 
 from kalends.api.answers import JsonAnswer
 from kalends.api.context import ApiContext
@@ -33,7 +31,6 @@ from kalends.api.routes.passages import RuntimeDown, runtime_root
 from kalends.api.routes.tasks_actors import require_server_owner
 from kalends.api.routes.tasks_models import ACTOR_KEY
 from kalends.api.security import ContextDep, PrincipalDep
-from kalends.auth import Principal
 from kalends.civil import MAX_CALENDARS
 from kalends.errors import InvalidInput, KalendsError, NotFound
 from kalends.missions import ACTIONS, Action, ControlOutcome, Member, Receipt, Workspace
@@ -65,14 +62,10 @@ from kalends.missions.limits import (
 )
 from kalends.missions.runtime.passages import find_passage, passage_log_tail, read_passage
 from kalends.missions.runtime.process import ProcessRuntime
-from kalends.missions.workspaces import MAX_NAME, WORKSPACE_ROLE, check_role
-from kalends.storage.mission_tables import schedules
-from kalends.storage.prepared import Prepared
-from kalends.tasks.values import Role
+from kalends.missions.workspaces import MAX_NAME, OutsideWorkspace
 
 __all__ = ["router"]
 
-T = TypeVar("T")
 
 WORKSPACES = "/api/workspaces"
 WORKSPACE = WORKSPACES + "/{id}"
@@ -390,54 +383,15 @@ class PassageLogOut(BaseModel):
 # --- helpers ----------------------------------------------------------------------------------
 
 
-# The caller's role on the workspace and the workspace the schedule belongs to, in one read.
-_SCOPE = Prepared(
-    WORKSPACE_ROLE.add_columns(
-        select(schedules.c.workspace_id)
-        .where(schedules.c.id == bindparam("mission"))
-        .scalar_subquery()
-        .label("owner")
-    )
-)
-
-
-def _within(conn: Connection, actor_id: UUID, workspace: UUID, mission: UUID) -> None:
-    """The caller may read ``workspace`` and the schedule belongs to it; else 404 (a
-    workspace the caller has no role on is one that does not exist)."""
-    row = _SCOPE.first(conn, {"actor_id": actor_id, "workspace_id": workspace, "mission": mission})
-    unseen = NotFound(f"workspace: no workspace {workspace}", field="workspace")
-    if row is None:
-        raise unseen
-    check_role(row.role, Role.VIEWER, unseen=unseen)
-    if row.owner != workspace:
+@contextmanager
+def _in_path(workspace: UUID) -> Iterator[None]:
+    """Names a schedule of another workspace (or of none) by its path parameter."""
+    try:
+        yield
+    except OutsideWorkspace as exc:
         raise NotFound(
-            f"missionID: no schedule {mission} in workspace {workspace}", field="missionID"
-        )
-
-
-def _scoped(
-    ctx: ApiContext,
-    who: Principal,
-    workspace: UUID,
-    mission: UUID,
-    operation: Callable[[], T],
-    *,
-    write: bool,
-) -> T:
-    """``operation`` (one service call) after the scope check, in one transaction."""
-    store = ctx.services.store
-    if store.in_transaction:
-        # The request's own transaction (``kalends.api.dispatch``): whatever fails rolls
-        # all of it back, so no savepoint is needed around this part.
-        with store.transaction(write=False) as conn:
-            _within(conn, who.actor_id, workspace, mission)
-        return operation()
-
-    def run(conn: Connection) -> T:
-        _within(conn, who.actor_id, workspace, mission)
-        return operation()
-
-    return store.run(run, write=write)
+            f"missionID: no schedule {exc.schedule} in workspace {workspace}", field="missionID"
+        ) from None
 
 
 @contextmanager
@@ -744,14 +698,8 @@ def capabilities(workspace: WorkspaceID, ctx: ContextDep, who: PrincipalDep) -> 
 def schedule_detail(
     workspace: WorkspaceID, mission: MissionID, ctx: ContextDep, who: PrincipalDep
 ) -> JSONResponse:
-    doc = _scoped(
-        ctx,
-        who,
-        workspace,
-        mission,
-        lambda: ctx.services.schedules.detail(who.actor_id, mission),
-        write=False,
-    )
+    with _in_path(workspace):
+        doc = ctx.services.schedules.detail(who.actor_id, mission, workspace=workspace)
     # The service's JSON as is: no second validation pass over a document of up to 256 KiB.
     return JsonAnswer(_with_log_tail(ctx, doc))
 
@@ -798,6 +746,7 @@ def control_schedule(
                     body.changes or {},
                     request_id=body.requestID,
                     expected_revision=body.expectedRevision,
+                    workspace=workspace,
                 )
         return service.control(
             who.actor_id,
@@ -805,9 +754,11 @@ def control_schedule(
             body.action,
             request_id=body.requestID,
             expected_revision=body.expectedRevision,
+            workspace=workspace,
         )
 
-    return JsonAnswer(_scoped(ctx, who, workspace, mission, act, write=True).to_json())
+    with _in_path(workspace):
+        return JsonAnswer(act().to_json())
 
 
 @router.post(
@@ -827,19 +778,14 @@ def run_now(
     ctx: ContextDep,
     who: PrincipalDep,
 ) -> ControlOut:
-    outcome = _scoped(
-        ctx,
-        who,
-        workspace,
-        mission,
-        lambda: ctx.services.schedules.run_now(
+    with _in_path(workspace):
+        outcome = ctx.services.schedules.run_now(
             who.actor_id,
             mission,
             request_id=body.requestID,
             expected_revision=body.expectedRevision,
-        ),
-        write=True,
-    )
+            workspace=workspace,
+        )
     return _control_out(outcome)
 
 
@@ -866,20 +812,15 @@ def control_status(
     ] = None,
     action: Annotated[Action | None, Query(description="The request's action.")] = None,
 ) -> ControlStatusOut:
-    status = _scoped(
-        ctx,
-        who,
-        workspace,
-        mission,
-        lambda: ctx.services.schedules.control_status(
+    with _in_path(workspace):
+        status = ctx.services.schedules.control_status(
             who.actor_id,
             mission,
             request_id,
             expected_revision=expected_revision,
             action=action,
-        ),
-        write=False,
-    )
+            workspace=workspace,
+        )
     return ControlStatusOut(**status.to_json())
 
 
@@ -897,14 +838,8 @@ def preview(
         DEFAULT_PREVIEW
     ),
 ) -> list[SlotOut]:
-    slots = _scoped(
-        ctx,
-        who,
-        workspace,
-        mission,
-        lambda: ctx.services.schedules.preview(who.actor_id, mission, count),
-        write=False,
-    )
+    with _in_path(workspace):
+        slots = ctx.services.schedules.preview(who.actor_id, mission, count, workspace=workspace)
     return [SlotOut(**s) for s in slots]
 
 
@@ -916,14 +851,8 @@ def preview(
 def history(
     workspace: WorkspaceID, mission: MissionID, ctx: ContextDep, who: PrincipalDep
 ) -> HistoryOut:
-    doc = _scoped(
-        ctx,
-        who,
-        workspace,
-        mission,
-        lambda: ctx.services.schedules.detail(who.actor_id, mission),
-        write=False,
-    )
+    with _in_path(workspace):
+        doc = ctx.services.schedules.detail(who.actor_id, mission, workspace=workspace)
     return HistoryOut(
         missionId=doc["id"],
         revision=doc["revision"],
@@ -957,9 +886,8 @@ def passage_log(
     who: PrincipalDep,
 ) -> PassageLogOut:
 
-    ctx.services.store.run(
-        lambda conn: _within(conn, who.actor_id, workspace, mission), write=False
-    )
+    with _in_path(workspace):
+        ctx.services.schedules.within(who.actor_id, workspace, mission)
     root = runtime_root(ctx)
     missing = NotFound(
         f"passageID: no passage {passage} of schedule {mission} on this server",
