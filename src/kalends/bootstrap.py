@@ -8,6 +8,7 @@ the facts a server keeps about itself.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from kalends.auth.grants import Grants
 from kalends.clock import Clock
@@ -88,11 +89,22 @@ def upgrade_database(url: str) -> str:
 
 
 def database_revision(url: str) -> str | None:
-    """The schema revision of the database at ``url`` (``None`` before any migration);
-    changes nothing."""
+    """The schema revision of the database at ``url`` (``None`` before any migration,
+    and for a SQLite file that does not exist); changes nothing, creates no file."""
+    from sqlalchemy.engine import make_url  # noqa: PLC0415
+
     from kalends.storage.engine import create_engine_for  # noqa: PLC0415
     from kalends.storage.migrate import current_revision  # noqa: PLC0415
 
+    # Connecting would create the file: a database that does not exist has no revision.
+    parsed = make_url(url)
+    if (
+        parsed.get_backend_name() == "sqlite"
+        and parsed.database
+        and parsed.database != ":memory:"
+        and not Path(parsed.database).exists()
+    ):
+        return None
     engine = create_engine_for(url)
     try:
         return current_revision(engine)

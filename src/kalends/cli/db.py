@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from sqlalchemy.engine import make_url
 
 from kalends.bootstrap import database_revision, head_revision, upgrade_database
 from kalends.cli.output import EXIT_FAILURE, console, emit_json, fail
@@ -49,7 +47,7 @@ def current_command(database: DatabaseOption = None, json_output: JsonOption = F
     url = _resolve(database)
     head = head_revision()
     try:
-        revision = None if _missing_sqlite_file(url) else database_revision(url)
+        revision = database_revision(url)
     except StorageError as exc:
         fail(exc, code=EXIT_FAILURE)
     result = {
@@ -66,14 +64,6 @@ def _resolve(database: str | None) -> str:
         return resolve_database_url(database)
     except InvalidInput as exc:
         fail(exc)
-
-
-def _missing_sqlite_file(url: str) -> bool:
-    # Connecting would create the file: a database that does not exist has no revision.
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite" or not parsed.database:
-        return False
-    return parsed.database != ":memory:" and not Path(parsed.database).exists()
 
 
 def _report(result: dict[str, Any], json_output: bool) -> None:
