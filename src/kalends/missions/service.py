@@ -803,28 +803,19 @@ class ScheduleService:
     ) -> ControlOutcome:
         """Apply one control under the revision compare-and-swap; with ``workspace``, only
         to a schedule of that workspace (checked first, see :meth:`within`)."""
-        if workspace is not None:
-            return self._within(
-                actor,
-                workspace,
-                schedule,
-                lambda: self._control(
-                    actor,
-                    schedule,
-                    action,
-                    request_id=request_id,
-                    expected_revision=expected_revision,
-                    changes=changes,
-                ),
-                write=True,
-            )
-        return self._control(
+        return self._within(
             actor,
+            workspace,
             schedule,
-            action,
-            request_id=request_id,
-            expected_revision=expected_revision,
-            changes=changes,
+            lambda: self._control(
+                actor,
+                schedule,
+                action,
+                request_id=request_id,
+                expected_revision=expected_revision,
+                changes=changes,
+            ),
+            write=True,
         )
 
     def _control(
@@ -1310,13 +1301,16 @@ class ScheduleService:
     def _within(
         self,
         actor: UUID | str,
-        workspace: UUID,
+        workspace: UUID | None,
         schedule: UUID | str,
         operation: Callable[[], T],
         *,
         write: bool,
     ) -> T:
-        """``operation`` after the scope check (:meth:`within`), in one transaction."""
+        """``operation`` after the scope check (:meth:`within`), in one transaction;
+        without ``workspace``, ``operation`` alone."""
+        if workspace is None:
+            return operation()
         schedule_id = _schedule_id(schedule)
         if self.store.in_transaction:
             # The caller's own transaction: whatever fails rolls all of it back, so no
