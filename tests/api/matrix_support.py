@@ -28,12 +28,12 @@ from starlette.routing import compile_path
 from api.conftest import PASSWORD, ApiWorld
 from api.test_tasks_support import Reply
 from kalends.api.context import SESSION_COOKIE
+from kalends.identity import Actor, Role
 from kalends.missions.document import dump_body, load_body
 from kalends.missions.runtime import PassageStart
 from kalends.missions.runtime.process import ProcessRuntime
 from kalends.storage.mission_tables import schedules
 from kalends.storage.testing import nothing_written
-from kalends.tasks import Actor, Role
 from missions.conftest import daily_config
 
 # --- who calls: the columns -------------------------------------------------------------------

@@ -56,9 +56,9 @@ from api.matrix_support import (
 from api.test_tasks_access import routes as task_routes
 from api.test_tasks_support import Reply
 from kalends.errors import NotFound, Unauthenticated
+from kalends.identity import Role
 from kalends.missions.runtime import shim as records
 from kalends.storage.testing import nothing_written
-from kalends.tasks import Role
 from missions.conftest import daily_config
 
 NEW_PASSWORD = "another horse battery"

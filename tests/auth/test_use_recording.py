@@ -8,8 +8,8 @@ from datetime import timedelta
 from auth.conftest import AuthWorld
 from auth.test_tokens import token_row
 from kalends.auth.sessions import TOUCH_INTERVAL
-from kalends.tasks.access import KnownActor
-from kalends.tasks.access import resolve_actor as resolve
+from kalends.identity import KnownActor
+from kalends.identity import resolve_actor as resolve
 
 
 def test_requests_arriving_together_record_a_tokens_use_once(aw: AuthWorld) -> None:

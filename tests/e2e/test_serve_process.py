@@ -14,8 +14,8 @@ from sqlalchemy import select
 
 from kalends.auth import Accounts
 from kalends.storage.auth_tables import accounts
+from kalends.storage.identity_tables import actors
 from kalends.storage.migrate import open_store
-from kalends.storage.task_tables import actors
 
 from .conftest import LINK, OWNER, SERVING, Server, start_server, wait_until
 

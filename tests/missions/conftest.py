@@ -17,9 +17,9 @@ import pytest
 from kalends.auth.grants import Privilege
 from kalends.bootstrap import Services, build
 from kalends.clock import FakeClock
+from kalends.identity import Actor, Role
 from kalends.missions import ScheduleService, Workspace, Workspaces
 from kalends.storage.unit_of_work import Store
-from kalends.tasks import Actor, Role
 
 
 @dataclass(frozen=True, slots=True)

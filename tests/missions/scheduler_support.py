@@ -30,6 +30,7 @@ from sqlalchemy import select
 
 from kalends.clock import FakeClock
 from kalends.errors import NotFound
+from kalends.identity import Role
 from kalends.missions import Body
 from kalends.missions import scheduler as scheduler_module
 from kalends.missions.document import load_body
@@ -38,7 +39,6 @@ from kalends.missions.scheduler import LookResult, Scheduler
 from kalends.storage.engine import create_engine_for
 from kalends.storage.mission_tables import schedules
 from kalends.storage.unit_of_work import Store
-from kalends.tasks import Role
 from missions.conftest import MissionWorld, daily_config
 
 __all__ = [

@@ -13,9 +13,9 @@ import pytest
 from kalends.auth import Accounts
 from kalends.auth.grants import Privilege
 from kalends.errors import Forbidden, InvalidInput, NotFound, RunPrivilegeRequired
+from kalends.identity import Role
 from kalends.missions.config import config_from_json, dump_config, load_config
 from kalends.storage.testing import nothing_written
-from kalends.tasks import Role
 from missions.conftest import MissionWorld, daily_config
 from missions.surgery import create, revision
 

@@ -10,10 +10,10 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
 from kalends.errors import Conflict, Forbidden, InvalidInput, NotFound
+from kalends.identity import Role
 from kalends.missions.workspaces import OutsideWorkspace
 from kalends.storage.mission_tables import schedule_controls, schedules
 from kalends.storage.testing import nothing_written
-from kalends.tasks import Role
 from missions.conftest import MissionWorld
 from missions.surgery import control, create
 

@@ -25,7 +25,8 @@ from kalends.reminders.destinations import (
     Destinations,
     urls_for,
 )
-from kalends.storage.task_tables import actor_destinations, actors
+from kalends.storage.identity_tables import actors
+from kalends.storage.task_tables import actor_destinations
 from kalends.storage.testing import FAKE_CLOCK_START, nothing_written
 from kalends.storage.unit_of_work import Store
 from kalends.tasks import Actor, Channel

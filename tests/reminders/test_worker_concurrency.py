@@ -43,11 +43,11 @@ from sqlalchemy import Column, Integer, MetaData, String, Table, Uuid, insert, s
 
 from kalends.clock import SystemClock
 from kalends.reminders.worker import LEASE_MARGIN
+from kalends.storage.identity_tables import actors
 from kalends.storage.migrate import open_store
 from kalends.storage.schema import UTCDateTime
 from kalends.storage.task_tables import (
     actor_destinations,
-    actors,
     list_members,
     lists,
     reminder_intents,

@@ -14,9 +14,9 @@ from sqlalchemy.exc import IntegrityError
 
 from kalends.clock import FakeClock
 from kalends.errors import StorageError
+from kalends.storage.identity_tables import actors
 from kalends.storage.prepared import Prepared
 from kalends.storage.schema import kalends_meta, leases
-from kalends.storage.task_tables import actors
 from kalends.storage.testing import StorageTarget, nothing_written
 from kalends.storage.unit_of_work import Store
 

@@ -2,8 +2,9 @@
 
 Edges (the HTTP API, the CLI, the web panel) reach storage only through
 ``kalends.bootstrap``; domains never import an edge; the civil engine depends on
-nothing of kalends but its errors. Every import counts, at module level or
-inside a function, under ``TYPE_CHECKING`` or not.
+nothing of kalends but its errors; a domain reaches another only through that domain's
+package (its public names), and only along :data:`DOMAIN_DEPENDENCIES`. Every import
+counts, at module level or inside a function, under ``TYPE_CHECKING`` or not.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ PACKAGE = SOURCE / "kalends"
 
 EDGES = ("kalends.api", "kalends.cli", "kalends.web")
 DOMAINS = (
+    "kalends.identity",
     "kalends.tasks",
     "kalends.missions",
     "kalends.reminders",
@@ -27,6 +29,17 @@ DOMAINS = (
     "kalends.civil",
     "kalends.storage",
 )
+
+# Which domain may use which other domain (through its package only). Identity is who
+# someone is and what role they hold; reminders are the outbox of the task store's
+# reminders; a mission's run privilege is an account's grant.
+DOMAIN_DEPENDENCIES = {
+    "kalends.identity": (),
+    "kalends.tasks": ("kalends.identity",),
+    "kalends.reminders": ("kalends.identity", "kalends.tasks"),
+    "kalends.missions": ("kalends.identity", "kalends.auth"),
+    "kalends.auth": ("kalends.identity",),
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,6 +137,47 @@ def test_the_civil_engine_imports_nothing_of_kalends_but_errors() -> None:
         and not within(found.imported, ("kalends.civil", "kalends.errors"))
     ]
     assert found == []
+
+
+def is_module(name: str) -> bool:
+    """Whether ``name`` is a module or package of kalends (not a name inside one)."""
+    path = SOURCE.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def cross_domain_breaches(domain: str) -> list[str]:
+    """Imports of another domain by ``domain`` that the table does not allow, or that
+    reach past the other domain's package into its modules."""
+    allowed = DOMAIN_DEPENDENCIES[domain]
+    others = tuple(other for other in DOMAIN_DEPENDENCIES if other != domain)
+    found: dict[tuple[str, int], str] = {}
+    for imported in IMPORTS:
+        if not within(imported.importer, (domain,)) or not is_module(imported.imported):
+            continue
+        if within(imported.imported, others) and imported.imported not in allowed:
+            found.setdefault((imported.importer, imported.line), str(imported))
+    return list(found.values())
+
+
+@pytest.mark.parametrize("domain", sorted(DOMAIN_DEPENDENCIES))
+def test_a_domain_uses_another_only_through_its_package_and_as_the_table_allows(
+    domain: str,
+) -> None:
+    assert cross_domain_breaches(domain) == []
+
+
+def test_the_domain_table_would_catch_a_reach_into_another_domains_module() -> None:
+    reach = Import(importer="kalends.missions.service", line=1, imported="kalends.tasks.access")
+    IMPORTS.append(reach)
+    try:
+        assert cross_domain_breaches("kalends.missions") == [str(reach)]
+    finally:
+        IMPORTS.remove(reach)
+
+
+def test_identity_depends_on_no_other_domain() -> None:
+    assert DOMAIN_DEPENDENCIES["kalends.identity"] == ()
+    assert breaches(("kalends.identity",), tuple(DOMAIN_DEPENDENCIES)[1:]) == []
 
 
 class TestTheWalk:

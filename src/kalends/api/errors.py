@@ -1,10 +1,13 @@
 """Errors as JSON: ``{code, message, details}`` with a stable code and an HTTP status.
 
-Every :class:`~kalends.errors.KalendsError` maps to one status by its class. On the
-mission routes of seed 002 the conflict codes carry the ``recurrence-`` prefix the
-seed names, and a control the store could not take (busy or unavailable, nothing
-written) answers 503 ``recurrence-not-dispatched``: the client keeps its request ID
-and reads the request's status rather than inventing a new one.
+Every :class:`~kalends.errors.KalendsError` maps to one status, and one machine code,
+by its class (:data:`STATUS_BY_CLASS`, :data:`CODE_BY_CLASS`; the nearest class of its
+ancestry decides). A schedule's stale revision and a control its state refuses carry
+the ``recurrence-`` codes seed 002 names for its routes, and a control the store could
+not take (:class:`~kalends.errors.NotDispatched`) answers 503
+``recurrence-not-dispatched``: the client keeps its request ID and reads the request's
+status rather than inventing a new one. Fields and terms are named as the request
+bodies name them (:data:`API_NAMES`).
 """
 
 from __future__ import annotations
@@ -23,23 +26,53 @@ from starlette.routing import BaseRoute, Match
 from kalends.errors import (
     Conflict,
     ControlConflict,
-    DatabaseBusy,
     Forbidden,
     InvalidInput,
     KalendsError,
     NotFound,
     RateLimited,
-    RevisionConflict,
+    ScheduleRevisionConflict,
     StorageError,
     TooLarge,
     Unauthenticated,
+    Vocabulary,
 )
 
-__all__ = ["ErrorBody", "error_response", "error_responses", "install_error_handlers"]
+__all__ = [
+    "API_NAMES",
+    "CODE_BY_CLASS",
+    "STATUS_BY_CLASS",
+    "ErrorBody",
+    "error_response",
+    "error_responses",
+    "install_error_handlers",
+]
 
 log = logging.getLogger("kalends.api")
 
-MISSION_PATH_MARK = "/missions/"
+API_NAMES: Vocabulary = {
+    "complete_subtree": '"completeSubtree": true',
+    "end_date": "until",
+}
+"""The services' fields and terms as the API's bodies name them."""
+
+STATUS_BY_CLASS: dict[type[KalendsError], int] = {
+    Unauthenticated: 401,
+    Forbidden: 403,
+    NotFound: 404,
+    TooLarge: 413,
+    InvalidInput: 422,
+    RateLimited: 429,
+    Conflict: 409,
+    StorageError: 503,
+}
+"""The HTTP status of each kind of error; an error of no kind listed is a 500."""
+
+CODE_BY_CLASS: dict[type[KalendsError], str] = {
+    ScheduleRevisionConflict: "recurrence-revision-conflict",
+    ControlConflict: "recurrence-control-conflict",
+}
+"""The machine codes seed 002's routes name where they differ from the class's own."""
 
 
 class ErrorBody(BaseModel):
@@ -68,35 +101,21 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {s: {"model": ErrorBody, "description": _STATUS_BY_CODE[s]} for s in statuses}
 
 
-def _status(exc: KalendsError) -> int:
-    if isinstance(exc, Unauthenticated):
-        return 401
-    if isinstance(exc, Forbidden):
-        return 403
-    if isinstance(exc, NotFound):
-        return 404
-    if isinstance(exc, TooLarge):
-        return 413
-    if isinstance(exc, InvalidInput):
-        return 422
-    if isinstance(exc, RateLimited):
-        return 429
-    if isinstance(exc, Conflict):
-        return 409
-    if isinstance(exc, StorageError):
-        return 503
-    return 500
+def _nearest(table: dict[type[KalendsError], Any], exc: KalendsError) -> Any:
+    for cls in type(exc).__mro__:
+        if cls in table:
+            return table[cls]
+    return None
 
 
-def _code(exc: KalendsError, path: str) -> str:
-    if MISSION_PATH_MARK in path:
-        if isinstance(exc, RevisionConflict):
-            return "recurrence-revision-conflict"
-        if isinstance(exc, ControlConflict):
-            return "recurrence-control-conflict"
-        if isinstance(exc, DatabaseBusy):
-            return "recurrence-not-dispatched"
-    return exc.code
+def status_of(exc: KalendsError) -> int:
+    """The HTTP status of ``exc``, by its class."""
+    return _nearest(STATUS_BY_CLASS, exc) or 500
+
+
+def code_of(exc: KalendsError) -> str:
+    """The machine code of ``exc`` on the API, by its class."""
+    return _nearest(CODE_BY_CLASS, exc) or exc.code
 
 
 def error_response(
@@ -126,10 +145,11 @@ def _jsonable(details: dict[str, Any]) -> dict[str, Any]:
 
 async def _kalends_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, KalendsError)
-    status = _status(exc)
+    status = status_of(exc)
     if status == 500:
         log.error("unmapped error %s: %s", type(exc).__name__, exc.message)
-    return error_response(status, _code(exc, request.url.path), exc.message, _jsonable(exc.details))
+    said = exc.named(API_NAMES)
+    return error_response(status, code_of(exc), said.message, _jsonable(said.details))
 
 
 _LOCATIONS = frozenset({"body", "query", "path", "header", "cookie"})

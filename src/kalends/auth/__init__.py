@@ -11,6 +11,8 @@ Typical use, from the HTTP layer::
 from __future__ import annotations
 
 from kalends.auth.accounts import Accounts
+from kalends.auth.grants import Privilege
+from kalends.auth.grants import require as require_privilege
 from kalends.auth.links import LOGIN_LINK_TTL
 from kalends.auth.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from kalends.auth.sessions import SESSION_TTL
@@ -28,6 +30,8 @@ __all__ = [
     "LoginLink",
     "LoginThrottle",
     "Principal",
+    "Privilege",
     "SessionGrant",
     "TokenInfo",
+    "require_privilege",
 ]

@@ -26,12 +26,17 @@ from kalends.auth.passwords import Passwords, check_new_password
 from kalends.auth.throttle import LoginKey, LoginThrottle, throttle_key
 from kalends.auth.values import LoginLink, Principal, SessionGrant, TokenInfo, instant_json
 from kalends.errors import Conflict, InvalidInput, NotFound, Unauthenticated
+from kalends.identity import (
+    Actor,
+    ActorDirectory,
+    KnownActor,
+    normalize_handle,
+    parse_uuid,
+    resolve_actor,
+)
 from kalends.storage.auth_tables import accounts
-from kalends.storage.task_tables import actors
+from kalends.storage.identity_tables import actors
 from kalends.storage.unit_of_work import Store, for_update
-from kalends.tasks.access import KnownActor, parse_uuid, resolve_actor
-from kalends.tasks.directory import Directory, normalize_handle
-from kalends.tasks.models import Actor
 
 __all__ = ["WRONG_CREDENTIALS", "Accounts"]
 
@@ -96,7 +101,7 @@ class Accounts:
                 select(actors.c.id).where(actors.c.handle == handle)
             ).scalar()
             if actor_id is None:
-                actor_id = Directory(self.store).add_actor(handle, display_name, email).id
+                actor_id = ActorDirectory(self.store).add_actor(handle, display_name, email).id
             now = self.store.clock.now()
             if not _ensure_account(conn, actor_id, now, owner=True):
                 conn.execute(

@@ -22,12 +22,11 @@ from sqlalchemy import and_, delete, exists, select
 from sqlalchemy.engine import Connection
 
 from kalends.errors import InvalidInput, RunPrivilegeRequired
+from kalends.identity import Actor, resolve_actor
 from kalends.storage.auth_tables import accounts, actor_grants
-from kalends.storage.task_tables import actors
+from kalends.storage.identity_tables import actors
 from kalends.storage.unit_of_work import Store
 from kalends.storage.upsert import insert_missing
-from kalends.tasks.access import resolve_actor
-from kalends.tasks.models import Actor
 
 __all__ = ["ActorPrivileges", "Grants", "Privilege", "holds", "require"]
 

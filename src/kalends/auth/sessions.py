@@ -16,11 +16,11 @@ from sqlalchemy.engine import Connection
 
 from kalends.auth.credentials import csrf_token_for, digest, new_secret
 from kalends.auth.values import Principal, SessionGrant
+from kalends.identity import KnownActor
 from kalends.storage.auth_tables import auth_sessions
+from kalends.storage.identity_tables import actors
 from kalends.storage.ids import ids_at
 from kalends.storage.prepared import Prepared
-from kalends.storage.task_tables import actors
-from kalends.tasks.access import KnownActor
 
 __all__ = [
     "SESSION_TTL",

@@ -19,11 +19,11 @@ from sqlalchemy.sql.elements import BindParameter
 from kalends.auth.credentials import digest, new_secret
 from kalends.auth.values import TokenInfo
 from kalends.errors import InvalidInput, LimitReached, NotFound
+from kalends.identity import parse_uuid
 from kalends.storage.auth_tables import TOKEN_NAME_LENGTH, api_tokens
+from kalends.storage.identity_tables import actors
 from kalends.storage.ids import ids_at
 from kalends.storage.prepared import Prepared
-from kalends.storage.task_tables import actors
-from kalends.tasks.access import parse_uuid
 
 __all__ = [
     "MAX_ACTIVE_TOKENS",

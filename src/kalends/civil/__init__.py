@@ -41,7 +41,7 @@ from kalends.civil.values import (
     parse_time_of_day,
     resolve_user_local,
 )
-from kalends.civil.zones import Zone, check_zone_name, get_zone
+from kalends.civil.zones import Zone, check_zone_name, get_zone, wall_of
 from kalends.errors import AmbiguousLocalTime, InvalidRule, NonexistentLocalTime, UnknownZone
 
 __all__ = [
@@ -88,4 +88,5 @@ __all__ = [
     "resolve_user_local",
     "rule_to_json",
     "slots_between",
+    "wall_of",
 ]

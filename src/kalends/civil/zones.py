@@ -215,6 +215,14 @@ def to_naive_datetime(local: int) -> datetime:
     return NAIVE_EPOCH + timedelta(seconds=local)
 
 
+def wall_of(instant: datetime, zone: str) -> datetime:
+    """The wall time ``zone`` shows at ``instant`` (an aware datetime)."""
+    tz = get_zone(zone)
+    second = int(instant.timestamp())
+    tz.cover(second)
+    return to_naive_datetime(second + tz.offset_at(second))
+
+
 def local_seconds(value: datetime) -> int:
     """Seconds since the local epoch of a naive wall time (microseconds dropped)."""
     return (value.toordinal() - EPOCH_ORDINAL) * DAY + (

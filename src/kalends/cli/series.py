@@ -8,8 +8,7 @@ pause|resume|stop`` change the series and take the series' own revision, which
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -81,19 +80,6 @@ _WEEKDAYS = {
 }
 
 
-@contextmanager
-def _options_named(names: Mapping[str, str]) -> Iterator[None]:
-    """Names the command-line option in a bad-input error the API raised about its field."""
-    try:
-        yield
-    except InvalidInput as exc:
-        option = names.get(exc.field or "")
-        if option is None or type(exc) is not InvalidInput:
-            raise
-        reason = exc.message.partition(": ")[2] or exc.message
-        raise InvalidInput(f"{option}: {reason}", field=option) from exc
-
-
 def _whole(text: str, option: str) -> int:
     if re.fullmatch(r"-?[0-9]+", text.strip()) is None:
         raise InvalidInput(f"{option}: a whole number, got {text!r}", field=option)
@@ -136,8 +122,7 @@ def series_rule(
     else:
         assert after_completion is not None
         data = {"kind": "completion_relative", "days": _whole(after_completion, "after-completion")}
-    with _options_named({"rule.interval_days": "every", "rule.days": "after-completion"}):
-        return SeriesRule.parse(data)
+    return SeriesRule.parse(data)
 
 
 def series_revision(text: str | None) -> int:
@@ -300,8 +285,7 @@ def repeat_command(
                 )
                 return view, local.tasks.get(local.actor, ref).task
 
-            with _options_named({"end_date": "until"}):
-                view, task = s.atomic(start)
+            view, task = s.atomic(start)
         _report(s, view, task, f"{task.ref} now repeats: {rule_text(view)}")
         if not json_output:
             console.print(Text(f"task revision {task.revision}", style="dim"))

@@ -60,7 +60,7 @@ from kalends.cli.session import DatabaseOption, report_error
 from kalends.cli.worker import EXIT_INTERRUPTED, default_owner
 from kalends.config import resolve_runtime_dir
 from kalends.errors import Conflict, InvalidInput, KalendsError
-from kalends.tasks.directory import HANDLE_PATTERN
+from kalends.identity import HANDLE_PATTERN
 
 if TYPE_CHECKING:
     import uvicorn

@@ -20,7 +20,7 @@ from rich.text import Text
 from kalends.bootstrap import Services, open_services
 from kalends.cli.db import DatabaseOption, JsonOption
 from kalends.cli.output import EXIT_FAILURE, EXIT_INVALID, console, emit_json, error_console
-from kalends.errors import InvalidInput, KalendsError
+from kalends.errors import InvalidInput, KalendsError, Vocabulary
 from kalends.tasks import Directory, TaskService
 
 __all__ = [
@@ -149,8 +149,19 @@ def session(
         report_error(exc, json_output)
 
 
+CLI_NAMES: Vocabulary = {
+    "complete_subtree": "--subtree",
+    "end_date": "until",
+    "rule.interval_days": "every",
+    "rule.days": "after-completion",
+}
+"""The services' fields and terms as the command line names its options."""
+
+
 def report_error(error: KalendsError, json_output: bool) -> NoReturn:
-    """Prints the error and exits: 2 for bad input, 1 for every other refusal."""
+    """Prints the error, in the options' words, and exits: 2 for bad input, 1 for every
+    other refusal."""
+    error = error.named(CLI_NAMES)
     code = EXIT_INVALID if isinstance(error, InvalidInput) else EXIT_FAILURE
     if json_output:
         details = json.loads(json.dumps(error.details, default=str))

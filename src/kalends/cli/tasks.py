@@ -429,16 +429,15 @@ def done_command(
             try:
                 task = values.task(s.post(_task_route(ref, "complete"), body))
             except ServerError as exc:
-                if exc.code == OpenDescendants.code:
-                    # The server speaks of its body's field; the command line of its option.
-                    said = exc.message.replace('"completeSubtree": true', "complete_subtree=true")
-                    exc.message = _subtree_option(said)
-                raise
+                if exc.code != OpenDescendants.code:
+                    raise
+                # The server says it in its body's words; rebuilt, it speaks the options'.
+                details = exc.details
+                raise OpenDescendants.of(
+                    int(details.get("open", 0)), recurring=bool(details.get("recurring"))
+                ) from exc
         else:
-            try:
-                task = s.tasks.complete(s.actor, ref, revision, complete_subtree=subtree)
-            except OpenDescendants as exc:
-                raise OpenDescendants(_subtree_option(exc.message), **exc.details) from exc
+            task = s.tasks.complete(s.actor, ref, revision, complete_subtree=subtree)
         report_task(s, task, "completed")
 
 
@@ -614,12 +613,3 @@ def _task_route(ref: str, *rest: str) -> str:
 def _member_handles(r: Remote, list_id: UUID) -> dict[UUID, str]:
     """The handles of a list's members: who comments, and whom reminders reach, there."""
     return {UUID(d["id"]): d["handle"] for d in r.get(f"/api/lists/{list_id}/members")}
-
-
-def _subtree_option(message: str) -> str:
-    """The refusal of an open checklist, in terms of the --subtree option."""
-    message = message.replace(
-        "completed only with complete_subtree=true", "completed only as a whole: pass --subtree"
-    )
-    message = message.replace("pass complete_subtree=true", "pass --subtree")
-    return message.replace("with complete_subtree=true", "with --subtree")

@@ -34,7 +34,7 @@ from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import Insert
 
-from kalends.errors import ControlConflict, InvalidInput, KalendsError, RevisionConflict
+from kalends.errors import ControlConflict, InvalidInput, KalendsError, ScheduleRevisionConflict
 
 __all__ = [
     "APPLIED",
@@ -47,7 +47,7 @@ __all__ = [
 APPLIED = "{}"
 """The outcome of an applied control's record."""
 
-_KINDS = (ControlConflict, RevisionConflict, InvalidInput)
+_KINDS = (ControlConflict, ScheduleRevisionConflict, InvalidInput)
 """The kinds of refusal a record may hold (their subclasses included): a conflict with the
 state or the revision, and the past first Play (an :class:`InvalidInput`)."""
 

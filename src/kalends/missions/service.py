@@ -27,20 +27,22 @@ from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, updat
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from kalends.auth.grants import Privilege
-from kalends.auth.grants import require as require_privilege
+from kalends.auth import Privilege, require_privilege
 from kalends.civil import format_local
 from kalends.errors import (
     ControlConflict,
     CorruptDocument,
+    DatabaseBusy,
     InvalidInput,
     KalendsError,
     LimitReached,
+    NotDispatched,
     NotFound,
     RequestReused,
-    RevisionConflict,
+    ScheduleRevisionConflict,
     TooLarge,
 )
+from kalends.identity import Role, parse_uuid, require_role, resolve_actor
 from kalends.missions import wakes
 from kalends.missions.config import (
     Config,
@@ -79,7 +81,7 @@ from kalends.missions.refusals import (
     refusal_outcome,
 )
 from kalends.missions.views import iso, project, project_tombstone
-from kalends.missions.workspaces import check_role, check_within, workspace_role
+from kalends.missions.workspaces import check_within, workspace_role
 from kalends.storage.ids import ids_at
 from kalends.storage.mission_tables import (
     schedule_controls,
@@ -90,8 +92,6 @@ from kalends.storage.mission_tables import (
 )
 from kalends.storage.prepared import Prepared
 from kalends.storage.unit_of_work import Store, for_update, keeping_writes
-from kalends.tasks.access import parse_uuid, resolve_actor
-from kalends.tasks.values import Role
 
 __all__ = [
     "ControlOutcome",
@@ -534,6 +534,16 @@ class ScheduleService:
     def __init__(self, store: Store) -> None:
         self.store = store
 
+    def _run(self, run: Callable[[Connection], T], *, write: bool = True) -> T:
+        """``run`` in one transaction; a store that stays busy past every retry is
+        :class:`NotDispatched`: nothing was written, and the caller keeps its request ID."""
+        try:
+            return self.store.run(run, write=write)
+        except NotDispatched:
+            raise
+        except DatabaseBusy as exc:
+            raise NotDispatched(exc.message, **exc.details) from exc
+
     # --- creation -----------------------------------------------------------------------
 
     def create(
@@ -616,7 +626,7 @@ class ScheduleService:
                 schedule=project(_doc(row), row),
             )
 
-        return self.store.run(run)
+        return self._run(run)
 
     @staticmethod
     def _receipt_row(conn: Connection, workspace_id: UUID, request_id: str) -> Any:
@@ -665,7 +675,7 @@ class ScheduleService:
                 schedule=project_tombstone(row) if tomb else project(_doc(row), row),
             )
 
-        return self.store.run(run, write=False)
+        return self._run(run, write=False)
 
     # --- controls -----------------------------------------------------------------------
 
@@ -850,7 +860,7 @@ class ScheduleService:
             unseen = NotFound(f"schedule: no schedule {schedule_id}", field="schedule")
             if row is None:
                 raise unseen
-            check_role(row.role, Role.EDITOR, unseen=unseen)
+            require_role(row.role, Role.EDITOR, scope="workspace", unseen=unseen)
             if row.repeat_action is not None:
                 record = SimpleNamespace(
                     action=row.repeat_action,
@@ -869,7 +879,7 @@ class ScheduleService:
                 )
             answered = (request_id, act, expected, digest)
             if row.revision != expected:
-                stale = RevisionConflict(
+                stale = ScheduleRevisionConflict(
                     f"schedule {schedule_id} is at revision {row.revision}, not {expected}: "
                     "it changed since you read it; read it again",
                     expected=expected,
@@ -920,7 +930,7 @@ class ScheduleService:
                         conn, raced, row, actor_id, request_id, act, digest, expected
                     )
                 actual = conn.execute(select(_S.c.revision).where(_S.c.id == schedule_id)).scalar()
-                raise RevisionConflict(
+                raise ScheduleRevisionConflict(
                     f"schedule {schedule_id} changed while this control ran; read it again",
                     expected=expected,
                     actual=actual,
@@ -946,7 +956,7 @@ class ScheduleService:
                 ),
             )
 
-        return self.store.run(run)
+        return self._run(run)
 
     @staticmethod
     def _edited(doc: DocState, changes: Mapping[str, Any]) -> Config:
@@ -973,7 +983,7 @@ class ScheduleService:
         unseen = NotFound(f"schedule: no schedule {schedule_id}", field="schedule")
         if row is None:
             raise unseen
-        check_role(row.role, minimum, unseen=unseen)
+        require_role(row.role, minimum, scope="workspace", unseen=unseen)
         return row
 
     def _refused(
@@ -1288,7 +1298,7 @@ class ScheduleService:
                     )
             return unknown
 
-        return self.store.run(run, write=False)
+        return self._run(run, write=False)
 
     # --- scope ---------------------------------------------------------------------------
 
@@ -1323,7 +1333,7 @@ class ScheduleService:
             check_within(conn, _actor_id(conn, actor), workspace, schedule_id)
             return operation()
 
-        return self.store.run(run, write=write)
+        return self._run(run, write=write)
 
     # --- reads --------------------------------------------------------------------------
 
@@ -1343,7 +1353,7 @@ class ScheduleService:
             actor_id = resolve_actor(conn, actor)
             return self._project(self._row(conn, actor_id, schedule_id, Role.VIEWER))
 
-        return self.store.run(run, write=False)
+        return self._run(run, write=False)
 
     def page(
         self,
@@ -1379,7 +1389,7 @@ class ScheduleService:
             items = [self._project(r) for r in rows]
             return Page(items=items, next_after=str(rows[-1].id) if more else None)
 
-        return self.store.run(run, write=False)
+        return self._run(run, write=False)
 
     def preview(
         self,
@@ -1421,7 +1431,7 @@ class ScheduleService:
                 for s in slots
             ]
 
-        return self.store.run(run, write=False)
+        return self._run(run, write=False)
 
 
 def _tombstone_size(row: Any) -> int:

@@ -23,14 +23,13 @@ from uuid import UUID
 from sqlalchemy import bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import Connection
 
-from kalends.errors import Conflict, Forbidden, InvalidInput, NotFound
+from kalends.errors import Conflict, InvalidInput, NotFound
+from kalends.identity import Role, parse_uuid, require_role, resolve_actor
+from kalends.storage.identity_tables import actors
 from kalends.storage.ids import ids_at
 from kalends.storage.mission_tables import schedules, workspace_members, workspaces
 from kalends.storage.prepared import Prepared
-from kalends.storage.task_tables import actors
 from kalends.storage.unit_of_work import Store
-from kalends.tasks.access import parse_uuid, resolve_actor
-from kalends.tasks.values import Role
 
 __all__ = [
     "WORKSPACE_ROLE",
@@ -38,7 +37,6 @@ __all__ = [
     "OutsideWorkspace",
     "Workspace",
     "Workspaces",
-    "check_role",
     "check_within",
     "workspace_role",
 ]
@@ -120,7 +118,7 @@ def workspace_role(
     unseen = NotFound(f"workspace: no workspace {workspace}", field="workspace")
     if row is None:
         raise unseen
-    return workspace_id, check_role(row.role, minimum, unseen=unseen)
+    return workspace_id, require_role(row.role, minimum, scope="workspace", unseen=unseen)
 
 
 class OutsideWorkspace(NotFound):
@@ -155,22 +153,9 @@ def check_within(conn: Connection, actor_id: UUID, workspace: UUID, schedule: UU
     unseen = NotFound(f"workspace: no workspace {workspace}", field="workspace")
     if row is None:
         raise unseen
-    check_role(row.role, Role.VIEWER, unseen=unseen)
+    require_role(row.role, Role.VIEWER, scope="workspace", unseen=unseen)
     if row.holder != workspace:
         raise OutsideWorkspace(schedule, workspace)
-
-
-def check_role(role_text: str | None, minimum: Role, *, unseen: NotFound) -> Role:
-    """The actor's role once it reaches ``minimum``. Without a role the actor is told
-    ``unseen``: what the caller answers when the scope does not exist at all."""
-    if role_text is None:
-        raise unseen
-    role = Role(role_text)
-    if role.rank < minimum.rank:
-        raise Forbidden(
-            f"this needs the {minimum.value} role on the workspace; you are {role.value}"
-        )
-    return role
 
 
 def _check_name(name: object) -> str:

@@ -28,6 +28,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from kalends.errors import Conflict, Forbidden, InvalidInput, NotFound
+from kalends.identity import ActorRef, resolve_actor
 from kalends.reminders.outbox import RAW
 from kalends.reminders.transports import (
     EMAIL_SCHEMES,
@@ -35,11 +36,10 @@ from kalends.reminders.transports import (
     redacted_url,
     url_scheme,
 )
-from kalends.storage.task_tables import actor_destinations, actors
+from kalends.storage.identity_tables import actors
+from kalends.storage.task_tables import actor_destinations
 from kalends.storage.unit_of_work import Store
-from kalends.tasks.access import resolve_actor
-from kalends.tasks.steps import ActorRef
-from kalends.tasks.values import Channel
+from kalends.tasks import Channel
 
 __all__ = [
     "MAX_DESTINATIONS",

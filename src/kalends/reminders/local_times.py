@@ -16,9 +16,8 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.sql.elements import ColumnElement
 
-from kalends.civil import format_local
+from kalends.civil import format_local, wall_of
 from kalends.storage.task_tables import reminder_intents, task_reminders, tasks
-from kalends.tasks.successors import wall_of
 
 __all__ = ["intent_zone", "local_text", "when_text"]
 

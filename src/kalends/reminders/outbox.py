@@ -60,11 +60,12 @@ from sqlalchemy.types import NullType
 
 from kalends.clock import require_aware
 from kalends.errors import Conflict, Forbidden, InvalidInput, LeaseLost, NotFound
+from kalends.identity import parse_uuid, resolve_actor
 from kalends.reminders.local_times import intent_zone, local_text
+from kalends.storage.identity_tables import actors
 from kalends.storage.schema import SQLITE_INSTANT_LENGTH
 from kalends.storage.task_tables import (
     CLAIMABLE_INTENTS,
-    actors,
     list_members,
     lists,
     reminder_intents,
@@ -72,8 +73,7 @@ from kalends.storage.task_tables import (
 )
 from kalends.storage.unit_of_work import Store, for_update
 from kalends.storage.wake import notify
-from kalends.tasks.access import parse_uuid, resolve_actor
-from kalends.tasks.values import TaskStatus
+from kalends.tasks import TaskStatus
 
 __all__ = [
     "CLAIM_BATCH",

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlencode
 from uuid import UUID
 
+from kalends.errors import DeliveryFailed
 from kalends.reminders.privacy import (
     EMAIL_SCHEMES,
     handing_to_apprise,
@@ -77,8 +78,6 @@ SERVICE_TIMEOUT_SECONDS = 60.0
 REMINDER_ID_LABEL = "Reminder ID:"
 IDEMPOTENCY_HEADERS = ("Idempotency-Key", "X-Kalends-Reminder")
 
-# A DeliveryFailed message stays one short line.
-_MAX_REASON_LENGTH = 500
 _SCHEME = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.-]{0,31})://")
 # What separates the parts of a URL: the parts hidden by Apprise's privacy form are secrets.
 _URL_PARTS = re.compile(r"[\s/:@?&=#,;+]+")
@@ -111,20 +110,6 @@ class Delivery:
             f"destinations=<{len(self.destinations)}>, recipient={self.recipient!r}, "
             f"task_ref={self.task_ref!r}, at={self.at.isoformat()})"
         )
-
-
-class DeliveryFailed(Exception):
-    """The reminder was not accepted by (every one of) its destinations.
-
-    The message is one line and holds no secret from the destination URLs.
-    ``delivered`` counts the destinations that did accept it: a retry sends to
-    them again, and the idempotency key lets the receiver tell.
-    """
-
-    def __init__(self, message: str, *, delivered: int = 0) -> None:
-        self.message = _one_line(message)
-        self.delivered = delivered
-        super().__init__(self.message)
 
 
 class Transport(Protocol):
@@ -426,10 +411,3 @@ def _reason(outcome: apprise.NotifyResult) -> str:
     if outcome.status == apprise.AppriseResultStatus.TIMEOUT:
         return "timed out"
     return "not accepted"
-
-
-def _one_line(text: str) -> str:
-    line = " ".join(text.split())
-    if len(line) > _MAX_REASON_LENGTH:
-        line = line[: _MAX_REASON_LENGTH - 1] + "…"
-    return line

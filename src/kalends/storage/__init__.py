@@ -9,7 +9,7 @@ Typical use::
 
 from __future__ import annotations
 
-from kalends.storage import auth_tables, leases, mission_tables, task_tables
+from kalends.storage import auth_tables, identity_tables, leases, mission_tables, task_tables
 from kalends.storage.engine import DEFAULT_BUSY_TIMEOUT_MS, create_engine_for
 from kalends.storage.leases import Lease
 from kalends.storage.migrate import current_revision, head_revision, open_store, upgrade
@@ -26,6 +26,7 @@ __all__ = [
     "current_revision",
     "for_update",
     "head_revision",
+    "identity_tables",
     "leases",
     "metadata",
     "mission_tables",

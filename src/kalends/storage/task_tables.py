@@ -1,4 +1,7 @@
-"""The tables of the task store (seed 000): actors, lists, tasks, history, reminders.
+"""The tables of the task store (seed 000): lists, tasks, history, reminders.
+
+The people they name are rows of the identity table
+(:mod:`kalends.storage.identity_tables`).
 
 Every task row carries a ``revision`` bumped by every change, and a
 ``schedule_revision`` bumped by every schedule change; reminder intents are
@@ -29,10 +32,10 @@ from sqlalchemy import (
     text,
 )
 
+from kalends.storage.identity_tables import actors
 from kalends.storage.schema import UTCDateTime, metadata
 
 __all__ = [
-    "actors",
     "attachments",
     "blobs",
     "comments",
@@ -51,17 +54,6 @@ __all__ = [
 LOCAL_LENGTH = 19
 ZONE_LENGTH = 64
 
-actors = Table(
-    "actors",
-    metadata,
-    Column("id", Uuid(), primary_key=True),
-    Column("handle", String(64), nullable=False, unique=True),
-    Column("display_name", String(200), nullable=False),
-    Column("email", String(320), nullable=True),
-    Column("created_at", UTCDateTime(), nullable=False),
-    comment="People who act on lists and tasks and receive reminders.",
-)
-
 lists = Table(
     "lists",
     metadata,
@@ -78,7 +70,7 @@ list_members = Table(
     "list_members",
     metadata,
     Column("list_id", Uuid(), ForeignKey("lists.id", ondelete="CASCADE"), primary_key=True),
-    Column("actor_id", Uuid(), ForeignKey("actors.id", ondelete="CASCADE"), primary_key=True),
+    Column("actor_id", Uuid(), ForeignKey(actors.c.id, ondelete="CASCADE"), primary_key=True),
     Column("role", String(16), nullable=False),
     CheckConstraint("role IN ('owner', 'editor', 'viewer')", name="role"),
     Index("ix_list_members_actor_id", "actor_id"),
@@ -131,7 +123,7 @@ tasks = Table(
     Column("due_at", UTCDateTime(), nullable=True),
     Column("series_id", Uuid(), nullable=True),
     Column("occurrence", Integer(), nullable=True),
-    Column("created_by", Uuid(), ForeignKey("actors.id"), nullable=False),
+    Column("created_by", Uuid(), ForeignKey(actors.c.id), nullable=False),
     Column("created_at", UTCDateTime(), nullable=False),
     Column("updated_at", UTCDateTime(), nullable=False),
     CheckConstraint("status IN ('open', 'completed')", name="status"),
@@ -165,7 +157,7 @@ task_reminders = Table(
     Column("local", String(LOCAL_LENGTH), nullable=False),
     Column("zone", String(ZONE_LENGTH), nullable=False),
     Column("at", UTCDateTime(), nullable=False),
-    Column("recipient_id", Uuid(), ForeignKey("actors.id"), nullable=False),
+    Column("recipient_id", Uuid(), ForeignKey(actors.c.id), nullable=False),
     CheckConstraint("channel IN ('email', 'push')", name="channel"),
     comment="A task's reminders, part of its schedule: an explicit wall time, zone and recipient.",
 )
@@ -181,7 +173,7 @@ reminder_intents = Table(
     Column("schedule_revision", Integer(), nullable=False),
     Column("channel", String(16), nullable=False),
     Column("at", UTCDateTime(), nullable=False),
-    Column("recipient_id", Uuid(), ForeignKey("actors.id"), nullable=False),
+    Column("recipient_id", Uuid(), ForeignKey(actors.c.id), nullable=False),
     Column("status", String(16), nullable=False),
     Column("attempts", SmallInteger(), nullable=False, server_default=text("0")),
     Column("lease_token", String(64), nullable=True, unique=True),
@@ -214,7 +206,7 @@ comments = Table(
     metadata,
     Column("id", Uuid(), primary_key=True),
     Column("task_id", Uuid(), ForeignKey("tasks.id", ondelete="CASCADE"), nullable=False),
-    Column("author_id", Uuid(), ForeignKey("actors.id"), nullable=False),
+    Column("author_id", Uuid(), ForeignKey(actors.c.id), nullable=False),
     Column("body", Text(), nullable=False),
     Column("created_at", UTCDateTime(), nullable=False),
     Index("ix_comments_task_id", "task_id"),
@@ -234,7 +226,7 @@ attachments = Table(
     metadata,
     Column("id", Uuid(), primary_key=True),
     Column("task_id", Uuid(), ForeignKey("tasks.id", ondelete="CASCADE"), nullable=False),
-    Column("author_id", Uuid(), ForeignKey("actors.id"), nullable=False),
+    Column("author_id", Uuid(), ForeignKey(actors.c.id), nullable=False),
     Column("name", String(255), nullable=False),
     Column("media_type", String(255), nullable=False),
     Column("size", BigInteger(), nullable=False),
@@ -252,7 +244,7 @@ task_history = Table(
     ),
     Column("task_id", Uuid(), ForeignKey("tasks.id", ondelete="CASCADE"), nullable=False),
     Column("kind", String(64), nullable=False),
-    Column("actor_id", Uuid(), ForeignKey("actors.id"), nullable=True),
+    Column("actor_id", Uuid(), ForeignKey(actors.c.id), nullable=True),
     Column("at", UTCDateTime(), nullable=False),
     Column("payload", JSON(), nullable=False),
     Column("series_id", Uuid(), nullable=True),
@@ -276,7 +268,7 @@ task_series = Table(
     Column("emitted", Integer(), nullable=False),
     Column("status", String(16), nullable=False),
     Column("revision", Integer(), nullable=False),
-    Column("created_by", Uuid(), ForeignKey("actors.id"), nullable=False),
+    Column("created_by", Uuid(), ForeignKey(actors.c.id), nullable=False),
     Column("created_at", UTCDateTime(), nullable=False),
     Column("updated_at", UTCDateTime(), nullable=False),
     CheckConstraint("status IN ('active', 'paused', 'stopped', 'ended')", name="status"),
@@ -311,7 +303,7 @@ actor_destinations = Table(
     "actor_destinations",
     metadata,
     Column("id", Uuid(), primary_key=True),
-    Column("actor_id", Uuid(), ForeignKey("actors.id", ondelete="CASCADE"), nullable=False),
+    Column("actor_id", Uuid(), ForeignKey(actors.c.id, ondelete="CASCADE"), nullable=False),
     Column("channel", String(16), nullable=False),
     Column("position", Integer(), nullable=False),
     Column("url", Text(), nullable=False),

@@ -1,8 +1,8 @@
 """The task store and its scheduling domain (seed 000): lists, checklists, schedules."""
 
+from kalends.identity import Actor, Role
 from kalends.tasks.directory import Directory
 from kalends.tasks.models import (
-    Actor,
     Attachment,
     Comment,
     HistoryEvent,
@@ -18,7 +18,6 @@ from kalends.tasks.values import (
     Channel,
     ListStatus,
     Reminder,
-    Role,
     Schedule,
     TaskStatus,
     TimedValue,

@@ -14,54 +14,12 @@ from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
-from kalends.errors import Forbidden, InvalidInput, ListArchived, NotFound
+from kalends.errors import ListArchived, NotFound
+from kalends.identity import Role, parse_uuid, require_role
 from kalends.storage.prepared import Prepared
-from kalends.storage.task_tables import actors, list_members, lists, sections, tasks
+from kalends.storage.task_tables import list_members, lists, sections, tasks
 from kalends.tasks.skips import SHOWN_STATUS
-from kalends.tasks.values import ListStatus, Role
-
-
-def parse_uuid(value: object, field: str) -> UUID | None:
-    """A UUID given as such or as text; ``None`` when the text is not a UUID."""
-    if isinstance(value, UUID):
-        return value
-    if isinstance(value, str):
-        try:
-            return UUID(value)
-        except ValueError:
-            return None
-    raise InvalidInput(f"{field}: an ID or reference is expected, got {value!r}", field=field)
-
-
-_ACTOR_BY_ID = select(actors.c.id).where(actors.c.id == bindparam("key"))
-_ACTOR_BY_HANDLE = select(actors.c.id).where(actors.c.handle == bindparam("key"))
-
-
-class KnownActor(UUID):
-    """The ID of an actor known to exist: read from a live credential in this process.
-
-    Actors are never deleted, so :func:`resolve_actor` takes it as it is, without the
-    read that checks an ID someone typed.
-    """
-
-    __slots__ = ()
-
-    @classmethod
-    def of(cls, actor_id: UUID) -> KnownActor:
-        return actor_id if isinstance(actor_id, KnownActor) else cls(int=actor_id.int)
-
-
-def resolve_actor(conn: Connection, actor: UUID | str, field: str = "actor") -> UUID:
-    """The ID of an actor given by ID or handle; unknown actors are :class:`NotFound`."""
-    if isinstance(actor, KnownActor):
-        return actor
-    as_id = parse_uuid(actor, field)
-    statement = _ACTOR_BY_ID if as_id is not None else _ACTOR_BY_HANDLE
-    found = conn.execute(statement, {"key": as_id or actor}).scalar()
-    if found is None:
-        raise NotFound(f"{field}: no actor {actor!r}", field=field)
-    return found  # type: ignore[no-any-return]
-
+from kalends.tasks.values import ListStatus
 
 # Built once and run on the driver: every list operation starts with this read.
 _LIST_WITH_ROLE = Prepared(
@@ -86,18 +44,13 @@ def require_list_role(
     told what a list that does not exist tells anyone (:class:`NotFound`).
     """
     row = _LIST_WITH_ROLE.first(conn, {"list_id": list_id, "actor_id": actor_id})
-    if row is None or row.role is None:
-        raise NotFound(f"list: no list {list_id}", field="list")
-    return _check(row, minimum, write), row
-
-
-def _check(row: Any, minimum: Role, write: bool) -> Role:
-    role = Role(row.role)
-    if role.rank < minimum.rank:
-        raise Forbidden(f"this needs the {minimum.value} role on the list; you are {role.value}")
+    unseen = NotFound(f"list: no list {list_id}", field="list")
+    if row is None:
+        raise unseen
+    role = require_role(row.role, minimum, scope="list", unseen=unseen)
     if write and row.status == ListStatus.ARCHIVED.value:
         raise ListArchived(f"the list {row.name!r} is archived")
-    return role
+    return role, row
 
 
 def _task_with_role(condition: ColumnElement[bool], *extra: Any) -> Select[Any]:
@@ -167,11 +120,10 @@ def task_with_role(
         statement = _TASK_BY_ID if as_id is not None else _TASK_BY_REF
     key = as_id if as_id is not None else str(task).upper()
     row = statement.first(conn, {"actor_id": actor_id, "key": key})
-    if row is None or row.role is None:
-        raise NotFound(f"task: no task {task!s}", field="task")
-    role = Role(row.role)
-    if role.rank < minimum.rank:
-        raise Forbidden(f"this needs the {minimum.value} role on the list; you are {role.value}")
+    unseen = NotFound(f"task: no task {task!s}", field="task")
+    if row is None:
+        raise unseen
+    require_role(row.role, minimum, scope="list", unseen=unseen)
     if write and row.list_status == ListStatus.ARCHIVED.value:
         raise ListArchived(f"the list {row.list_name!r} is archived")
     return row

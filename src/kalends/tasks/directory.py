@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import uuid
 from uuid import UUID
 
@@ -11,82 +10,19 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from kalends.errors import Conflict, InvalidInput, NotFound, RevisionConflict
-from kalends.storage.task_tables import actors, list_members, lists, sections
-from kalends.storage.unit_of_work import Store
-from kalends.tasks.access import parse_uuid, require_list_role, resolve_actor
-from kalends.tasks.models import Actor, Section, TaskList
-from kalends.tasks.values import ListStatus, Role, check_name
+from kalends.identity import Actor, ActorDirectory, Role, check_name, parse_uuid, resolve_actor
+from kalends.storage.identity_tables import actors
+from kalends.storage.task_tables import list_members, lists, sections
+from kalends.tasks.access import require_list_role
+from kalends.tasks.models import Section, TaskList
+from kalends.tasks.values import ListStatus
 
-# An actor handle: lowercase letters, digits, '.', '_' or '-', at most 64.
-HANDLE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 # Sections are ordered by position, spaced so that inserting needs no renumbering.
 POSITION_GAP = 1 << 20
 
 
-def normalize_handle(text: str) -> str:
-    """A handle as someone typed it, as handles are stored: no surrounding spaces, lowercase.
-
-    Whether the result is a valid handle (:data:`HANDLE_PATTERN`) is the caller's question.
-    """
-    return text.strip().lower()
-
-
-class Directory:
-    """Who exists and who may see which list."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-
-    # --- actors ------------------------------------------------------------------------
-
-    def add_actor(self, handle: str, display_name: str, email: str | None = None) -> Actor:
-        """Creates an actor; handles are unique, lowercase ``[a-z0-9._-]``."""
-        if not isinstance(handle, str) or not HANDLE_PATTERN.match(handle):
-            raise InvalidInput(
-                f"handle: 1-64 lowercase letters, digits, '.', '_' or '-', got {handle!r}",
-                field="handle",
-            )
-        name = check_name(display_name, "display_name")
-        if email is not None and not _EMAIL.match(email):
-            raise InvalidInput(f"email: {email!r} is not an e-mail address", field="email")
-        actor = Actor(id=uuid.uuid4(), handle=handle, display_name=name, email=email)
-
-        def run(conn: Connection) -> Actor:
-            try:
-                with conn.begin_nested():
-                    conn.execute(
-                        insert(actors).values(
-                            id=actor.id,
-                            handle=handle,
-                            display_name=name,
-                            email=email,
-                            created_at=self.store.clock.now(),
-                        )
-                    )
-            except IntegrityError as exc:
-                raise Conflict(
-                    f"handle: an actor {handle!r} already exists", field="handle"
-                ) from exc
-            return actor
-
-        return self.store.run(run)
-
-    def actor(self, actor: UUID | str) -> Actor:
-        """An actor by ID or handle."""
-
-        def run(conn: Connection) -> Actor:
-            actor_id = resolve_actor(conn, actor)
-            return Actor.from_row(conn.execute(select(actors).where(actors.c.id == actor_id)).one())
-
-        return self.store.run(run, write=False)
-
-    def actors(self) -> list[Actor]:
-        def run(conn: Connection) -> list[Actor]:
-            rows = conn.execute(select(actors).order_by(actors.c.handle))
-            return [Actor.from_row(r) for r in rows]
-
-        return self.store.run(run, write=False)
+class Directory(ActorDirectory):
+    """Who exists (:class:`~kalends.identity.ActorDirectory`) and who may see which list."""
 
     # --- lists -------------------------------------------------------------------------
 

@@ -9,13 +9,13 @@ from typing import Any
 from uuid import UUID
 
 from kalends.civil import format_local, parse_local_datetime
+from kalends.identity import Role
 from kalends.tasks.values import (
     SKIPPED,
     Channel,
     Due,
     ListStatus,
     Reminder,
-    Role,
     TaskStatus,
     TimedValue,
     due_to_json,
@@ -24,26 +24,6 @@ from kalends.tasks.values import (
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if value is not None else None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Actor:
-    id: UUID
-    handle: str
-    display_name: str
-    email: str | None
-
-    @classmethod
-    def from_row(cls, row: Any) -> Actor:
-        return cls(id=row.id, handle=row.handle, display_name=row.display_name, email=row.email)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": str(self.id),
-            "handle": self.handle,
-            "display_name": self.display_name,
-            "email": self.email,
-        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import BindParameter, ColumnElement
 from sqlalchemy.sql.selectable import CTE
 
+from kalends.identity import Role
 from kalends.storage.prepared import Prepared
 from kalends.storage.task_tables import (
     attachments,
@@ -38,7 +39,7 @@ from kalends.tasks.models import (
     reminder_from_row,
 )
 from kalends.tasks.skips import SHOWN_STATUS, SKIPPED, is_skipped
-from kalends.tasks.values import ListStatus, Reminder, Role, TaskStatus
+from kalends.tasks.values import ListStatus, Reminder, TaskStatus
 
 
 def _tags_of(ids: Any) -> Select[Any]:

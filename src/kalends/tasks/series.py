@@ -19,11 +19,12 @@ from uuid import UUID
 from sqlalchemy import select, update
 from sqlalchemy.engine import Connection
 
-from kalends.civil import check_zone_name, get_zone, parse_local_datetime
+from kalends.civil import check_zone_name, get_zone, parse_local_datetime, wall_of
 from kalends.errors import Conflict, InvalidInput, NotFound, RevisionConflict
+from kalends.identity import ActorRef, Role, parse_uuid, resolve_actor
 from kalends.storage.task_tables import series_occurrences, task_series, tasks
 from kalends.tasks import history
-from kalends.tasks.access import parse_uuid, resolve_actor, task_with_role
+from kalends.tasks.access import task_with_role
 from kalends.tasks.history import Event
 from kalends.tasks.series_rules import (
     MAX_CHECKLIST_TASKS,
@@ -31,17 +32,10 @@ from kalends.tasks.series_rules import (
     SeriesRule,
     successor_date,
 )
-from kalends.tasks.steps import (
-    ActorRef,
-    ServiceBase,
-    TaskChange,
-    TaskRef,
-    cancel_intents,
-    cas,
-)
-from kalends.tasks.successors import ChecklistTooLarge, Occurrence, day_exists, generate, wall_of
+from kalends.tasks.steps import ServiceBase, TaskChange, TaskRef, cancel_intents, cas
+from kalends.tasks.successors import ChecklistTooLarge, Occurrence, day_exists, generate
 from kalends.tasks.tree import subtree_ids
-from kalends.tasks.values import Role, TaskStatus
+from kalends.tasks.values import TaskStatus
 
 
 class SeriesStatus:

@@ -18,6 +18,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from kalends.errors import Conflict, InvalidInput, NotFound, ReparentCycle, TaskTrashed
+from kalends.identity import ActorRef, Role, check_name, parse_uuid, resolve_actor
 from kalends.storage.ids import ids_at
 from kalends.storage.task_tables import (
     attachments,
@@ -30,7 +31,7 @@ from kalends.storage.task_tables import (
 )
 from kalends.storage.upsert import insert_missing
 from kalends.tasks import history
-from kalends.tasks.access import parse_uuid, require_list_role, resolve_actor, task_with_role
+from kalends.tasks.access import require_list_role, task_with_role
 from kalends.tasks.directory import find_list
 from kalends.tasks.history import Event
 from kalends.tasks.media import check_media_type
@@ -57,7 +58,6 @@ from kalends.tasks.reads import (
 from kalends.tasks.refs import new_refs
 from kalends.tasks.series_state import check_checklist_room
 from kalends.tasks.steps import (
-    ActorRef,
     AfterTaskUpdate,
     TaskChange,
     TaskRef,
@@ -82,9 +82,7 @@ from kalends.tasks.values import (
     MAX_DESCRIPTION_BYTES,
     MAX_TREE_PAGE,
     SHOWN_STATUSES,
-    Role,
     TaskStatus,
-    check_name,
     check_text,
     check_title,
 )

@@ -16,14 +16,14 @@ from sqlalchemy import Update, bindparam, delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from kalends.errors import InvalidInput, NotFound, RevisionConflict, TaskTrashed
+from kalends.identity import ActorRef, Role, check_name, parse_uuid, resolve_actor
 from kalends.storage.task_tables import lists, reminder_intents, sections, tags, task_tags, tasks
 from kalends.storage.unit_of_work import Store
 from kalends.storage.upsert import insert_missing
-from kalends.tasks.access import parse_uuid, resolve_actor, task_with_role
+from kalends.tasks.access import task_with_role
 from kalends.tasks.tree import hidden_by_trash
-from kalends.tasks.values import MAX_TAG_LENGTH, Role, check_name
+from kalends.tasks.values import MAX_TAG_LENGTH
 
-ActorRef = UUID | str
 TaskRef = UUID | str
 
 

@@ -32,8 +32,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection
 
-from kalends.civil import format_local, get_zone, parse_local_datetime
-from kalends.civil.zones import Resolution, local_seconds, to_naive_datetime
+from kalends.civil import format_local, get_zone, parse_local_datetime, wall_of
+from kalends.civil.zones import Resolution, local_seconds
 from kalends.errors import Conflict
 from kalends.storage.ids import ids_at
 from kalends.storage.scratch import add_days, copy_map, ensure_scratch, json_pairs
@@ -80,14 +80,6 @@ def wall_instant(local: datetime, zone: str) -> datetime:
     tz.cover(wall)
     _, at, _ = tz.resolve(wall)
     return datetime.fromtimestamp(at, UTC)
-
-
-def wall_of(instant: datetime, zone: str) -> datetime:
-    """The wall time ``zone`` shows at ``instant``."""
-    tz = get_zone(zone)
-    second = int(instant.timestamp())
-    tz.cover(second)
-    return to_naive_datetime(second + tz.offset_at(second))
 
 
 def day_exists(day: date, local_time: str | None, zone: str | None) -> bool:
@@ -379,4 +371,4 @@ def generate(
     return [new_root, *fresh.values()]
 
 
-__all__ = ["ChecklistTooLarge", "Occurrence", "day_exists", "generate", "wall_instant", "wall_of"]
+__all__ = ["ChecklistTooLarge", "Occurrence", "day_exists", "generate", "wall_instant"]

@@ -11,6 +11,7 @@ from sqlalchemy.engine import Connection
 
 from kalends.civil import format_local
 from kalends.errors import Conflict, Forbidden, OpenDescendants
+from kalends.identity import ActorRef
 from kalends.storage.ids import ids_at
 from kalends.storage.task_tables import list_members, reminder_intents, task_reminders, tasks
 from kalends.storage.unit_of_work import for_update
@@ -20,15 +21,7 @@ from kalends.tasks.history import Event
 from kalends.tasks.models import Task, reminder_from_row, reminder_to_json
 from kalends.tasks.reads import load_tasks, task_after_write
 from kalends.tasks.series_state import is_recurring_root
-from kalends.tasks.steps import (
-    LIVE_INTENTS,
-    ActorRef,
-    ServiceBase,
-    TaskChange,
-    TaskRef,
-    cancel_intents,
-    cas,
-)
+from kalends.tasks.steps import LIVE_INTENTS, ServiceBase, TaskChange, TaskRef, cancel_intents, cas
 from kalends.tasks.tree import ancestor_ids
 from kalends.tasks.values import Reminder, Schedule, TaskStatus, TimedValue, due_to_json
 
@@ -221,13 +214,7 @@ class Transitions(ServiceBase):
             if not complete_subtree:
                 open_count = conn.execute(_OPEN_DESCENDANTS, {"root_id": row.id}).scalar_one()
                 if open_count or recurring_root:
-                    reason = (
-                        "a recurring checklist is completed only with complete_subtree=true"
-                        if recurring_root
-                        else f"{open_count} open checklist item(s) remain; "
-                        "complete them or pass complete_subtree=true"
-                    )
-                    raise OpenDescendants(reason, open=open_count)
+                    raise OpenDescendants.of(open_count, recurring=recurring_root)
             if conn.dialect.name == "postgresql":
                 # Lock the checklist first, so an item reopened meanwhile is seen open below.
                 conn.execute(_LOCK_SUBTREE, {"root_id": row.id})

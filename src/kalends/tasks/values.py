@@ -28,26 +28,10 @@ MAX_REMINDERS = 20
 MAX_COMMENT_BYTES = 64 * 1024
 # Attachment bytes live in the database; this bounds one attachment.
 MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024
-MAX_NAME_LENGTH = 200
 # A page of a list's trees holds at most this many top-level tasks (with their
 # descendants); the seeds name no page for tasks.
 MAX_TREE_PAGE = 200
 MAX_TAG_LENGTH = 100
-
-
-class Role(StrEnum):
-    """A member's role on a list; each includes the rights of those below it."""
-
-    VIEWER = "viewer"
-    EDITOR = "editor"
-    OWNER = "owner"
-
-    @property
-    def rank(self) -> int:
-        return _RANKS[self]
-
-
-_RANKS = {Role.VIEWER: 1, Role.EDITOR: 2, Role.OWNER: 3}
 
 
 class ListStatus(StrEnum):
@@ -148,15 +132,6 @@ def check_text(value: object, field: str, limit: int) -> str:
     if size > limit:
         raise InvalidInput(f"{field}: at most {limit} bytes, got {size}", field=field)
     return value
-
-
-def check_name(value: object, field: str, limit: int = MAX_NAME_LENGTH) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(f"{field}: a name cannot be blank", field=field)
-    trimmed = value.strip()
-    if len(trimmed) > limit:
-        raise InvalidInput(f"{field}: at most {limit} characters, got {len(trimmed)}", field=field)
-    return trimmed
 
 
 def check_priority(value: object, field: str = "priority") -> int | None:

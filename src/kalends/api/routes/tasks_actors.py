@@ -37,9 +37,9 @@ from kalends.api.routes.tasks_models import ACTOR_KEY, NO_NUL, Strict, answer
 from kalends.api.security import ContextDep, PrincipalDep
 from kalends.auth import Principal
 from kalends.errors import Forbidden, NotFound
+from kalends.identity import MAX_NAME_LENGTH
 from kalends.reminders.destinations import MAX_DESTINATIONS, MAX_URL_LENGTH
 from kalends.reminders.transports import redacted_url
-from kalends.tasks.values import MAX_NAME_LENGTH
 
 __all__ = ["router", "require_server_owner"]
 

@@ -19,12 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, WithJsonSc
 
 from kalends.api.answers import JsonAnswer
 from kalends.api.context import ApiContext
-from kalends.tasks.values import (
-    MAX_NAME_LENGTH,
-    MAX_REMINDERS,
-    MAX_TAG_LENGTH,
-    MAX_TITLE_LENGTH,
-)
+from kalends.identity import MAX_NAME_LENGTH
+from kalends.tasks.values import MAX_REMINDERS, MAX_TAG_LENGTH, MAX_TITLE_LENGTH
 
 T = TypeVar("T")
 

@@ -7,8 +7,7 @@ series' own revision, which ``GET /api/series/{series}`` shows.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
@@ -35,7 +34,7 @@ from kalends.api.routes.tasks_models import (
 )
 from kalends.api.security import ContextDep, PrincipalDep
 from kalends.civil import get_zone
-from kalends.errors import InvalidInput, NotFound, OpenDescendants
+from kalends.errors import InvalidInput, NotFound
 from kalends.reminders.scheduling import past_reminders
 from kalends.tasks import Task, parse_schedule
 from kalends.tasks.series import SeriesView
@@ -103,13 +102,9 @@ def set_schedule(
 def complete_task(
     task: TaskPath, body: CompleteBody, ctx: ContextDep, who: PrincipalDep
 ) -> JSONResponse:
-    try:
-        done = ctx.services.tasks.complete(
-            who.actor_id, task, body.expectedRevision, complete_subtree=body.completeSubtree
-        )
-    except OpenDescendants as exc:
-        message = exc.message.replace("complete_subtree=true", '"completeSubtree": true')
-        raise OpenDescendants(message, **exc.details) from exc
+    done = ctx.services.tasks.complete(
+        who.actor_id, task, body.expectedRevision, complete_subtree=body.completeSubtree
+    )
     return answer(done.to_json())
 
 
@@ -152,18 +147,6 @@ def skip_task(
     )
 
 
-@contextmanager
-def _until_named() -> Iterator[None]:
-    """The series service calls the last day ``end_date``; this API calls it ``until``."""
-    try:
-        yield
-    except InvalidInput as exc:
-        if exc.field != "end_date" or type(exc) is not InvalidInput:
-            raise
-        reason = exc.message.partition(": ")[2] or exc.message
-        raise InvalidInput(f"until: {reason}", field="until") from exc
-
-
 @router.post(
     "/tasks/{task}/series",
     summary="Make an open root task and its checklist the first occurrence of a series",
@@ -189,8 +172,7 @@ def start_series(
         )
         return view, services.tasks.get(who.actor_id, task).task
 
-    with _until_named():
-        view, first = atomic(ctx, start)
+    view, first = atomic(ctx, start)
     return answer({"series": view.to_json(), "task": first.to_json()}, 201)
 
 

@@ -61,8 +61,12 @@ _POLL = 0.05
 _KILL_ROUNDS = 100
 
 
-class CorruptRecord(ValueError):
-    """A passage record does not parse as a JSON object."""
+try:  # imported by the runtime: the error of kalends' one tree
+    from kalends.errors import CorruptRecord as CorruptRecord  # noqa: PLC0414 (re-exported)
+except ImportError:  # run by file path with the standard library only
+
+    class CorruptRecord(ValueError):  # type: ignore[no-redef]
+        """A passage record does not parse as a JSON object."""
 
 
 class Proc(NamedTuple):
