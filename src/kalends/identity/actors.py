@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -60,6 +61,16 @@ class Actor:
             "display_name": self.display_name,
             "email": self.email,
         }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Actor:
+        """From :meth:`to_json` (other keys beside, as a listing's role, are left alone)."""
+        return cls(
+            id=UUID(str(d["id"])),
+            handle=d["handle"],
+            display_name=d["display_name"],
+            email=d["email"],
+        )
 
 
 _ACTOR_BY_ID = select(actors.c.id).where(actors.c.id == bindparam("key"))

@@ -26,6 +26,35 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if value is not None else None
 
 
+# Reading ``to_json()`` back (``from_json``): a server's answer becomes the value local
+# mode has. Only what the JSON holds is restored: a timed due value's instant is
+# resolved again from its wall time and zone.
+
+
+def _instant(value: Any) -> datetime:
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+def _maybe_instant(value: Any) -> datetime | None:
+    return None if value is None else _instant(value)
+
+
+def _maybe_uuid(value: Any) -> UUID | None:
+    return None if value is None else UUID(str(value))
+
+
+def _maybe_date(value: Any) -> date | None:
+    return None if value is None else date.fromisoformat(str(value))
+
+
+def _due_from_json(value: Any) -> Due | None:
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        return TimedValue.parse(value["local"], value["zone"], "due")
+    return date.fromisoformat(str(value))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskList:
     id: UUID
@@ -43,6 +72,17 @@ class TaskList:
             "role": self.role.value if self.role else None,
         }
 
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> TaskList:
+        role = d.get("role")
+        return cls(
+            id=UUID(str(d["id"])),
+            name=d["name"],
+            status=ListStatus(d["status"]),
+            revision=int(d["revision"]),
+            role=Role(role) if role else None,
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Section:
@@ -53,6 +93,16 @@ class Section:
 
     def to_json(self) -> dict[str, Any]:
         return {"id": str(self.id), "name": self.name, "position": self.position}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], *, list_id: UUID | str) -> Section:
+        """The JSON names no list: the caller says which list it read the section from."""
+        return cls(
+            id=UUID(str(d["id"])),
+            list_id=UUID(str(list_id)),
+            name=d["name"],
+            position=int(d["position"]),
+        )
 
 
 _STATUSES = {s.value: s for s in TaskStatus}
@@ -217,6 +267,37 @@ class Task:
             "reminders": [reminder_to_json(r) for r in self.reminders],
         }
 
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Task:
+        """From :meth:`to_json` (keys beside a task's, as a detail's, are left alone)."""
+        # A task a skip settled is shown "skipped" and stored "completed".
+        skipped = d["status"] == SKIPPED
+        return cls(
+            id=UUID(str(d["id"])),
+            ref=d["ref"],
+            list_id=UUID(str(d["list_id"])),
+            section_id=_maybe_uuid(d["section_id"]),
+            parent_id=_maybe_uuid(d["parent_id"]),
+            position=int(d["position"]),
+            title=d["title"],
+            description=d["description"],
+            status=TaskStatus.COMPLETED if skipped else TaskStatus(d["status"]),
+            completed_at=_maybe_instant(d["completed_at"]),
+            trashed=bool(d["trashed"]),
+            revision=int(d["revision"]),
+            schedule_revision=int(d["schedule_revision"]),
+            priority=d["priority"],
+            planned=_maybe_date(d["planned"]),
+            due=_due_from_json(d["due"]),
+            series_id=_maybe_uuid(d["series_id"]),
+            occurrence=d["occurrence"],
+            created_at=_instant(d["created_at"]),
+            updated_at=_instant(d["updated_at"]),
+            tags=tuple(d["tags"]),
+            reminders=tuple(reminder_from_json(r) for r in d["reminders"]),
+            skipped=skipped,
+        )
+
 
 def reminder_to_json(reminder: Reminder) -> dict[str, Any]:
     return {
@@ -226,6 +307,17 @@ def reminder_to_json(reminder: Reminder) -> dict[str, Any]:
         "at": _iso(reminder.time.at),
         "recipient_id": str(reminder.recipient_id),
     }
+
+
+def reminder_from_json(d: Mapping[str, Any]) -> Reminder:
+    """From :func:`reminder_to_json`: the instant is the one stored, not resolved again."""
+    return Reminder(
+        channel=Channel(d["channel"]),
+        time=TimedValue(
+            local=parse_local_datetime(d["local"]), zone=d["zone"], at=_instant(d["at"])
+        ),
+        recipient_id=UUID(str(d["recipient_id"])),
+    )
 
 
 def reminder_from_row(row: Any) -> Reminder:
@@ -245,6 +337,10 @@ class TreeNode:
 
     def to_json(self) -> dict[str, Any]:
         return {**self.task.to_json(), "children": [c.to_json() for c in self.children]}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> TreeNode:
+        return cls(task=Task.from_json(d), children=tuple(cls.from_json(c) for c in d["children"]))
 
     def walk(self) -> list[Task]:
         found = [self.task]
@@ -278,6 +374,16 @@ class Comment:
             "created_at": _iso(self.created_at),
         }
 
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Comment:
+        return cls(
+            id=UUID(str(d["id"])),
+            task_id=UUID(str(d["task_id"])),
+            author_id=UUID(str(d["author_id"])),
+            body=d["body"],
+            created_at=_instant(d["created_at"]),
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Attachment:
@@ -301,6 +407,19 @@ class Attachment:
             "sha256": self.sha256,
             "created_at": _iso(self.created_at),
         }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Attachment:
+        return cls(
+            id=UUID(str(d["id"])),
+            task_id=UUID(str(d["task_id"])),
+            author_id=UUID(str(d["author_id"])),
+            name=d["name"],
+            media_type=d["media_type"],
+            size=int(d["size"]),
+            sha256=d["sha256"],
+            created_at=_instant(d["created_at"]),
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -326,6 +445,19 @@ class HistoryEvent:
             "occurrence": self.occurrence,
         }
 
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> HistoryEvent:
+        return cls(
+            id=int(d["id"]),
+            task_id=UUID(str(d["task_id"])),
+            kind=d["kind"],
+            actor_id=_maybe_uuid(d["actor_id"]),
+            at=_instant(d["at"]),
+            payload=dict(d["payload"]),
+            series_id=_maybe_uuid(d["series_id"]),
+            occurrence=d["occurrence"],
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskDetail:
@@ -347,3 +479,14 @@ class TaskDetail:
             "attachments": [a.to_json() for a in self.attachments],
             "children": self.children,
         }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> TaskDetail:
+        return cls(
+            task=Task.from_json(d),
+            list=TaskList.from_json(d["list"]),
+            section=d["section"],
+            comments=tuple(Comment.from_json(c) for c in d["comments"]),
+            attachments=tuple(Attachment.from_json(a) for a in d["attachments"]),
+            children=int(d["children"]),
+        )

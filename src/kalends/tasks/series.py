@@ -10,7 +10,7 @@ Everything happens inside the user's own transaction.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time
 from typing import Any
@@ -89,6 +89,26 @@ class SeriesView:
             "outstanding_ordinal": self.outstanding_ordinal,
             "next_date": self.next_date.isoformat() if self.next_date else None,
         }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> SeriesView:
+        outstanding = d["outstanding_task_id"]
+        return cls(
+            id=UUID(str(d["id"])),
+            list_id=UUID(str(d["list_id"])),
+            rule=SeriesRule.parse(d["rule"]),
+            local_time=d["time"],
+            zone=d["zone"],
+            anchor_date=date.fromisoformat(d["anchor_date"]),
+            end_date=date.fromisoformat(d["end_date"]) if d["end_date"] else None,
+            count=d["count"],
+            emitted=int(d["emitted"]),
+            status=d["status"],
+            revision=int(d["revision"]),
+            outstanding_task_id=UUID(str(outstanding)) if outstanding else None,
+            outstanding_ordinal=d["outstanding_ordinal"],
+            next_date=date.fromisoformat(d["next_date"]) if d["next_date"] else None,
+        )
 
 
 def _today(now: datetime, zone: str | None) -> date:
