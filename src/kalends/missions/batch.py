@@ -1,0 +1,193 @@
+"""The common case of many due wakes at once, set-based: running schedules with nothing
+pending either sleep until their next slot, end, or have their latest missed slot
+reserved (one transaction for all), started, and admitted (one more transaction).
+
+Each schedule is decided by :func:`~kalends.missions.decide.decide`, as a look of its
+own would decide it; everything this round does not finish (a pending passage, a
+deleted, paused or interrupted schedule, a workspace gone, a lost race, a refused write,
+a start that failed or was not seen) goes back to the caller for a look of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy.engine import Connection
+
+from kalends.errors import KalendsError, TooLarge
+from kalends.missions import service as docs
+from kalends.missions.controls import DocState
+from kalends.missions.decide import Finished, Launch, Sleep, decide
+from kalends.missions.document import Body, Phase
+from kalends.missions.leases import SetWake, set_wakes
+from kalends.missions.looks import LookResult, fallback_at
+from kalends.missions.passages import admission, log_passage, reservation, start_of
+from kalends.missions.runtime.base import Presence, Runtime
+from kalends.missions.scheduler_rows import DueWake, SchedulerRow
+from kalends.storage.unit_of_work import Store
+
+__all__ = ["Batch"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Reserve:
+    """A schedule whose latest missed slot this round reserves: ``body`` holds it."""
+
+    wake: DueWake
+    row: SchedulerRow
+    doc: DocState
+    body: Body
+
+
+class Batch:
+    """The set-based round of one scheduler (its wakes fenced by ``token``)."""
+
+    def __init__(
+        self,
+        store: Store,
+        runtime: Runtime,
+        token: str,
+        exists: Callable[[str], bool],
+        watch: dict[UUID, str],
+    ) -> None:
+        self.store = store
+        self.runtime = runtime
+        self.token = token
+        self.exists = exists
+        self.watch = watch
+
+    def run(
+        self,
+        due: list[DueWake],
+        rows: dict[UUID, SchedulerRow],
+        now: datetime,
+        result: LookResult,
+    ) -> list[DueWake]:
+        """Finish what can be finished of ``due`` (whose schedules' ``rows`` are read);
+        the wakes left for a look of their own."""
+        slow: list[DueWake] = []
+        wakes: list[SetWake] = []
+        reserves: list[_Reserve] = []
+        exists: dict[str, bool] = {}
+        for wake in due:
+            row = rows.get(wake.schedule_id)
+            try:
+                doc = row.document() if row is not None and row.phase == Phase.LIVE else None
+            except KalendsError:
+                doc = None
+            decision = decide(doc, now) if doc is not None else None
+            if row is None or doc is None or decision is None or not decision.needs_workspace:
+                slow.append(wake)
+                continue
+            path = row.workspace_path
+            if path not in exists:
+                exists[path] = self.exists(path)
+            if not exists[path]:
+                slow.append(wake)
+                continue
+            if isinstance(decision, Launch):
+                body = reservation(doc, decision.slot.at, now)
+                reserves.append(_Reserve(wake=wake, row=row, doc=doc, body=body))
+                continue
+            assert isinstance(decision, Sleep | Finished)
+            until = decision.until if isinstance(decision, Sleep) else None
+            wakes.append(SetWake(schedule_id=wake.schedule_id, armed=wake.armed, due=until))
+        reserved: list[tuple[_Reserve, int]] = []
+
+        def reserve(conn: Connection) -> None:
+            reserved.clear()  # retried whole when busy: only the last attempt's writes count
+            writes: list[tuple[_Reserve, int]] = []
+            params: list[dict[str, Any]] = []
+            for r in reserves:
+                try:
+                    params.append(
+                        docs.cas_params(
+                            r.row, state=r.doc.state, phase=r.doc.phase, config=r.doc.config,
+                            body=r.body, now=now,
+                        )
+                    )  # fmt: skip
+                except TooLarge:
+                    continue  # refused before any write: its own look records lastError
+                writes.append((r, r.row.revision + 1))
+            for write, applied in zip(writes, docs.cas_write_many(conn, params), strict=True):
+                if applied:
+                    reserved.append(write)
+            set_wakes(conn, self.token, wakes)
+
+        if reserves or wakes:
+            self.store.run(reserve)
+        result.reserved += len(reserved)
+        for r, _revision in reserved:
+            assert r.body.pending is not None
+            log_passage("admitted", r.doc, r.body.pending)
+        won = {r.wake.schedule_id for r, _ in reserved}
+        slow.extend(r.wake for r in reserves if r.wake.schedule_id not in won)
+        started: list[tuple[_Reserve, int]] = []
+        for r, revision in reserved:
+            pending = r.body.pending
+            assert pending is not None
+            try:
+                presence = self.runtime.start(start_of(r.doc, pending, r.row.workspace_path))
+            except Exception:
+                slow.append(r.wake)  # its own look marks it uncertain and records lastError
+                continue
+            if presence is Presence.PRESENT:
+                started.append((r, revision))
+            else:
+                slow.append(r.wake)
+        if started:
+            self._admit(started, now, result)
+        return slow
+
+    def _admit(
+        self, started: list[tuple[_Reserve, int]], now: datetime, result: LookResult
+    ) -> None:
+        """Record the admissions of the started passages in one transaction, their wakes
+        due at the first pending fallback."""
+
+        def admit(conn: Connection) -> list[UUID]:
+            done = []
+            params: list[dict[str, Any]] = []
+            writes: list[_Reserve] = []
+            for r, revision in started:
+                written = replace(r.row, revision=revision)
+                try:
+                    params.append(
+                        docs.cas_params(
+                            written, state=r.doc.state, phase=r.doc.phase, config=r.doc.config,
+                            body=admission(r.body, now), now=now,
+                        )
+                    )  # fmt: skip
+                except TooLarge:
+                    continue  # its own look admits it, dropping old results to fit
+                writes.append(r)
+            wakes = []
+            for r, applied in zip(writes, docs.cas_write_many(conn, params), strict=True):
+                if not applied:
+                    continue  # a control came first: its own look reconciles the start
+                done.append(r.row.id)
+                wakes.append(
+                    SetWake(
+                        schedule_id=r.row.id,
+                        armed=r.wake.armed,
+                        due=fallback_at(now, 0),
+                        polls=1,
+                    )
+                )
+            set_wakes(conn, self.token, wakes)
+            return done
+
+        done = set(self.store.run(admit))
+        for r, _ in started:
+            if r.row.id not in done:
+                continue
+            pending = r.body.pending
+            assert pending is not None and pending.slot is not None
+            result.admitted += 1
+            result.admissions.append((r.row.id, pending.slot, now))
+            self.watch[r.row.id] = pending.session_id
+            log_passage("started", r.doc, pending)

@@ -1,0 +1,267 @@
+"""The wakes one scheduler holds: claiming free ones under a lease, renewing, setting
+when each is due next, recording a failed look, and giving them all back.
+
+A wake is free when it has no owner (new, released) or its lease ran out (its scheduler
+died). A scheduler's claims carry its ``token``; every later write of a wake is fenced
+by that token, and a write after a look also by the ``armed`` count it read, so a control
+that armed the wake in between is never overwritten. Claims are one locking statement
+that skips rows another claimer holds, so two schedulers never take the same wake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import bindparam, delete, or_, select, update
+from sqlalchemy.engine import Connection
+
+from kalends.missions.wakes import MAX_SLEEP, error_delay
+from kalends.storage.mission_tables import schedule_wakes
+from kalends.storage.unit_of_work import Store, for_update
+
+__all__ = ["Claimed", "SetWake", "WakeLeases", "drop_wakes", "set_wakes"]
+
+_W = schedule_wakes
+
+_RENEW = (
+    update(_W)
+    .where(_W.c.owner == bindparam("me"), _W.c.lease_token == bindparam("tok"))
+    .values(lease_expires_at=bindparam("expires"))
+)
+_SET_WAKE = (
+    update(_W)
+    .where(
+        _W.c.schedule_id == bindparam("sid"),
+        _W.c.lease_token == bindparam("me"),
+        _W.c.armed == bindparam("seen"),
+    )
+    .values(
+        due_at=bindparam("due"),
+        polls=bindparam("p"),
+        failures=0,
+        last_error_code=None,
+        last_error_message=None,
+        last_error_at=None,
+    )
+)
+_DROP_WAKE = delete(_W).where(
+    _W.c.schedule_id == bindparam("sid"),
+    _W.c.lease_token == bindparam("me"),
+    _W.c.armed == bindparam("seen"),
+)
+_FAIL_WAKE = (
+    update(_W)
+    .where(_W.c.schedule_id == bindparam("sid"), _W.c.lease_token == bindparam("me"))
+    .values(
+        due_at=bindparam("due"),
+        failures=bindparam("f"),
+        last_error_code=bindparam("code"),
+        last_error_message=bindparam("message"),
+        last_error_at=bindparam("at"),
+    )
+)
+_NUDGE = (
+    update(_W)
+    .where(_W.c.schedule_id == bindparam("sid"), _W.c.lease_token == bindparam("me"))
+    .values(due_at=bindparam("due"))
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Claimed:
+    """A wake a claim took; ``takeover``: it had an owner whose lease ran out, or was
+    released as orphaned, so the schedule's passage lost its scheduler."""
+
+    schedule_id: UUID
+    takeover: bool
+
+    @classmethod
+    def from_row(cls, row: Any) -> Claimed:
+        """From a free wake as the claim read it (before taking it)."""
+        return cls(
+            schedule_id=row.schedule_id, takeover=row.owner is not None or bool(row.orphaned)
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetWake:
+    """After a look: the wake is next due at ``due`` (``None``: nothing left, drop it),
+    unless a control armed it since the look read ``armed``."""
+
+    schedule_id: UUID
+    armed: int
+    due: datetime | None
+    polls: int = 0
+
+
+def set_wakes(conn: Connection, token: str, wakes: Iterable[SetWake]) -> None:
+    """Write each wake's next due instant (clearing its lastError), or drop it."""
+    sets: list[dict[str, Any]] = []
+    drops: list[dict[str, Any]] = []
+    for wake in wakes:
+        fence = {"sid": wake.schedule_id, "me": token, "seen": wake.armed}
+        if wake.due is None:
+            drops.append(fence)
+        else:
+            sets.append({**fence, "due": wake.due, "p": wake.polls})
+    if sets:
+        conn.execute(_SET_WAKE, sets)
+    if drops:
+        conn.execute(_DROP_WAKE, drops)
+
+
+def drop_wakes(conn: Connection, token: str, wakes: Iterable[tuple[UUID, int]]) -> None:
+    """Drop each ``(schedule, armed)`` wake that no control armed since."""
+    set_wakes(conn, token, (SetWake(schedule_id=s, armed=a, due=None) for s, a in wakes))
+
+
+class WakeLeases:
+    """The leases of one scheduler (``owner``, claiming under ``token``) on its wakes."""
+
+    def __init__(self, store: Store, owner: str, token: str, lease: timedelta) -> None:
+        self.store = store
+        self.owner = owner
+        self.token = token
+        self.lease = lease
+        self.renewed_at: datetime | None = None
+
+    def renew(self, now: datetime) -> None:
+        """Extend every held lease to ``now`` + the lease, at most every third of it."""
+        if self.renewed_at is not None and now - self.renewed_at < self.lease / 3:
+            return
+        expires = now + self.lease
+        self.store.run(
+            lambda conn: conn.execute(
+                _RENEW, {"me": self.owner, "tok": self.token, "expires": expires}
+            )
+        )
+        self.renewed_at = now
+
+    def claim(self, now: datetime, limit: int) -> list[Claimed]:
+        """Take up to ``limit`` free wakes, earliest due first. A taken-over wake is made
+        due now with its pending fallback afresh: the dead scheduler's next look (up to
+        5 min, or 1 h after failures) was its own, and nothing watched the passage's exit
+        since it died."""
+        expires = now + self.lease
+
+        def run(conn: Connection) -> list[Claimed]:
+            free = or_(_W.c.owner.is_(None), _W.c.lease_expires_at <= now)
+            rows = conn.execute(
+                for_update(
+                    select(_W.c.schedule_id, _W.c.owner, _W.c.orphaned)
+                    .where(free)
+                    .order_by(_W.c.due_at)
+                    .limit(limit),
+                    skip_locked=True,
+                )
+            ).all()
+            if not rows:
+                return []
+            ids = [r.schedule_id for r in rows]
+            conn.execute(
+                update(_W)
+                .where(_W.c.schedule_id.in_(ids), free)
+                .values(
+                    owner=self.owner,
+                    lease_token=self.token,
+                    lease_expires_at=expires,
+                    orphaned=False,
+                )
+            )
+            taken = [Claimed.from_row(r) for r in rows]
+            over = [c.schedule_id for c in taken if c.takeover]
+            if over:
+                conn.execute(
+                    update(_W)
+                    .where(_W.c.schedule_id.in_(over), _W.c.due_at > now)
+                    .values(due_at=now, polls=0)
+                )
+            return taken
+
+        taken = self.store.run(run)
+        if taken:
+            self.renewed_at = now
+        return taken
+
+    def set(self, wake: SetWake) -> None:
+        """Set one wake after its look (its own transaction)."""
+        self.store.run(lambda conn: set_wakes(conn, self.token, (wake,)))
+
+    def fail(
+        self, schedule_id: UUID, now: datetime, failures: int, code: str, message: str
+    ) -> None:
+        """Record a failed look (``lastError``), retrying after the backoff of the
+        ``failures + 1``-th failure in a row."""
+        attempt = failures + 1
+        params = {
+            "sid": schedule_id,
+            "me": self.token,
+            "due": now + error_delay(attempt),
+            "f": attempt,
+            "code": code,
+            "message": message[:2000],
+            "at": now,
+        }
+        self.store.run(lambda conn: conn.execute(_FAIL_WAKE, params))
+
+    def nudge(self, schedule_ids: Iterable[UUID], due: datetime) -> None:
+        """Make these held wakes due at ``due`` (a wake hint: a passage's exit)."""
+        params = [{"sid": sid, "me": self.token, "due": due} for sid in schedule_ids]
+        if params:
+            self.store.run(lambda conn: conn.execute(_NUDGE, params))
+
+    def forget(self, schedule_id: UUID) -> None:
+        """Delete the schedule's wake whoever holds it (its schedule shows Interrupted
+        until a Resume arms it again)."""
+        self.store.run(lambda conn: conn.execute(delete(_W).where(_W.c.schedule_id == schedule_id)))
+
+    def release(self) -> None:
+        """Give up every held wake (graceful shutdown). They are marked orphaned, so the
+        next scheduler treats them as after a restart."""
+
+        def run(conn: Connection) -> None:
+            conn.execute(
+                update(_W)
+                .where(_W.c.lease_token == self.token)
+                .values(owner=None, lease_token=None, lease_expires_at=None, orphaned=True)
+            )
+
+        self.store.run(run)
+
+    def sleep_seconds(self) -> float:
+        """Until this scheduler's next due wake, a free wake, another scheduler's lease
+        running out (to take its wakes over), the next renewal, or an hour at most."""
+        now = self.store.clock.now()
+
+        def run(conn: Connection) -> tuple[datetime | None, UUID | None, datetime | None]:
+            mine = conn.execute(
+                select(_W.c.due_at)
+                .where(_W.c.lease_token == self.token)
+                .order_by(_W.c.due_at)
+                .limit(1)
+            ).scalar()
+            unowned = conn.execute(
+                select(_W.c.schedule_id).where(_W.c.owner.is_(None)).limit(1)
+            ).scalar()
+            others = conn.execute(
+                select(_W.c.lease_expires_at)
+                .where(_W.c.owner.is_not(None), _W.c.lease_token != self.token)
+                .order_by(_W.c.lease_expires_at)
+                .limit(1)
+            ).scalar()
+            return mine, unowned, others
+
+        mine, unowned, others = self.store.run(run, write=False)
+        if unowned is not None:
+            return 0.0
+        until = now + MAX_SLEEP
+        for instant in (mine, others):
+            if instant is not None:
+                until = min(until, instant)
+        if self.renewed_at is not None:
+            until = min(until, self.renewed_at + self.lease / 3)
+        return max(0.0, (until - now).total_seconds())

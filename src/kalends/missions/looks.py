@@ -1,0 +1,347 @@
+"""One look at one schedule, in transactions of its own: act on :func:`decide`'s
+decision, reconciling, observing and settling a pending passage with the runtime, and
+write each step with a compare-and-swap on the document's revision.
+
+Seed 002 "Daily write-ahead passage start and recovery":
+
+- a pending passage not yet admitted: ``lookup`` its start; present → record the
+  admission; absent and dispatch no longer allowed (or the workspace gone) → archive
+  ``failed``/``not-started`` (the only archive without an admission); absent → start
+  it with the same identities; unknown → keep it pending, ``uncertain``;
+- an admitted passage: ``observe``; interrupt its family when the schedule was paused,
+  stopped or deleted after the passage was reserved; once the family is gone, archive
+  its outcome in one compare-and-swap, then look again for the next slot;
+- nothing pending: as :func:`~kalends.missions.decide.decide` says; a running schedule
+  whose workspace no longer exists ends as Interrupted with reason ``error``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from functools import partial
+from uuid import UUID
+
+from sqlalchemy import and_, or_, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql import ColumnElement
+
+from kalends.errors import TooLarge
+from kalends.missions import service as docs
+from kalends.missions.config import Restart
+from kalends.missions.controls import DocState
+from kalends.missions.decide import (
+    Attend,
+    Compact,
+    Dormant,
+    Finished,
+    Gone,
+    Launch,
+    Sleep,
+    decide,
+)
+from kalends.missions.document import Body, PassageStatus, Pending, Phase, State, archive
+from kalends.missions.leases import SetWake, WakeLeases
+from kalends.missions.passages import (
+    admission,
+    dispatch_allowed,
+    interrupt_wanted,
+    log_passage,
+    ran_seconds,
+    reservation,
+    result_of,
+    settle_outcome,
+    start_of,
+)
+from kalends.missions.runtime.base import Observation, Presence, Runtime
+from kalends.missions.scheduler_rows import SchedulerRow, read_schedule
+from kalends.missions.wakes import fallback_delay
+from kalends.storage.mission_tables import schedule_controls
+from kalends.storage.unit_of_work import Store
+
+__all__ = ["Look", "LookResult", "fallback_at"]
+
+log = logging.getLogger("kalends.missions.scheduler")
+
+_C = schedule_controls
+_ROUNDS = 8
+"""Compare-and-swap rounds of one look against concurrent controls before it gives up
+and looks again soon."""
+
+
+@dataclass(slots=True)
+class LookResult:
+    """What one round did (for logs, tests and benchmarks)."""
+
+    claimed: int = 0
+    looked: int = 0
+    reserved: int = 0
+    admitted: int = 0
+    settled: int = 0
+    interrupted: int = 0
+    not_started: int = 0
+    errors: int = 0
+    admissions: list[tuple[UUID, datetime, datetime]] = field(default_factory=list)
+
+
+def fallback_at(now: datetime, polls: int) -> datetime:
+    """When a pending passage's wake is due again without an exit event."""
+    return now + fallback_delay(polls)
+
+
+class _Again:
+    """Reread the document and decide again (the look wrote, or lost a race)."""
+
+
+_AGAIN = _Again()
+
+
+class Look:
+    """The looks of one scheduler: its store, its runtime, how it tells a workspace
+    exists, and the passages it watches for an exit (``watch``: schedule → session,
+    shared with the scheduler's loop)."""
+
+    def __init__(
+        self,
+        store: Store,
+        runtime: Runtime,
+        leases: WakeLeases,
+        exists: Callable[[str], bool],
+        watch: dict[UUID, str],
+    ) -> None:
+        self.store = store
+        self.runtime = runtime
+        self.leases = leases
+        self.exists = exists
+        self.watch = watch
+
+    def look_and_set(
+        self, sid: UUID, armed: int, polls: int, now: datetime, result: LookResult
+    ) -> None:
+        """Look at the schedule, then set its wake (fenced by ``armed``)."""
+        due, new_polls = self.look(sid, polls, now, result)
+        self.leases.set(SetWake(schedule_id=sid, armed=armed, due=due, polls=new_polls))
+
+    def look(
+        self, sid: UUID, polls: int, now: datetime, result: LookResult
+    ) -> tuple[datetime | None, int]:
+        """Look at one schedule; when to look again (``None``: nothing left) and the
+        pending-fallback step."""
+        for _ in range(_ROUNDS):
+            row = self._read(sid)
+            doc = None if row is None else row.document()
+            decision = decide(doc, now)
+            if isinstance(decision, Gone):
+                self.watch.pop(sid, None)
+                return None, 0
+            assert row is not None and doc is not None
+            if isinstance(decision, Attend):
+                step = self._attend(row, doc, decision.pending, now, result)
+                if step is _AGAIN:
+                    continue
+                if step is None:
+                    return fallback_at(now, polls), polls + 1
+                assert isinstance(step, datetime)
+                return step, 0
+            self.watch.pop(sid, None)
+            if isinstance(decision, Compact):
+                if not self.store.run(partial(docs.compact, row=row, now=now)):
+                    continue
+                return None, 0
+            if isinstance(decision, Dormant):
+                return None, 0
+            if not self.exists(row.workspace_path):
+                if self.interrupt_schedule(row, doc, now, "error"):
+                    return None, 0
+                continue
+            if isinstance(decision, Launch):
+                if self._reserve(row, doc, decision.slot.at, now):
+                    result.reserved += 1
+                continue
+            if isinstance(decision, Sleep):
+                return decision.until, 0
+            assert isinstance(decision, Finished)
+            return None, 0
+        return now, polls  # kept losing races: look again soon
+
+    def restart(self, sid: UUID, now: datetime) -> None:
+        """A wake taken over from a dead or stopped scheduler: the schedule's Job was gone.
+        ``restart: interrupt`` schedules show Interrupted until an explicit Resume (which
+        rearms the wake); ``resume`` ones go on, their pending passage reconciled first."""
+        row = self._read(sid)
+        if row is None or row.phase != Phase.LIVE.value:
+            return
+        doc = docs.doc_of(row)
+        if doc.config.restart is not Restart.INTERRUPT or doc.state is not State.RUNNING:
+            return
+        if doc.body.interruption is None:
+            self.interrupt_schedule(row, doc, now, "restart")
+        self.leases.forget(sid)
+
+    def interrupt_schedule(
+        self, row: SchedulerRow, doc: DocState, now: datetime, reason: str
+    ) -> bool:
+        body = replace(doc.body, interruption=reason, interrupted_at=now)
+        return self._cas(row, doc, body, now)
+
+    # --- the pending passage ---------------------------------------------------------------
+
+    def _attend(
+        self, row: SchedulerRow, doc: DocState, pending: Pending, now: datetime, result: LookResult
+    ) -> datetime | _Again | None:
+        """Reconcile, observe or settle the pending passage. Returns when to look again,
+        ``None`` for the pending fallback, or ``_AGAIN`` to reread the document."""
+        if not pending.admitted:
+            presence = self.runtime.lookup(pending.session_id, pending.message_id)
+            if presence is Presence.ABSENT:
+                if not dispatch_allowed(doc, pending) or not self.exists(row.workspace_path):
+                    if self._archive(row, doc, now, "failed", "not-started", None):
+                        result.not_started += 1
+                    return _AGAIN
+                try:
+                    presence = self.runtime.start(start_of(doc, pending, row.workspace_path))
+                except Exception:
+                    self._mark(row, doc, pending, now, PassageStatus.UNCERTAIN, "admission-failing")
+                    raise
+            if presence is Presence.PRESENT:
+                body = admission(doc.body, now)
+                done = (
+                    [and_(_C.c.action == "run-now", _C.c.request_id == pending.request_id)]
+                    if pending.request_id is not None
+                    else None
+                )
+                if not self._cas(row, doc, body, now, complete=done):
+                    return _AGAIN
+                result.admitted += 1
+                if pending.slot is not None:
+                    result.admissions.append((row.id, pending.slot, now))
+                assert body.pending is not None
+                log_passage("started", doc, body.pending)
+                return _AGAIN
+            self._mark(row, doc, pending, now, PassageStatus.UNCERTAIN, "not-observed")
+            return None
+        obs = self.runtime.observe(pending.session_id)
+        if not obs.launched and not obs.exited and dispatch_allowed(doc, pending):
+            # Admitted, never launched (a crash between the two): ``start`` is idempotent
+            # and launches it exactly once; the admission is never made again.
+            self.runtime.start(start_of(doc, pending, row.workspace_path))
+            obs = self.runtime.observe(pending.session_id)
+        if interrupt_wanted(doc, pending) and not obs.settled and not obs.interrupted:
+            self.runtime.interrupt(pending.session_id)
+            result.interrupted += 1
+        if obs.settled:
+            outcome, reason = settle_outcome(obs)
+            summary = obs.report.summary if obs.report is not None else ""
+            if self._archive(row, doc, now, outcome, reason, summary, obs=obs):
+                result.settled += 1
+                self.watch.pop(row.id, None)
+            return _AGAIN
+        self.watch[row.id] = pending.session_id
+        status = PassageStatus.SETTLING if obs.exited else PassageStatus.RUNNING
+        if pending.status is not status or pending.reason is not None:
+            self._mark(row, doc, pending, now, status, None)
+        return None
+
+    def _reserve(self, row: SchedulerRow, doc: DocState, slot: datetime, now: datetime) -> bool:
+        """Write-ahead: the pending record, in one compare-and-swap."""
+        body = reservation(doc, slot, now)
+        if not self._cas(row, doc, body, now):
+            return False
+        assert body.pending is not None
+        log_passage("admitted", doc, body.pending)
+        return True
+
+    def _mark(
+        self,
+        row: SchedulerRow,
+        doc: DocState,
+        pending: Pending,
+        now: datetime,
+        status: PassageStatus,
+        reason: str | None,
+    ) -> None:
+        if pending.status is status and pending.reason == reason:
+            return
+        body = replace(doc.body, pending=replace(pending, status=status, reason=reason))
+        self._cas(row, doc, body, now)
+
+    def _archive(
+        self,
+        row: SchedulerRow,
+        doc: DocState,
+        now: datetime,
+        outcome: str,
+        reason: str | None,
+        summary: str | None,
+        *,
+        obs: Observation | None = None,
+    ) -> bool:
+        """Archive the pending passage in one compare-and-swap and resolve the controls
+        that waited on it (its Run now, Pause/Stop interrupting it)."""
+        pending = doc.body.pending
+        assert pending is not None
+        body = archive(doc.body, result_of(pending, outcome, reason, summary, now))
+        waiting: list[ColumnElement[bool]] = [_C.c.action.in_(("pause", "stop", "check"))]
+        if pending.request_id is not None:
+            waiting.append(and_(_C.c.action == "run-now", _C.c.request_id == pending.request_id))
+        if not self._cas(row, doc, body, now, complete=waiting):
+            return False
+        seconds = ran_seconds(obs, pending, now)
+        log_passage("settled", doc, pending, outcome=outcome, reason=reason, seconds=seconds)
+        return True
+
+    # --- writes ------------------------------------------------------------------------------
+
+    def _read(self, sid: UUID) -> SchedulerRow | None:
+        return self.store.run(lambda conn: read_schedule(conn, sid), write=False)
+
+    def _cas(
+        self,
+        row: SchedulerRow,
+        doc: DocState,
+        body: Body,
+        now: datetime,
+        *,
+        complete: list[ColumnElement[bool]] | None = None,
+    ) -> bool:
+        """One compare-and-swap of ``body``; when the document would be over its ceiling,
+        the oldest results are dropped until it fits. Byte-bounded results make every
+        document fit (``missions/limits.py``), but one written before the bounds may not,
+        and a settlement refused for good would hold Stop and Delete forever."""
+        while True:
+            try:
+                return self._cas_once(row, doc, body, now, complete)
+            except TooLarge:
+                if not body.results:
+                    raise
+                log.warning(
+                    "schedule %s: the document is over its ceiling; dropping its oldest result",
+                    row.id,
+                )
+                body = replace(body, results=body.results[1:])
+
+    def _cas_once(
+        self,
+        row: SchedulerRow,
+        doc: DocState,
+        body: Body,
+        now: datetime,
+        complete: list[ColumnElement[bool]] | None,
+    ) -> bool:
+        def run(conn: Connection) -> bool:
+            revision = docs.cas_write(
+                conn, row, state=doc.state, phase=doc.phase, config=doc.config, body=body, now=now
+            )
+            if revision is None:
+                return False
+            if complete:
+                conn.execute(
+                    update(_C)
+                    .where(_C.c.schedule_id == row.id, _C.c.complete.is_(False), or_(*complete))
+                    .values(complete=True)
+                )
+            return True
+
+        return bool(self.store.run(run))

@@ -1,0 +1,226 @@
+"""A passage's way through the scheduler, as pure rules: its identities, the body that
+reserves it and the one that admits it, what its command is started with, whether it may
+still start or must be interrupted, the outcome it settles with, and its log lines.
+
+Seed 002 "Daily write-ahead passage start and recovery". Nothing here reads a clock or
+the database: every rule that needs the time takes ``now``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import replace
+from datetime import datetime
+
+from kalends.missions.controls import DocState
+from kalends.missions.document import Body, PassageStatus, Pending, Phase, Result, State
+from kalends.missions.runtime.base import Observation, PassageStart
+
+__all__ = [
+    "admission",
+    "dispatch_allowed",
+    "interrupt_wanted",
+    "log_passage",
+    "ran_seconds",
+    "reservation",
+    "result_of",
+    "scheduled_identity",
+    "settle_outcome",
+    "start_of",
+]
+
+# The scheduler's log lines keep the logger they always had.
+log = logging.getLogger("kalends.missions.scheduler")
+
+
+def scheduled_identity(schedule_id: str, slot: datetime) -> tuple[str, str, str]:
+    """The passage, session and message IDs of a scheduled slot (deterministic)."""
+    key = f"{schedule_id}\x00scheduled\x00{slot.isoformat()}"
+
+    def derive(role: str) -> str:
+        return hashlib.sha256(f"{key}\x00{role}".encode()).hexdigest()[:26]
+
+    return f"psg_{derive('passage')}", f"ses_{derive('session')}", f"msg_{derive('message')}"
+
+
+def reservation(doc: DocState, slot: datetime, now: datetime) -> Body:
+    """The body with the pending record of ``slot``: deterministic identities, before
+    any effect; the high-water mark advances with it (seed 002: technical high-water
+    advances at durable reservation), so the older missed slots are never launched."""
+    body = doc.body
+    passage, session, message = scheduled_identity(doc.schedule_id, slot)
+    pending = Pending(
+        passage_id=passage,
+        session_id=session,
+        message_id=message,
+        trigger="scheduled",
+        slot=slot,
+        request_id=None,
+        status=PassageStatus.STARTING,
+        admitted=False,
+        reserved_at=now,
+        profile=doc.config.profile.to_json(),
+        config_generation=body.config_generation,
+        temporal_generation=body.temporal_generation,
+    )
+    checks = body.checks_count + (1 if doc.config.condition is not None else 0)
+    return replace(body, pending=pending, high_water=slot, checks_count=checks)
+
+
+def admission(body: Body, now: datetime) -> Body:
+    """``body`` with its pending passage admitted at ``now`` (its start was seen) and
+    counted; the admission is recorded once and never made again."""
+    pending = body.pending
+    assert pending is not None
+    admitted = replace(pending, admitted=True, admitted_at=now, status=PassageStatus.RUNNING)
+    return replace(body, pending=admitted, admitted=body.admitted + 1)
+
+
+def start_of(doc: DocState, pending: Pending, workspace: str) -> PassageStart:
+    """What the runtime starts the pending passage with, in ``workspace``."""
+    profile = pending.profile
+    config = doc.config
+    return PassageStart(
+        passage_id=pending.passage_id,
+        session_id=pending.session_id,
+        message_id=pending.message_id,
+        schedule_id=doc.schedule_id,
+        workspace=workspace,
+        command=tuple(profile.get("command", ())),
+        env=tuple(sorted((profile.get("env") or {}).items())),
+        cwd=profile.get("cwd", "."),
+        input={
+            "passageId": pending.passage_id,
+            "sessionId": pending.session_id,
+            "messageId": pending.message_id,
+            "scheduleId": doc.schedule_id,
+            "title": config.title,
+            "objective": config.objective,
+            "notes": config.notes,
+            "template": None
+            if config.template is None
+            else [item.to_json() for item in config.template],
+            "trigger": pending.trigger,
+            "slot": None if pending.slot is None else pending.slot.isoformat(),
+            "requestId": pending.request_id,
+        },
+    )
+
+
+def dispatch_allowed(doc: DocState, pending: Pending) -> bool:
+    """Whether the pending passage may still start: the document is live, not stopped or
+    interrupted, and not paused since the passage was reserved (a Run now starts while
+    paused, unless paused again after it)."""
+    if doc.phase is not Phase.LIVE or doc.state is State.STOPPED:
+        return False
+    if doc.body.interruption is not None:
+        return False
+    paused_after = doc.body.last_pause_at is not None and (
+        doc.body.last_pause_at >= pending.reserved_at
+    )
+    if doc.state is State.RUNNING:
+        return not paused_after
+    return pending.trigger == "manual" and not paused_after
+
+
+def interrupt_wanted(doc: DocState, pending: Pending) -> bool:
+    """Whether the running passage's family is to be interrupted: the schedule was
+    deleted, or paused or stopped after the passage was reserved."""
+    if doc.phase is not Phase.LIVE:
+        return True
+    last = doc.body.last_pause_at
+    return doc.state is not State.RUNNING and last is not None and last >= pending.reserved_at
+
+
+def settle_outcome(obs: Observation) -> tuple[str, str | None]:
+    """The outcome of a settled family (SPEC §4): a completed report stands; a failed
+    report, a non-zero exit or a signal fail; a clean end without a report is
+    ``ended-without-report`` (reason ``interrupted`` when kalends interrupted it)."""
+    if obs.report is not None and obs.report.outcome == "completed":
+        return "completed", None
+    if obs.report is not None and obs.report.outcome == "failed":
+        return "failed", "reported"
+    if obs.interrupted:
+        return "ended-without-report", "interrupted"
+    if obs.error is not None:
+        return "failed", obs.error
+    if obs.signal is not None:
+        return "failed", f"signal {obs.signal}"
+    if obs.exit_status not in (0, None):
+        return "failed", f"exit status {obs.exit_status}"
+    return "ended-without-report", None
+
+
+def result_of(
+    pending: Pending, outcome: str, reason: str | None, summary: str | None, now: datetime
+) -> Result:
+    """The archived record of the pending passage, settled at ``now``."""
+    return Result(
+        passage_id=pending.passage_id,
+        trigger=pending.trigger,
+        slot=pending.slot,
+        outcome=outcome,
+        reason=reason,
+        summary=summary or "",  # archive() cuts it to its byte bound
+        admitted_at=pending.admitted_at,
+        settled_at=now,
+    )
+
+
+def ran_seconds(obs: Observation | None, pending: Pending, now: datetime) -> float | None:
+    """How long the passage ran: from its command's start to its end when the runtime saw
+    both, else from its admission to ``now``; ``None`` for one never admitted."""
+    if obs is not None and obs.started_at is not None and obs.ended_at is not None:
+        return max((obs.ended_at - obs.started_at).total_seconds(), 0.0)
+    if pending.admitted_at is None:
+        return None
+    return max((now - pending.admitted_at).total_seconds(), 0.0)
+
+
+def log_passage(
+    event: str,
+    doc: DocState,
+    pending: Pending,
+    *,
+    outcome: str | None = None,
+    reason: str | None = None,
+    seconds: float | None = None,
+) -> None:
+    """One INFO line of the passage's way: ``admitted`` (the scheduler took a due slot and
+    wrote its passage ahead of the start), ``started`` (its command launched and its
+    admission recorded), ``settled`` (archived with ``outcome``, after ``seconds``)."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    slot = None if pending.slot is None else pending.slot.isoformat().replace("+00:00", "Z")
+    said = f'passage {event}: "{doc.config.title}" ' + (f"slot {slot}" if slot else "run now")
+    if outcome is not None:
+        said += f": {outcome}" + (f" ({reason})" if reason else "")
+        if seconds is not None:
+            said += f" after {_duration(seconds)}"
+    log.info(
+        said,
+        extra={
+            "fields": {
+                "event": f"passage-{event}",
+                "schedule_id": doc.schedule_id,
+                "title": doc.config.title,
+                "passage_id": pending.passage_id,
+                "trigger": pending.trigger,
+                "slot": slot,
+                "outcome": outcome,
+                "reason": reason,
+                "duration_s": None if seconds is None else round(seconds, 3),
+            }
+        },
+    )
+
+
+def _duration(seconds: float) -> str:
+    """``2.4 s``, ``3 min 05 s``, ``2 h 07 min``."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    whole = int(seconds)
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
