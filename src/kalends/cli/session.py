@@ -17,11 +17,14 @@ from typing import Annotated, NoReturn, Protocol, TypeVar
 import typer
 from rich.text import Text
 
+from kalends.auth.grants import Grants
 from kalends.bootstrap import Services, open_services
 from kalends.cli.db import DatabaseOption, JsonOption
+from kalends.cli.local_tasks import LocalTaskChanges
 from kalends.cli.output import EXIT_FAILURE, EXIT_INVALID, console, emit_json, error_console
 from kalends.errors import InvalidInput, KalendsError, Vocabulary
 from kalends.tasks import Directory, TaskService
+from kalends.tasks.series import SeriesService
 
 __all__ = [
     "ENV_ACTOR",
@@ -108,6 +111,9 @@ class Session:
     actor: str
     json_output: bool
 
+    # What a command asks for in either mode (kalends.cli.task_client.TaskSession): here
+    # the services themselves.
+
     @property
     def tasks(self) -> TaskService:
         return self.services.tasks
@@ -115,6 +121,27 @@ class Session:
     @property
     def directory(self) -> Directory:
         return self.services.directory
+
+    @property
+    def series(self) -> SeriesService:
+        return self.services.series
+
+    @property
+    def grants(self) -> Grants:
+        return self.services.grants
+
+    @property
+    def changes(self) -> LocalTaskChanges:
+        return LocalTaskChanges(self.services)
+
+    @property
+    def server(self) -> None:
+        """No server: local mode."""
+        return None
+
+    def read_together(self, fn: Callable[[], T]) -> T:
+        """Runs ``fn``'s reads in one read transaction, so that they agree with each other."""
+        return self.atomic(fn, write=False)
 
     def atomic(self, fn: Callable[[], T], *, write: bool = True) -> T:
         """Runs several service calls as one transaction: all of them happen, or none."""

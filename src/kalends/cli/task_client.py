@@ -1,0 +1,353 @@
+"""What the task commands ask for, the same whether they run on a database or a server.
+
+Each protocol mirrors a service, method for method with its signature (the acting
+actor first), so the service itself is the local implementation: :class:`Directory`,
+:class:`TaskService`, :class:`SeriesService` and :class:`Grants` satisfy them as they
+are. :mod:`kalends.cli.http_tasks` implements them over the HTTP API, where the
+server acts as the token's owner and ``actor`` is not sent.
+
+:class:`TaskChanges` holds the changes that take several service calls: locally one
+transaction (:mod:`kalends.cli.local_tasks`), on a server one request to the route that
+makes them in one transaction there.
+
+A command gets all of these from its session (:class:`TaskSession`): the local
+:class:`~kalends.cli.session.Session` or the server's
+:class:`~kalends.cli.remote.Remote`, chosen once by
+:func:`~kalends.cli.remote.local_or_remote`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, Protocol, TypeVar
+from uuid import UUID
+
+from kalends.auth.grants import ActorPrivileges, Privilege
+from kalends.identity import Actor, ActorRef, Role
+from kalends.tasks import (
+    Attachment,
+    Comment,
+    HistoryEvent,
+    Section,
+    Task,
+    TaskDetail,
+    TaskList,
+    TaskStatus,
+    TreeNode,
+)
+from kalends.tasks.series import SeriesView
+from kalends.tasks.series_rules import SeriesRule
+
+__all__ = [
+    "DirectoryClient",
+    "GrantsClient",
+    "Repeated",
+    "Scheduled",
+    "SeriesClient",
+    "Skipped",
+    "TaskChanges",
+    "TaskClient",
+    "TaskSession",
+]
+
+T = TypeVar("T")
+TaskRef = UUID | str
+# The schedule JSON made of a task's current schedule (or of none).
+ScheduleEdit = Callable[[Task | None], Mapping[str, Any]]
+
+
+class DirectoryClient(Protocol):
+    """Actors, lists, their members and sections (:class:`~kalends.tasks.Directory`)."""
+
+    def add_actor(self, handle: str, display_name: str, email: str | None = None) -> Actor: ...
+
+    def actors(self) -> list[Actor]:
+        """Every actor, by handle."""
+        ...
+
+    def create_list(self, actor: UUID | str, name: str) -> TaskList: ...
+
+    def lists(self, actor: UUID | str, *, include_archived: bool = True) -> list[TaskList]: ...
+
+    def get_list(self, actor: UUID | str, list_ref: UUID | str) -> TaskList: ...
+
+    def share(
+        self,
+        actor: UUID | str,
+        list_ref: UUID | str,
+        member: UUID | str,
+        role: Role | str | None,
+        expected_revision: int | None = None,
+    ) -> TaskList: ...
+
+    def archive(
+        self,
+        actor: UUID | str,
+        list_ref: UUID | str,
+        *,
+        archived: bool = True,
+        expected_revision: int | None = None,
+    ) -> TaskList: ...
+
+    def members(self, actor: UUID | str, list_ref: UUID | str) -> list[tuple[Actor, Role]]: ...
+
+    def add_section(self, actor: UUID | str, list_ref: UUID | str, name: str) -> Section: ...
+
+    def sections(self, actor: UUID | str, list_ref: UUID | str) -> list[Section]: ...
+
+
+class GrantsClient(Protocol):
+    """Server privileges (:class:`~kalends.auth.grants.Grants`)."""
+
+    def actors(self) -> list[ActorPrivileges]: ...
+
+    def grant(self, actor: UUID | str, privilege: Privilege | str) -> ActorPrivileges: ...
+
+    def revoke(self, actor: UUID | str, privilege: Privilege | str) -> ActorPrivileges: ...
+
+
+class TaskClient(Protocol):
+    """Tasks and their checklists, one call each (:class:`~kalends.tasks.TaskService`)."""
+
+    def get(self, actor: ActorRef, task: TaskRef) -> TaskDetail: ...
+
+    def tree(
+        self,
+        actor: ActorRef,
+        list_ref: UUID | str,
+        *,
+        section: str | None = None,
+        tag: str | None = None,
+        status: TaskStatus | str | None = None,
+        due_from: date | None = None,
+        due_to: date | None = None,
+        planned: date | None = None,
+        include_trashed: bool = False,
+    ) -> list[TreeNode]: ...
+
+    def history(self, actor: ActorRef, task: TaskRef) -> list[HistoryEvent]: ...
+
+    def create(
+        self,
+        actor: ActorRef,
+        list_ref: UUID | str,
+        title: str,
+        *,
+        description: str = "",
+        parent: TaskRef | None = None,
+        section: str | None = None,
+        tags: Sequence[str] = (),
+        before: TaskRef | None = None,
+        after: TaskRef | None = None,
+    ) -> Task: ...
+
+    def move_to_list(
+        self,
+        actor: ActorRef,
+        task: TaskRef,
+        expected_revision: int,
+        target_list: UUID | str,
+        *,
+        section: str | None = None,
+    ) -> Task: ...
+
+    def complete(
+        self,
+        actor: ActorRef,
+        task: TaskRef,
+        expected_revision: int,
+        *,
+        complete_subtree: bool = False,
+    ) -> Task: ...
+
+    def reopen(self, actor: ActorRef, task: TaskRef, expected_revision: int) -> Task: ...
+
+    def trash(self, actor: ActorRef, task: TaskRef, expected_revision: int) -> Task: ...
+
+    def restore(self, actor: ActorRef, task: TaskRef, expected_revision: int) -> Task: ...
+
+    def comment(self, actor: ActorRef, task: TaskRef, body: str) -> Comment: ...
+
+    def attach(
+        self, actor: ActorRef, task: TaskRef, name: str, media_type: str, data: bytes
+    ) -> Attachment: ...
+
+
+class SeriesClient(Protocol):
+    """A recurring series, by its ID or one of its tasks
+    (:class:`~kalends.tasks.series.SeriesService`)."""
+
+    def get(self, actor: ActorRef, series_or_task: UUID | str) -> SeriesView: ...
+
+    def pause(self, actor: ActorRef, series: UUID | str, expected_revision: int) -> SeriesView: ...
+
+    def resume(self, actor: ActorRef, series: UUID | str, expected_revision: int) -> SeriesView: ...
+
+    def stop(self, actor: ActorRef, series: UUID | str, expected_revision: int) -> SeriesView: ...
+
+
+# --- changes of several service calls ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scheduled:
+    """A task as just scheduled, and a warning for each of its reminders already past."""
+
+    task: Task
+    warnings: tuple[Mapping[str, Any], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.task.to_json(), "warnings": [dict(w) for w in self.warnings]}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Scheduled:
+        return cls(task=Task.from_json(d), warnings=tuple(d.get("warnings") or ()))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Repeated:
+    """A series just started, and its first occurrence (the task it started from)."""
+
+    series: SeriesView
+    task: Task
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Repeated:
+        return cls(series=SeriesView.from_json(d["series"]), task=Task.from_json(d["task"]))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Skipped:
+    """An occurrence skipped whole, the next one (if any) and the series after it."""
+
+    skipped: Task
+    successor: Task | None
+    series: SeriesView
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "skipped": self.skipped.to_json(),
+            "successor": self.successor.to_json() if self.successor else None,
+            "series": self.series.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Skipped:
+        successor = d["successor"]
+        return cls(
+            skipped=Task.from_json(d["skipped"]),
+            successor=Task.from_json(successor) if successor else None,
+            series=SeriesView.from_json(d["series"]),
+        )
+
+
+class TaskChanges(Protocol):
+    """Changes of a task that take several service calls; each is all or nothing."""
+
+    def edit(
+        self,
+        actor: ActorRef,
+        task: TaskRef,
+        expected_revision: int,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        add_tags: Sequence[str] = (),
+        remove_tags: Sequence[str] = (),
+    ) -> Task:
+        """Renames, describes, tags and untags (what is given, in that order) at once."""
+        ...
+
+    def relocate(
+        self,
+        actor: ActorRef,
+        task: TaskRef,
+        expected_revision: int,
+        *,
+        parent: TaskRef | None = None,
+        root: bool = False,
+        before: TaskRef | None = None,
+        after: TaskRef | None = None,
+        section: str | None = None,
+        clear_section: bool = False,
+    ) -> Task:
+        """Puts the task under ``parent`` (or at the top with ``root``), then places it
+        among its siblings and sections; what is not given stays."""
+        ...
+
+    def schedule(
+        self,
+        actor: ActorRef,
+        task: TaskRef,
+        expected_revision: int,
+        edit: ScheduleEdit,
+        *,
+        from_current: bool = True,
+    ) -> Scheduled:
+        """Sets the whole schedule (as :func:`~kalends.tasks.parse_schedule` reads it)
+        that ``edit`` makes of the task as it is now; without ``from_current`` the task
+        is not read first and ``edit`` is given ``None``."""
+        ...
+
+    def repeat(
+        self,
+        actor: ActorRef,
+        task: TaskRef,
+        expected_revision: int,
+        rule: SeriesRule,
+        *,
+        time_of_day: str | None = None,
+        zone: str | None = None,
+        end_date: date | None = None,
+        count: int | None = None,
+    ) -> Repeated:
+        """Makes an open root task and its checklist the first occurrence of a series."""
+        ...
+
+    def skip(self, actor: ActorRef, task: TaskRef, expected_revision: int) -> Skipped:
+        """Skips a series' outstanding occurrence whole and creates the next one."""
+        ...
+
+
+class TaskSession(Protocol):
+    """What a task command asks of its session, local or on a server (a
+    :class:`~kalends.cli.session.Reporter` too)."""
+
+    @property
+    def json_output(self) -> bool: ...
+
+    @property
+    def actor(self) -> str:
+        """The acting actor's handle (on a server, the token's owner's, when known)."""
+        ...
+
+    def local_note(self) -> None:
+        """Reminds a person in local mode who is acting; nothing on a server."""
+        ...
+
+    @property
+    def directory(self) -> DirectoryClient: ...
+
+    @property
+    def grants(self) -> GrantsClient: ...
+
+    @property
+    def tasks(self) -> TaskClient: ...
+
+    @property
+    def series(self) -> SeriesClient: ...
+
+    @property
+    def changes(self) -> TaskChanges: ...
+
+    @property
+    def server(self) -> str | None:
+        """The server the command runs against; ``None`` in local mode."""
+        ...
+
+    def read_together(self, fn: Callable[[], T]) -> T:
+        """Runs ``fn``'s reads: locally in one read transaction, so that they agree with
+        each other; on a server each is its own request."""
+        ...
