@@ -13,16 +13,9 @@ from rich.table import Table
 from rich.text import Text
 
 from kalends.auth.grants import ActorPrivileges, Privilege
-from kalends.cli import remote_values as values
 from kalends.cli.notify import notify_app
 from kalends.cli.output import console, emit_json
-from kalends.cli.remote import (
-    SERVER_MODE_HELP,
-    Remote,
-    ServerOption,
-    local_or_remote,
-    path_part,
-)
+from kalends.cli.remote import SERVER_MODE_HELP, ServerOption, local_or_remote
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
@@ -66,11 +59,8 @@ def add_command(
     `kalends login-link --as HANDLE` on the server's machine.
     """
     with local_or_remote(database, server, json_output, anonymous=True) as s:
-        if isinstance(s, Remote):
-            body = {"handle": handle, "display_name": name, "email": email}
-            actor = values.actor(s.post("/api/actors", body))
-        else:
-            actor = s.directory.add_actor(handle, name, email)
+        actor = s.directory.add_actor(handle, name, email)
+        on_server = s.server is not None
     if json_output:
         emit_json(actor.to_json())
         return
@@ -78,7 +68,7 @@ def add_command(
     note = (
         f"server mode: `kalends login-link --as {actor.handle}` on the server's machine "
         "gives them an account"
-        if isinstance(s, Remote)
+        if on_server
         else f"local mode: act as them with --as {actor.handle} or KALENDS_ACTOR"
     )
     console.print(Text(note, style="dim"), soft_wrap=True)
@@ -90,10 +80,7 @@ def ls_command(
 ) -> None:
     """List every actor, and whether they hold the run privilege ("may run")."""
     with local_or_remote(database, server, json_output, anonymous=True) as s:
-        if isinstance(s, Remote):
-            listed = [_privileges(d) for d in s.get("/api/actors")]
-        else:
-            listed = s.services.grants.actors()
+        listed = s.grants.actors()
     if json_output:
         emit_json([a.to_json() for a in listed])
         return
@@ -171,15 +158,7 @@ def _change_grant(
 ) -> ActorPrivileges:
     """Grants (or revokes) ``privilege``, locally or on the server; what the actor holds."""
     with local_or_remote(database, server, json_output, anonymous=True) as s:
-        if isinstance(s, Remote):
-            route = f"/api/actors/{path_part(actor.strip())}/grants/{privilege.value}"
-            return _privileges(s.post(route) if grant else s.delete(route))
-        grants = s.services.grants
-        return (grants.grant if grant else grants.revoke)(actor.strip(), privilege)
-
-
-def _privileges(d: dict[str, object]) -> ActorPrivileges:
-    return ActorPrivileges(actor=values.actor(d), may_run=bool(d.get("mayRun")))
+        return (s.grants.grant if grant else s.grants.revoke)(actor.strip(), privilege)
 
 
 def actors_table(

@@ -9,16 +9,9 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from kalends.cli import remote_values as values
 from kalends.cli.actors import actors_table
 from kalends.cli.output import console, emit_json
-from kalends.cli.remote import (
-    SERVER_MODE_HELP,
-    Remote,
-    ServerOption,
-    local_or_remote,
-    path_part,
-)
+from kalends.cli.remote import SERVER_MODE_HELP, ServerOption, local_or_remote
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
@@ -31,7 +24,7 @@ from kalends.cli.session import (
     optional_revision,
 )
 from kalends.errors import InvalidInput
-from kalends.tasks import Role, Section, TaskList
+from kalends.tasks import Role, TaskList
 
 list_app = typer.Typer(
     help=group_help(
@@ -67,10 +60,7 @@ def add_command(
 ) -> None:
     """Create a list owned by the acting actor."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        if isinstance(s, Remote):
-            created = values.task_list(s.post("/api/lists", {"name": name}))
-        else:
-            created = s.directory.create_list(s.actor, name)
+        created = s.directory.create_list(s.actor, name)
         _report_list(s, created, "added list")
 
 
@@ -84,10 +74,7 @@ def ls_command(
 ) -> None:
     """List the lists the acting actor is a member of, with their role."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        if isinstance(s, Remote):
-            found = [values.task_list(d) for d in s.get("/api/lists", active=active)]
-        else:
-            found = s.directory.lists(s.actor, include_archived=not active)
+        found = s.directory.lists(s.actor, include_archived=not active)
     if json_output:
         emit_json([item.to_json() for item in found])
         return
@@ -124,17 +111,7 @@ def share_command(
         if remove == (role is not None):
             raise InvalidInput("role: give --role owner|editor|viewer, or --remove", field="role")
         revision = optional_revision(expect)
-        if isinstance(s, Remote):
-            route = f"/api/lists/{s.list_id(list_ref)}/members/{path_part(member.strip())}"
-            if remove:
-                answer = s.delete(route, expectedRevision=revision)
-            else:
-                answer = s.put(route, {"role": role, "expectedRevision": revision})
-            updated = values.task_list(answer)
-        else:
-            updated = s.directory.share(
-                s.actor, list_ref, member, None if remove else role, revision
-            )
+        updated = s.directory.share(s.actor, list_ref, member, None if remove else role, revision)
         what = f"removed {member} from" if remove else f"{member} is {role} on"
         _report_list(s, updated, what)
 
@@ -152,13 +129,9 @@ def archive_command(
     """Archive a list: it can still be read, not changed. Owners only."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
         revision = optional_revision(expect)
-        if isinstance(s, Remote):
-            route = f"/api/lists/{s.list_id(list_ref)}/{'unarchive' if undo else 'archive'}"
-            updated = values.task_list(s.post(route, {"expectedRevision": revision}))
-        else:
-            updated = s.directory.archive(
-                s.actor, list_ref, archived=not undo, expected_revision=revision
-            )
+        updated = s.directory.archive(
+            s.actor, list_ref, archived=not undo, expected_revision=revision
+        )
         _report_list(s, updated, "reactivated" if undo else "archived")
 
 
@@ -172,11 +145,7 @@ def members_command(
 ) -> None:
     """List the members of a list and their roles."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        if isinstance(s, Remote):
-            got = s.get(f"/api/lists/{s.list_id(list_ref)}/members")
-            members = [(values.actor(d), Role(d["role"])) for d in got]
-        else:
-            members = s.directory.members(s.actor, list_ref)
+        members = s.directory.members(s.actor, list_ref)
     if json_output:
         emit_json([{**a.to_json(), "role": r.value} for a, r in members])
         return
@@ -194,12 +163,7 @@ def section_add_command(
 ) -> None:
     """Append a section to a list. Editors and owners."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        if isinstance(s, Remote):
-            list_id = s.list_id(list_ref)
-            answer = s.post(f"/api/lists/{list_id}/sections", {"name": name})
-            section = values.section(answer, list_id)
-        else:
-            section = s.directory.add_section(s.actor, list_ref, name)
+        section = s.directory.add_section(s.actor, list_ref, name)
         if json_output:
             emit_json(section.to_json())
             return
@@ -217,12 +181,7 @@ def section_ls_command(
 ) -> None:
     """List the sections of a list, in order."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        if isinstance(s, Remote):
-            list_id = s.list_id(list_ref)
-            got = s.get(f"/api/lists/{list_id}/sections")
-            found: list[Section] = [values.section(d, list_id) for d in got]
-        else:
-            found = s.directory.sections(s.actor, list_ref)
+        found = s.directory.sections(s.actor, list_ref)
     if json_output:
         emit_json([item.to_json() for item in found])
         return

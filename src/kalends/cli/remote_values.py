@@ -1,58 +1,29 @@
-"""The domain values a server's JSON stands for, so server mode prints as local mode does.
+"""The mission and reminder values a server's JSON stands for, so server mode prints as
+local mode does.
 
 The HTTP API answers each value's own ``to_json()``; these functions read such JSON
 back into the value, so a command draws a server's answer with the renderers it uses
-locally and its ``--json`` prints ``to_json()`` in both modes. Only what the JSON holds
-is restored: a timed due value's instant is resolved again from its wall time and zone.
+locally and its ``--json`` prints ``to_json()`` in both modes. The task domain's values
+read their own JSON back (``Task.from_json`` and the like, beside each ``to_json``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from kalends.civil import parse_local_datetime
 from kalends.missions import ControlOutcome, ControlStatus, Member, Receipt, Workspace
 from kalends.reminders.outbox import Intent
-from kalends.tasks import (
-    Actor,
-    Attachment,
-    Channel,
-    Comment,
-    HistoryEvent,
-    ListStatus,
-    Reminder,
-    Role,
-    Section,
-    Task,
-    TaskDetail,
-    TaskList,
-    TaskStatus,
-    TimedValue,
-    TreeNode,
-)
-from kalends.tasks.series import SeriesView
-from kalends.tasks.series_rules import SeriesRule
-from kalends.tasks.values import SKIPPED, Due
+from kalends.tasks import Role
 
 __all__ = [
-    "actor",
-    "attachment",
-    "comment",
     "control_outcome",
     "control_status",
-    "history_event",
     "intent",
     "member",
     "receipt",
-    "section",
-    "series_view",
-    "task",
-    "task_detail",
-    "task_list",
-    "tree_node",
     "workspace",
 ]
 
@@ -73,155 +44,6 @@ def _instant(value: Any) -> datetime:
 
 def _maybe_instant(value: Any) -> datetime | None:
     return None if value is None else _instant(value)
-
-
-def _maybe_date(value: Any) -> date | None:
-    return None if value is None else date.fromisoformat(str(value))
-
-
-def actor(d: Json) -> Actor:
-    return Actor(
-        id=_uuid(d["id"]), handle=d["handle"], display_name=d["display_name"], email=d["email"]
-    )
-
-
-def task_list(d: Json) -> TaskList:
-    role = d.get("role")
-    return TaskList(
-        id=_uuid(d["id"]),
-        name=d["name"],
-        status=ListStatus(d["status"]),
-        revision=int(d["revision"]),
-        role=Role(role) if role else None,
-    )
-
-
-def section(d: Json, list_id: UUID | str) -> Section:
-    return Section(
-        id=_uuid(d["id"]), list_id=_uuid(list_id), name=d["name"], position=int(d["position"])
-    )
-
-
-def _timed(d: Json, field: str) -> TimedValue:
-    return TimedValue.parse(d["local"], d["zone"], field)
-
-
-def _due(value: Any) -> Due | None:
-    if value is None:
-        return None
-    if isinstance(value, Mapping):
-        return _timed(value, "due")
-    return date.fromisoformat(str(value))
-
-
-def _reminder(d: Json) -> Reminder:
-    return Reminder(
-        channel=Channel(d["channel"]),
-        time=TimedValue(
-            local=parse_local_datetime(d["local"]), zone=d["zone"], at=_instant(d["at"])
-        ),
-        recipient_id=_uuid(d["recipient_id"]),
-    )
-
-
-def task(d: Json) -> Task:
-    # A task a skip settled is shown "skipped" and stored "completed" (kalends.tasks.skips).
-    skipped = d["status"] == SKIPPED
-    return Task(
-        id=_uuid(d["id"]),
-        ref=d["ref"],
-        list_id=_uuid(d["list_id"]),
-        section_id=_maybe_uuid(d["section_id"]),
-        parent_id=_maybe_uuid(d["parent_id"]),
-        position=int(d["position"]),
-        title=d["title"],
-        description=d["description"],
-        status=TaskStatus.COMPLETED if skipped else TaskStatus(d["status"]),
-        completed_at=_maybe_instant(d["completed_at"]),
-        trashed=bool(d["trashed"]),
-        revision=int(d["revision"]),
-        schedule_revision=int(d["schedule_revision"]),
-        priority=d["priority"],
-        planned=_maybe_date(d["planned"]),
-        due=_due(d["due"]),
-        series_id=_maybe_uuid(d["series_id"]),
-        occurrence=d["occurrence"],
-        created_at=_instant(d["created_at"]),
-        updated_at=_instant(d["updated_at"]),
-        tags=tuple(d["tags"]),
-        reminders=tuple(_reminder(r) for r in d["reminders"]),
-        skipped=skipped,
-    )
-
-
-def tree_node(d: Json) -> TreeNode:
-    return TreeNode(task=task(d), children=tuple(tree_node(c) for c in d["children"]))
-
-
-def comment(d: Json) -> Comment:
-    return Comment(
-        id=_uuid(d["id"]),
-        task_id=_uuid(d["task_id"]),
-        author_id=_uuid(d["author_id"]),
-        body=d["body"],
-        created_at=_instant(d["created_at"]),
-    )
-
-
-def attachment(d: Json) -> Attachment:
-    return Attachment(
-        id=_uuid(d["id"]),
-        task_id=_uuid(d["task_id"]),
-        author_id=_uuid(d["author_id"]),
-        name=d["name"],
-        media_type=d["media_type"],
-        size=int(d["size"]),
-        sha256=d["sha256"],
-        created_at=_instant(d["created_at"]),
-    )
-
-
-def task_detail(d: Json) -> TaskDetail:
-    return TaskDetail(
-        task=task(d),
-        list=task_list(d["list"]),
-        section=d["section"],
-        comments=tuple(comment(c) for c in d["comments"]),
-        attachments=tuple(attachment(a) for a in d["attachments"]),
-        children=int(d["children"]),
-    )
-
-
-def history_event(d: Json) -> HistoryEvent:
-    return HistoryEvent(
-        id=int(d["id"]),
-        task_id=_uuid(d["task_id"]),
-        kind=d["kind"],
-        actor_id=_maybe_uuid(d["actor_id"]),
-        at=_instant(d["at"]),
-        payload=dict(d["payload"]),
-        series_id=_maybe_uuid(d["series_id"]),
-        occurrence=d["occurrence"],
-    )
-
-
-def series_view(d: Json) -> SeriesView:
-    return SeriesView(
-        id=_uuid(d["id"]),
-        list_id=_uuid(d["list_id"]),
-        rule=SeriesRule.parse(d["rule"]),
-        local_time=d["time"],
-        zone=d["zone"],
-        anchor_date=date.fromisoformat(d["anchor_date"]),
-        end_date=_maybe_date(d["end_date"]),
-        count=d["count"],
-        emitted=int(d["emitted"]),
-        status=d["status"],
-        revision=int(d["revision"]),
-        outstanding_task_id=_maybe_uuid(d["outstanding_task_id"]),
-        outstanding_ordinal=d["outstanding_ordinal"],
-        next_date=_maybe_date(d["next_date"]),
-    )
 
 
 def intent(d: Json) -> Intent:

@@ -8,7 +8,6 @@ pause|resume|stop`` change the series and take the series' own revision, which
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -17,15 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from kalends.civil import parse_date
-from kalends.cli import remote_values as values
 from kalends.cli.output import console, emit_json
-from kalends.cli.remote import (
-    SERVER_MODE_HELP,
-    Remote,
-    ServerOption,
-    local_or_remote,
-    path_part,
-)
+from kalends.cli.remote import SERVER_MODE_HELP, ServerOption, local_or_remote
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
@@ -34,11 +26,11 @@ from kalends.cli.session import (
     ExpectOption,
     JsonOption,
     Reporter,
-    Session,
     TaskArgument,
     expected_revision,
     group_help,
 )
+from kalends.cli.task_client import TaskSession
 from kalends.cli.task_views import WEEKDAY_NAMES, next_date_text, rule_text, task_line
 from kalends.errors import InvalidInput
 from kalends.tasks import Task
@@ -136,29 +128,18 @@ def series_revision(text: str | None) -> int:
     return expected_revision(text)
 
 
-def series_of(s: Session, task: Task) -> SeriesView | None:
+def series_of(s: TaskSession, task: Task) -> SeriesView | None:
     """The series a task belongs to, if any."""
     if task.series_id is None:
         return None
-    return s.services.series.get(s.actor, task.id)
+    return s.series.get(s.actor, task.id)
 
 
-def _outstanding(s: Session, view: SeriesView) -> Task | None:
-    if view.outstanding_task_id is None:
+def _outstanding(s: TaskSession, view: SeriesView) -> Task | None:
+    """The series' outstanding task, for a person to read (``--json`` prints none)."""
+    if view.outstanding_task_id is None or s.json_output:
         return None
     return s.tasks.get(s.actor, view.outstanding_task_id).task
-
-
-def _with_outstanding(
-    s: Session, change: Callable[[], SeriesView], *, write: bool = True
-) -> tuple[SeriesView, Task | None]:
-    """The series ``change`` returns and its outstanding task, read in the same transaction."""
-
-    def run() -> tuple[SeriesView, Task | None]:
-        view = change()
-        return view, _outstanding(s, view)
-
-    return s.atomic(run, write=write)
 
 
 def series_grid(view: SeriesView, outstanding: Task | None) -> Table:
@@ -185,18 +166,6 @@ def series_grid(view: SeriesView, outstanding: Task | None) -> Table:
         row("outstanding", "none")
     row("next date", next_date_text(view))
     return grid
-
-
-def _remote_series(r: Remote, answer: dict[str, Any]) -> tuple[SeriesView, Task | None]:
-    """A server's series and, for a person to read, its outstanding task."""
-    view = values.series_view(answer)
-    if view.outstanding_task_id is None or r.json_output:
-        return view, None
-    return view, values.task(r.get(f"/api/tasks/{view.outstanding_task_id}"))
-
-
-def _series_route(series: str, *rest: str) -> str:
-    return "/".join(("/api/series", path_part(series.strip()), *rest))
 
 
 def _report(s: Reporter, view: SeriesView, outstanding: Task | None, heading: str) -> None:
@@ -257,35 +226,17 @@ def repeat_command(
         rule = series_rule(daily, every, weekdays, after_completion)
         end_date = parse_date(until, "until") if until is not None else None
         limit = _whole(count, "count") if count is not None else None
-
-        if isinstance(s, Remote):
-            body = {
-                "expectedRevision": revision,
-                "rule": rule.to_json(),
-                "time": time,
-                "zone": zone,
-                "until": None if end_date is None else end_date.isoformat(),
-                "count": limit,
-            }
-            made = s.post(f"/api/tasks/{path_part(ref.strip())}/series", body)
-            view, task = values.series_view(made["series"]), values.task(made["task"])
-        else:
-            local = s
-
-            def start() -> tuple[SeriesView, Task]:
-                view = local.services.series.start_series(
-                    local.actor,
-                    ref,
-                    revision,
-                    rule,
-                    time_of_day=time,
-                    zone=zone,
-                    end_date=end_date,
-                    count=limit,
-                )
-                return view, local.tasks.get(local.actor, ref).task
-
-            view, task = s.atomic(start)
+        made = s.changes.repeat(
+            s.actor,
+            ref,
+            revision,
+            rule,
+            time_of_day=time,
+            zone=zone,
+            end_date=end_date,
+            count=limit,
+        )
+        view, task = made.series, made.task
         _report(s, view, task, f"{task.ref} now repeats: {rule_text(view)}")
         if not json_output:
             console.print(Text(f"task revision {task.revision}", style="dim"))
@@ -305,32 +256,11 @@ def skip_command(
     """
     with local_or_remote(database, server, json_output, actor=actor) as s:
         revision = expected_revision(expect)
-
-        if isinstance(s, Remote):
-            body = {"expectedRevision": revision}
-            made = s.post(f"/api/tasks/{path_part(ref.strip())}/skip", body)
-            skipped, view = values.task(made["skipped"]), values.series_view(made["series"])
-            successor = values.task(made["successor"]) if made["successor"] else None
-        else:
-            local = s
-
-            def skip() -> tuple[Task, Task | None, SeriesView]:
-                successors = local.services.series.skip(local.actor, ref, revision)
-                skipped = local.tasks.get(local.actor, ref).task
-                following = successors[0] if successors else None
-                successor = local.tasks.get(local.actor, following).task if following else None
-                return skipped, successor, local.services.series.get(local.actor, skipped.id)
-
-            skipped, successor, view = s.atomic(skip)
+        made = s.changes.skip(s.actor, ref, revision)
         if json_output:
-            emit_json(
-                {
-                    "skipped": skipped.to_json(),
-                    "successor": successor.to_json() if successor else None,
-                    "series": view.to_json(),
-                }
-            )
+            emit_json(made.to_json())
             return
+        skipped, successor, view = made.skipped, made.successor, made.series
         console.print(Text(f"skipped occurrence #{skipped.occurrence}: {skipped.ref}"))
         if successor is not None:
             console.print(
@@ -357,13 +287,12 @@ def show_command(
 ) -> None:
     """Show a series: rule, status, its revision (pass it to --expect), outstanding occurrence."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        if isinstance(s, Remote):
-            view, outstanding = _remote_series(s, s.get(_series_route(series)))
-        else:
-            local = s
-            view, outstanding = _with_outstanding(
-                local, lambda: local.services.series.get(local.actor, series), write=False
-            )
+
+        def read() -> tuple[SeriesView, Task | None]:
+            view = s.series.get(s.actor, series)
+            return view, _outstanding(s, view)
+
+        view, outstanding = s.read_together(read)
         if json_output:
             emit_json(view.to_json())
             return
@@ -382,15 +311,8 @@ def pause_command(
     """Pause a series: completing its outstanding occurrence then creates no next one."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
         revision = series_revision(expect)
-        if isinstance(s, Remote):
-            answer = s.post(_series_route(series, "pause"), {"expectedRevision": revision})
-            view, outstanding = _remote_series(s, answer)
-        else:
-            local = s
-            view, outstanding = _with_outstanding(
-                local, lambda: local.services.series.pause(local.actor, series, revision)
-            )
-        _report(s, view, outstanding, f"paused series {view.id}")
+        view = s.series.pause(s.actor, series, revision)
+        _report(s, view, _outstanding(s, view), f"paused series {view.id}")
 
 
 @series_app.command("resume")
@@ -405,15 +327,8 @@ def resume_command(
     """Resume a paused series; with no occurrence outstanding, the next one is created."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
         revision = series_revision(expect)
-        if isinstance(s, Remote):
-            answer = s.post(_series_route(series, "resume"), {"expectedRevision": revision})
-            view, outstanding = _remote_series(s, answer)
-        else:
-            local = s
-            view, outstanding = _with_outstanding(
-                local, lambda: local.services.series.resume(local.actor, series, revision)
-            )
-        _report(s, view, outstanding, f"resumed series {view.id}")
+        view = s.series.resume(s.actor, series, revision)
+        _report(s, view, _outstanding(s, view), f"resumed series {view.id}")
 
 
 @series_app.command("stop")
@@ -428,12 +343,5 @@ def stop_command(
     """Stop a series for good; its outstanding task stays, an ordinary task to finish."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
         revision = series_revision(expect)
-        if isinstance(s, Remote):
-            answer = s.post(_series_route(series, "stop"), {"expectedRevision": revision})
-            view, outstanding = _remote_series(s, answer)
-        else:
-            local = s
-            view, outstanding = _with_outstanding(
-                local, lambda: local.services.series.stop(local.actor, series, revision)
-            )
-        _report(s, view, outstanding, f"stopped series {view.id}")
+        view = s.series.stop(s.actor, series, revision)
+        _report(s, view, _outstanding(s, view), f"stopped series {view.id}")

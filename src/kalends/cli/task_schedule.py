@@ -12,14 +12,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
-from uuid import UUID
 
 import typer
 
 from kalends.civil import format_local
-from kalends.cli import remote_values as values
 from kalends.cli.output import emit_json, error_console
-from kalends.cli.remote import Remote, ServerOption, local_or_remote, path_part
+from kalends.cli.remote import ServerOption, local_or_remote
 from kalends.cli.session import (
     ActorOption,
     DatabaseOption,
@@ -29,10 +27,10 @@ from kalends.cli.session import (
     TaskArgument,
     expected_revision,
 )
+from kalends.cli.task_client import Scheduled
 from kalends.cli.task_views import report_task
-from kalends.errors import InvalidInput, NotFound
-from kalends.reminders.scheduling import past_reminders
-from kalends.tasks import Task, parse_schedule
+from kalends.errors import InvalidInput
+from kalends.tasks import Task
 from kalends.tasks.values import due_to_json
 
 REMIND_FORMAT = "CHANNEL@YYYY-MM-DDTHH:MM:SS[@ZONE][:RECIPIENT]"
@@ -238,44 +236,25 @@ def schedule_command(
     )
     with local_or_remote(database, server, json_output, actor=actor) as s:
         revision = expected_revision(expect)
-        if isinstance(s, Remote):
-            # The server checks the schedule (and resolves recipients) itself.
-            route = f"/api/tasks/{path_part(ref.strip())}"
-            current = values.task(s.get(route)) if needs_current(options) else None
-            body = {**schedule_json(options, current), "expectedRevision": revision}
-            answer = s.put(f"{route}/schedule", body)
-            _report(s, values.task(answer), answer.get("warnings", []))
-            return
-        local = s
-
-        def recipient(value: object, field: str) -> UUID:
-            who = local.actor if value is None else value
-            if not isinstance(who, str):
-                raise InvalidInput(f"{field}: an actor handle or ID is expected", field=field)
-            try:
-                return local.directory.actor(who).id
-            except NotFound:
-                raise NotFound(f"{field}: no actor {who!r}", field=field) from None
-
-        def write() -> Task:
-            current = local.tasks.get(local.actor, ref).task if needs_current(options) else None
-            schedule = parse_schedule(schedule_json(options, current), recipient)
-            return local.tasks.set_schedule(local.actor, ref, revision, schedule)
-
-        task = s.atomic(write)
-        warned = past_reminders(task, s.services.store.clock.now())
-        _report(s, task, [w.to_json() for w in warned])
+        scheduled = s.changes.schedule(
+            s.actor,
+            ref,
+            revision,
+            lambda current: schedule_json(options, current),
+            from_current=needs_current(options),
+        )
+        _report(s, scheduled)
 
 
-def _report(s: Reporter, task: Task, warnings: list[dict[str, Any]]) -> None:
+def _report(s: Reporter, scheduled: Scheduled) -> None:
     """The scheduled task, and a warning for each reminder whose time has passed: in
     the JSON (``warnings``, as the HTTP API answers), else one ``warning:`` line each on
     standard error."""
     if s.json_output:
-        emit_json({**task.to_json(), "warnings": warnings})
+        emit_json(scheduled.to_json())
         return
-    report_task(s, task, "scheduled")
-    for warning in warnings:
+    report_task(s, scheduled.task, "scheduled")
+    for warning in scheduled.warnings:
         error_console.print(
             "warning: " + str(warning["message"]), markup=False, highlight=False, soft_wrap=True
         )

@@ -9,23 +9,15 @@ from __future__ import annotations
 
 import mimetypes
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 from uuid import UUID
 
 import typer
 from rich.text import Text
 
 from kalends.civil import parse_date
-from kalends.cli import remote_values as values
 from kalends.cli.output import console, emit_json
-from kalends.cli.remote import (
-    SERVER_MODE_HELP,
-    Remote,
-    ServerError,
-    ServerOption,
-    local_or_remote,
-    path_part,
-)
+from kalends.cli.remote import SERVER_MODE_HELP, ServerOption, local_or_remote
 from kalends.cli.series import repeat_command, series_app, series_of, skip_command
 from kalends.cli.session import (
     EXIT_CODES_HELP,
@@ -47,8 +39,8 @@ from kalends.cli.task_views import (
     task_detail,
     task_series_json,
 )
-from kalends.errors import InvalidInput, OpenDescendants
-from kalends.tasks import Task, TaskDetail, TaskList, TreeNode
+from kalends.errors import InvalidInput
+from kalends.tasks import TaskDetail, TaskList, TreeNode
 from kalends.tasks.media import check_media_type
 from kalends.tasks.series import SeriesView
 from kalends.tasks.values import SHOWN_STATUSES
@@ -90,29 +82,17 @@ def add_command(
 ) -> None:
     """Add an open task at the end of its siblings, or before/after one. Editors and owners."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        if isinstance(s, Remote):
-            body = {
-                "title": title,
-                "description": description,
-                "parent": parent,
-                "section": section,
-                "tags": tag or [],
-                "before": before,
-                "after": after,
-            }
-            task = values.task(s.post(f"/api/lists/{s.list_id(list_ref)}/tasks", body))
-        else:
-            task = s.tasks.create(
-                s.actor,
-                list_ref,
-                title,
-                description=description,
-                parent=parent,
-                section=section,
-                tags=tag or [],
-                before=before,
-                after=after,
-            )
+        task = s.tasks.create(
+            s.actor,
+            list_ref,
+            title,
+            description=description,
+            parent=parent,
+            section=section,
+            tags=tag or [],
+            before=before,
+            after=after,
+        )
         report_task(s, task, "added")
 
 
@@ -156,46 +136,25 @@ def ls_command(
         day_from = parse_date(due_from, "due_from") if due_from is not None else None
         day_to = parse_date(due_to, "due_to") if due_to is not None else None
         day = parse_date(planned, "planned") if planned is not None else None
-        if isinstance(s, Remote):
-            list_id = s.list_id(list_ref)
-            got = s.get(
-                f"/api/lists/{list_id}/tasks",
+
+        def read() -> tuple[list[TreeNode], dict[UUID, str], TaskList | None]:
+            nodes = s.tasks.tree(
+                s.actor,
+                list_ref,
                 section=section,
                 tag=tag,
                 status=status,
-                dueFrom=day_from,
-                dueTo=day_to,
+                due_from=day_from,
+                due_to=day_to,
                 planned=day,
-                trashed=trashed,
+                include_trashed=trashed,
             )
-            nodes = [values.tree_node(d) for d in got]
-            sections: dict[UUID, str] = {}
-            task_list: TaskList | None = None
-            if not json_output:
-                found = s.get(f"/api/lists/{list_id}/sections")
-                sections = {UUID(d["id"]): d["name"] for d in found}
-                task_list = values.task_list(s.get(f"/api/lists/{list_id}"))
-        else:
-            local = s
+            if json_output:
+                return nodes, {}, None
+            names = {x.id: x.name for x in s.directory.sections(s.actor, list_ref)}
+            return nodes, names, s.directory.get_list(s.actor, list_ref)
 
-            def read() -> tuple[list[TreeNode], dict[UUID, str], TaskList | None]:
-                nodes: list[TreeNode] = local.tasks.tree(
-                    local.actor,
-                    list_ref,
-                    section=section,
-                    tag=tag,
-                    status=status,
-                    due_from=day_from,
-                    due_to=day_to,
-                    planned=day,
-                    include_trashed=trashed,
-                )
-                if json_output:
-                    return nodes, {}, None
-                names = {x.id: x.name for x in local.directory.sections(local.actor, list_ref)}
-                return nodes, names, local.directory.get_list(local.actor, list_ref)
-
-            nodes, sections, task_list = s.atomic(read, write=False)
+        nodes, sections, task_list = s.read_together(read)
     if task_list is None:
         emit_json([n.to_json() for n in nodes])
         return
@@ -216,42 +175,24 @@ def show_command(
     shows the series' rule, its status, this task's occurrence and the next date.
     """
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        if isinstance(s, Remote):
-            got = s.get(_task_route(ref))
-            detail = values.task_detail(got)
-            if json_output:
-                emit_json({**detail.to_json(), "series": got["series"]})
-                return
-            task = detail.task
-            series = (
-                values.series_view(s.get(f"/api/series/{task.series_id}"))
-                if task.series_id
-                else None
-            )
-            handles = _member_handles(s, detail.list.id)
-            parent_ref = (
-                values.task(s.get(f"/api/tasks/{task.parent_id}")).ref if task.parent_id else None
-            )
-        else:
-            local = s
 
-            def read() -> tuple[TaskDetail, SeriesView | None]:
-                detail = local.tasks.get(local.actor, ref)
-                return detail, series_of(local, detail.task)
+        def read() -> tuple[TaskDetail, SeriesView | None]:
+            detail = s.tasks.get(s.actor, ref)
+            return detail, series_of(s, detail.task)
 
-            detail, series = s.atomic(read, write=False)
-            if json_output:
-                occurrence = detail.task.occurrence
-                emit_json(
-                    {
-                        **detail.to_json(),
-                        "series": task_series_json(series, occurrence) if series else None,
-                    }
-                )
-                return
-            handles = {a.id: a.handle for a in s.directory.actors()}
-            parent = detail.task.parent_id
-            parent_ref = s.tasks.get(s.actor, parent).task.ref if parent else None
+        detail, series = s.read_together(read)
+        if json_output:
+            occurrence = detail.task.occurrence
+            emit_json(
+                {
+                    **detail.to_json(),
+                    "series": task_series_json(series, occurrence) if series else None,
+                }
+            )
+            return
+        handles = {a.id: a.handle for a in s.directory.actors()}
+        parent = detail.task.parent_id
+        parent_ref = s.tasks.get(s.actor, parent).task.ref if parent else None
     console.print(task_detail(detail, handles, parent_ref, series))
 
 
@@ -279,37 +220,16 @@ def edit_command(
             raise InvalidInput(
                 "edit: say what to change: --title, --description, --tag or --untag", field="edit"
             )
-        if isinstance(s, Remote):
-            body: dict[str, Any] = {
-                "expectedRevision": revision,
-                "title": title,
-                "description": description,
-            }
-            if tag:
-                body["addTags"] = tag
-            if untag:
-                body["removeTags"] = untag
-            report_task(s, values.task(s.patch(_task_route(ref), body)), "edited")
-            return
-
-        def edit() -> Task:
-            task: Task | None = None
-            rev = revision
-            if title is not None:
-                task = s.tasks.rename(s.actor, ref, rev, title)
-                rev = task.revision
-            if description is not None:
-                task = s.tasks.describe(s.actor, ref, rev, description)
-                rev = task.revision
-            if tag:
-                task = s.tasks.tag(s.actor, ref, rev, tag)
-                rev = task.revision
-            if untag:
-                task = s.tasks.untag(s.actor, ref, rev, untag)
-            assert task is not None
-            return task
-
-        report_task(s, s.atomic(edit), "edited")
+        task = s.changes.edit(
+            s.actor,
+            ref,
+            revision,
+            title=title,
+            description=description,
+            add_tags=tag or (),
+            remove_tags=untag or (),
+        )
+        report_task(s, task, "edited")
 
 
 @task_app.command("move")
@@ -353,15 +273,7 @@ def move_command(
                     "only --section combines with it",
                     field="list",
                 )
-            if isinstance(s, Remote):
-                body = {
-                    "expectedRevision": revision,
-                    "list": s.list_id(to_list),
-                    "section": section,
-                }
-                task = values.task(s.post(_task_route(ref, "move"), body))
-            else:
-                task = s.tasks.move_to_list(s.actor, ref, revision, to_list, section=section)
+            task = s.tasks.move_to_list(s.actor, ref, revision, to_list, section=section)
             report_task(s, task, "moved")
             return
         if not placed and not reparented:
@@ -370,39 +282,18 @@ def move_command(
                 "--parent/--root or --list",
                 field="move",
             )
-        if isinstance(s, Remote):
-            where = {
-                "expectedRevision": revision,
-                "before": before,
-                "after": after,
-                "section": section,
-                "noSection": no_section,
-                "parent": parent,
-                "root": root,
-            }
-            report_task(s, values.task(s.post(_task_route(ref, "move"), where)), "moved")
-            return
-
-        def move() -> Task:
-            rev = revision
-            task: Task | None = None
-            if reparented:
-                task = s.tasks.reparent(s.actor, ref, rev, parent)
-                rev = task.revision
-            if placed:
-                task = s.tasks.move(
-                    s.actor,
-                    ref,
-                    rev,
-                    before=before,
-                    after=after,
-                    section=section,
-                    clear_section=no_section,
-                )
-            assert task is not None
-            return task
-
-        report_task(s, s.atomic(move), "moved")
+        task = s.changes.relocate(
+            s.actor,
+            ref,
+            revision,
+            parent=parent,
+            root=root,
+            before=before,
+            after=after,
+            section=section,
+            clear_section=no_section,
+        )
+        report_task(s, task, "moved")
 
 
 @task_app.command("done")
@@ -424,20 +315,7 @@ def done_command(
     """
     with local_or_remote(database, server, json_output, actor=actor) as s:
         revision = expected_revision(expect)
-        if isinstance(s, Remote):
-            body = {"expectedRevision": revision, "completeSubtree": subtree}
-            try:
-                task = values.task(s.post(_task_route(ref, "complete"), body))
-            except ServerError as exc:
-                if exc.code != OpenDescendants.code:
-                    raise
-                # The server says it in its body's words; rebuilt, it speaks the options'.
-                details = exc.details
-                raise OpenDescendants.of(
-                    int(details.get("open", 0)), recurring=bool(details.get("recurring"))
-                ) from exc
-        else:
-            task = s.tasks.complete(s.actor, ref, revision, complete_subtree=subtree)
+        task = s.tasks.complete(s.actor, ref, revision, complete_subtree=subtree)
         report_task(s, task, "completed")
 
 
@@ -453,10 +331,7 @@ def reopen_command(
     """Reopen a completed task (and its completed ancestors). Reminders are not replayed."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
         revision = expected_revision(expect)
-        if isinstance(s, Remote):
-            task = values.task(s.post(_task_route(ref, "reopen"), {"expectedRevision": revision}))
-        else:
-            task = s.tasks.reopen(s.actor, ref, revision)
+        task = s.tasks.reopen(s.actor, ref, revision)
         report_task(s, task, "reopened")
 
 
@@ -472,10 +347,7 @@ def trash_command(
     """Put a task (and so its checklist) in the trash; its reminders are cancelled."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
         revision = expected_revision(expect)
-        if isinstance(s, Remote):
-            task = values.task(s.post(_task_route(ref, "trash"), {"expectedRevision": revision}))
-        else:
-            task = s.tasks.trash(s.actor, ref, revision)
+        task = s.tasks.trash(s.actor, ref, revision)
         report_task(s, task, "trashed")
 
 
@@ -491,11 +363,7 @@ def restore_command(
     """Take a task out of the trash. Cancelled reminders are not replayed."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
         revision = expected_revision(expect)
-        if isinstance(s, Remote):
-            body = {"expectedRevision": revision}
-            task = values.task(s.post(_task_route(ref, "restore"), body))
-        else:
-            task = s.tasks.restore(s.actor, ref, revision)
+        task = s.tasks.restore(s.actor, ref, revision)
         report_task(s, task, "restored")
 
 
@@ -510,10 +378,7 @@ def comment_command(
 ) -> None:
     """Comment on a task. Comments do not change the task's revision."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        if isinstance(s, Remote):
-            made = values.comment(s.post(_task_route(ref, "comments"), {"body": text}))
-        else:
-            made = s.tasks.comment(s.actor, ref, text)
+        made = s.tasks.comment(s.actor, ref, text)
         if json_output:
             emit_json(made.to_json())
             return
@@ -550,15 +415,7 @@ def attach_command(
         # Checked before either mode sends it: a line break is no media type, and the
         # client's multipart encoder would fail on it rather than refuse it.
         media = check_media_type(media_type if media_type is not None else guessed)
-        if isinstance(s, Remote):
-            answer = s.upload(
-                _task_route(ref, "attachments"),
-                files={"file": (label, data, media)},
-                data={"name": label, "mediaType": media},
-            )
-            made = values.attachment(answer)
-        else:
-            made = s.tasks.attach(s.actor, ref, label, media, data)
+        made = s.tasks.attach(s.actor, ref, label, media, data)
         if json_output:
             emit_json(made.to_json())
             return
@@ -591,25 +448,9 @@ def history_command(
     --json: the events as stored.
     """
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        if isinstance(s, Remote):
-            events = [values.history_event(d) for d in s.get(_task_route(ref, "history"))]
-        else:
-            events = s.tasks.history(s.actor, ref)
+        events = s.tasks.history(s.actor, ref)
         if json_output:
             emit_json([e.to_json() for e in events])
             return
-        if isinstance(s, Remote):
-            handles = _member_handles(s, values.task_detail(s.get(_task_route(ref))).list.id)
-        else:
-            handles = {a.id: a.handle for a in s.directory.actors()}
+        handles = {a.id: a.handle for a in s.directory.actors()}
     console.print(history_lines(events, handles), soft_wrap=True)
-
-
-def _task_route(ref: str, *rest: str) -> str:
-    """``/api/tasks/REF[/…]``: the task's route on a server."""
-    return "/".join(("/api/tasks", path_part(ref.strip()), *rest))
-
-
-def _member_handles(r: Remote, list_id: UUID) -> dict[UUID, str]:
-    """The handles of a list's members: who comments, and whom reminders reach, there."""
-    return {UUID(d["id"]): d["handle"] for d in r.get(f"/api/lists/{list_id}/members")}
