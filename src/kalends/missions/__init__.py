@@ -14,14 +14,9 @@ if TYPE_CHECKING:
     from kalends.missions.config import Config, config_from_json, config_to_json
     from kalends.missions.controls import ACTIONS, Action
     from kalends.missions.document import Body, PassageStatus, Pending, Phase, Result, State
-    from kalends.missions.service import (
-        ControlOutcome,
-        ControlStatus,
-        Page,
-        Receipt,
-        ScheduleService,
-        check_request_id,
-    )
+    from kalends.missions.outcomes import ControlOutcome, ControlStatus, Page, Receipt
+    from kalends.missions.requests import check_request_id
+    from kalends.missions.service import ScheduleService
     from kalends.missions.workspaces import Member, Workspace, Workspaces
 
 _WHERE = {
@@ -36,12 +31,12 @@ _WHERE = {
     "Phase": "document",
     "Result": "document",
     "State": "document",
-    "ControlOutcome": "service",
-    "ControlStatus": "service",
-    "Page": "service",
-    "Receipt": "service",
+    "ControlOutcome": "outcomes",
+    "ControlStatus": "outcomes",
+    "Page": "outcomes",
+    "Receipt": "outcomes",
     "ScheduleService": "service",
-    "check_request_id": "service",
+    "check_request_id": "requests",
     "Member": "workspaces",
     "Workspace": "workspaces",
     "Workspaces": "workspaces",

@@ -1,0 +1,249 @@
+"""A schedule document as stored: parsed from its row, measured against its ceilings, and
+written whole by one compare-and-swap on its revision; a deleted one compacted into a
+tombstone (seed 002 "Unified document foundation").
+
+The schedule service and the scheduler both write documents through these. ``row`` is any
+read of the ``schedules`` columns a function names (the scheduler's reads add their own),
+so it is typed loosely here; the service's reads are
+:class:`~kalends.missions.rows.ScheduleRow` values.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import bindparam, delete, func, or_, select, update
+from sqlalchemy.engine import Connection
+
+from kalends.errors import CorruptDocument, TooLarge
+from kalends.missions.config import Config, dump_config, load_config
+from kalends.missions.controls import Action, DocState
+from kalends.missions.document import Body, Phase, State, dump_body, load_body, next_due
+from kalends.missions.limits import (
+    MAX_CONFIG_BYTES,
+    MAX_DOCUMENT_BYTES,
+    MAX_TOMBSTONE_BYTES,
+    MAX_TOMBSTONES,
+)
+from kalends.missions.refusals import APPLIED
+from kalends.storage.mission_tables import schedule_controls, schedules, workspaces
+from kalends.storage.prepared import Prepared
+from kalends.storage.unit_of_work import for_update
+
+__all__ = [
+    "cas_params",
+    "cas_swap",
+    "cas_write",
+    "cas_write_many",
+    "compact",
+    "doc_of",
+    "document_texts",
+    "tombstone_room",
+    "tombstone_size",
+]
+
+_S = schedules
+_sc = schedule_controls
+_CAS = (
+    update(_S)
+    .where(_S.c.id == bindparam("b_id"), _S.c.revision == bindparam("b_expected"))
+    .values(
+        phase=bindparam("phase"),
+        state=bindparam("state"),
+        revision=bindparam("revision"),
+        title=bindparam("title"),
+        config=bindparam("config"),
+        body=bindparam("body"),
+        size=bindparam("size"),
+        next_due_at=bindparam("next_due_at"),
+        updated_at=bindparam("updated_at"),
+        evicted_control_revision=bindparam("evicted"),
+    )
+)
+# The single compare-and-swap of a control, run on the driver (the scheduler's batches
+# run _CAS itself, many parameter sets at once).
+_CAS_ONE = Prepared(_CAS)
+
+
+@lru_cache(maxsize=4096)
+def _parse_config(text: str) -> tuple[Config, int]:
+    return load_config(text), len(text.encode())
+
+
+@lru_cache(maxsize=4096)
+def _parse_body(text: str) -> tuple[Body, int]:
+    return load_body(text), len(text.encode())
+
+
+def doc_of(row: Any) -> DocState:
+    """The parsed document of a schedule row; :class:`CorruptDocument` when its stored text
+    does not parse or is over its ceilings. Parsing is cached by the stored text (both
+    parts are immutable values), so rereading an unchanged document costs a dict lookup."""
+    try:
+        config, config_size = _parse_config(row.config)
+        body, body_size = _parse_body(row.body)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CorruptDocument(
+            f"schedule {row.id}: the stored document does not parse: {exc}", schedule=str(row.id)
+        ) from None
+    # Seed 002: each read validates the document bounds; one over them fails, never guessed.
+    size = config_size + body_size
+    if config_size > MAX_CONFIG_BYTES or size > MAX_DOCUMENT_BYTES:
+        raise CorruptDocument(
+            f"schedule {row.id}: the stored document is {size} bytes (configuration "
+            f"{config_size}), over its ceilings of {MAX_DOCUMENT_BYTES} ({MAX_CONFIG_BYTES})",
+            schedule=str(row.id),
+        )
+    return DocState(str(row.id), Phase(row.phase), State(row.state), config, body)
+
+
+def document_texts(
+    config: Config, body: Body, config_text: str | None = None
+) -> tuple[str, str, int]:
+    """The stored texts and size of a document; :class:`TooLarge` when it is over its
+    ceiling. ``config_text``: the stored text of an unchanged configuration, reused."""
+    if config_text is None:
+        config_text = dump_config(config)
+    body_text = dump_body(body)
+    size = len(config_text.encode()) + len(body_text.encode())
+    if size > MAX_DOCUMENT_BYTES:
+        raise TooLarge(
+            f"document: {size} bytes is over the {MAX_DOCUMENT_BYTES}-byte ceiling; "
+            "nothing was written",
+            field="document",
+            size=size,
+            limit=MAX_DOCUMENT_BYTES,
+        )
+    return config_text, body_text, size
+
+
+def _next_due_column(state: State, phase: Phase, config: Config, body: Body) -> datetime | None:
+    if state is not State.RUNNING or phase is not Phase.LIVE or body.pending is not None:
+        return None
+    return next_due(config, body)
+
+
+def cas_params(
+    row: Any,
+    *,
+    state: State,
+    phase: Phase,
+    config: Config,
+    body: Body,
+    now: datetime,
+) -> dict[str, Any]:
+    """The compare-and-swap parameters writing a whole document over ``row`` at
+    ``row.revision`` (for :func:`cas_swap` and :func:`cas_write_many`); an unchanged
+    configuration keeps its stored text. :class:`TooLarge` when the document is over its
+    ceilings."""
+    unchanged = config is _parse_config(row.config)[0]
+    config_text, body_text, size = document_texts(config, body, row.config if unchanged else None)
+    return {
+        "b_id": row.id,
+        "b_expected": row.revision,
+        "phase": phase.value,
+        "state": state.value,
+        "revision": int(row.revision) + 1,
+        "title": config.title,
+        "config": config_text,
+        "body": body_text,
+        "size": size,
+        "next_due_at": _next_due_column(state, phase, config, body),
+        "updated_at": now,
+        "evicted": row.evicted_control_revision,
+    }
+
+
+def cas_swap(conn: Connection, params: dict[str, Any]) -> bool:
+    """One compare-and-swap (from :func:`cas_params`, perhaps amended), run on the driver;
+    whether it wrote (``False``: another writer changed the document first)."""
+    return _CAS_ONE.rowcount(conn, params) == 1
+
+
+def cas_write(
+    conn: Connection,
+    row: Any,
+    *,
+    state: State,
+    phase: Phase,
+    config: Config,
+    body: Body,
+    now: datetime,
+) -> int | None:
+    """One compare-and-swap of a whole document against ``row.revision``; the new
+    revision, or ``None`` when another writer changed it first (nothing written)."""
+    params = cas_params(row, state=state, phase=phase, config=config, body=body, now=now)
+    result = conn.execute(_CAS, params)
+    return int(params["revision"]) if result.rowcount == 1 else None
+
+
+def cas_write_many(conn: Connection, params: Sequence[dict[str, Any]]) -> list[bool]:
+    """Many compare-and-swaps (from :func:`cas_params`) in one statement when every one
+    applies; which of them wrote. When a writer came first for any of them, the batch is
+    rolled back to its savepoint and each is tried alone, so the others still apply."""
+    if len(params) > 1 and conn.dialect.supports_sane_multi_rowcount:
+        with conn.begin_nested() as savepoint:
+            if conn.execute(_CAS, list(params)).rowcount == len(params):
+                return [True] * len(params)
+            savepoint.rollback()
+    return [conn.execute(_CAS, p).rowcount == 1 for p in params]
+
+
+def compact(conn: Connection, row: Any, now: datetime) -> bool:
+    """Turn a deleted, reconciled document into a tombstone when the registry has room;
+    completes its Delete (seed 002 "Unified document foundation")."""
+    if not tombstone_room(conn, row):
+        return False
+    result = conn.execute(
+        update(_S)
+        .where(_S.c.id == row.id, _S.c.revision == row.revision)
+        .values(
+            phase=Phase.TOMBSTONE.value,
+            config=None,
+            body=None,
+            size=tombstone_size(row),
+            revision=row.revision + 1,
+            evicted_control_revision=row.revision,
+            next_due_at=None,
+            updated_at=now,
+        )
+    )
+    if result.rowcount != 1:
+        return False
+    # Only the Delete's own record stays (a refused Delete's goes with the others).
+    conn.execute(
+        delete(_sc).where(
+            _sc.c.schedule_id == row.id,
+            or_(_sc.c.action != Action.DELETE.value, _sc.c.outcome != APPLIED),
+        )
+    )
+    conn.execute(update(_sc).where(_sc.c.schedule_id == row.id).values(complete=True))
+    return True
+
+
+def tombstone_room(conn: Connection, row: Any) -> bool:
+    """Whether the workspace's tombstone registry can take one more entry."""
+    conn.execute(
+        for_update(select(workspaces.c.id).where(workspaces.c.id == row.workspace_id))
+    ).first()
+    count, total = conn.execute(
+        select(func.count(), func.coalesce(func.sum(_S.c.size), 0)).where(
+            _S.c.workspace_id == row.workspace_id, _S.c.phase == Phase.TOMBSTONE.value
+        )
+    ).one()
+    return bool(count < MAX_TOMBSTONES and total + tombstone_size(row) <= MAX_TOMBSTONE_BYTES)
+
+
+def tombstone_size(row: Any) -> int:
+    """The bytes ``row``'s entry takes in its workspace's tombstone registry."""
+    entry = {
+        "id": str(row.id),
+        "title": row.title,
+        "creationRequestId": row.creation_request_id,
+        "deletedAt": "0000-00-00T00:00:00.000000Z",
+    }
+    return len(json.dumps(entry, ensure_ascii=False).encode())
