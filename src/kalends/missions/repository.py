@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, update
+from sqlalchemy import and_, bindparam, delete, func, insert, null, or_, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -74,9 +74,10 @@ _WAKE_COLUMNS = (
     _W.c.last_error_at.label("last_error_at"),
     _W.c.last_error_message.label("last_error_message"),
 )
-# A schedule's row with the actor's role on its workspace and its wake's columns.
+# A schedule's row with its wake's columns and the actor's role on its workspace (the
+# fields of ScheduleRead, in their order).
 _SCHEDULE_ROW = (
-    select(_S, _wm.c.role, *_WAKE_COLUMNS)
+    select(_S, *_WAKE_COLUMNS, _wm.c.role)
     .select_from(
         _S.outerjoin(
             _wm,
@@ -91,7 +92,7 @@ _SCHEDULE = Prepared(_SCHEDULE_ROW)
 # keeps (the bound of 64).
 _SCHEDULE_FOR_CONTROL = Prepared(
     _SCHEDULE_ROW.add_columns(
-        *(column.label(f"repeat_{column.key}") for column in _rc.c if column.key != "schedule_id"),
+        *(column.label(f"repeat_{column.key}") for column in _rc.c),
         select(func.count())
         .select_from(_sc)
         .where(_sc.c.schedule_id == _S.c.id)
@@ -194,9 +195,10 @@ def read_page(
     conn: Connection, workspace_id: UUID, after: UUID | None, limit: int
 ) -> list[ScheduleRead]:
     """At most ``limit`` of the workspace's schedules in ID order after ``after``, tombstones
-    included, with their wakes' columns (no role: the caller checked it on the workspace)."""
+    included, with their wakes' columns (no role: the caller checked its own on the
+    workspace)."""
     query = (
-        select(_S, *_WAKE_COLUMNS)
+        select(_S, *_WAKE_COLUMNS, null().label("role"))
         .select_from(_S.outerjoin(_W, _W.c.schedule_id == _S.c.id))
         .where(_S.c.workspace_id == workspace_id)
     )
@@ -315,8 +317,8 @@ def write_control(
     written = ScheduleRow(
         id=row.id,
         workspace_id=row.workspace_id,
-        phase=Phase(values["phase"]),
-        state=applied.state,
+        phase=values["phase"],
+        state=values["state"],
         revision=revision,
         evicted_control_revision=max(values["evicted"], evicted),
         title=values["title"],
@@ -334,7 +336,7 @@ def write_control(
 
 def record_control(
     conn: Connection,
-    row: ScheduleRow,
+    row: ScheduleRead,
     count: int,
     request: ControlRequest,
     revision: int,

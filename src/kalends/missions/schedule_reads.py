@@ -22,7 +22,7 @@ from kalends.missions.limits import MAX_PAGE, MAX_PREVIEW
 from kalends.missions.outcomes import ControlStatus, Page
 from kalends.missions.refusals import refusal_of
 from kalends.missions.requests import check_request_id, check_revision
-from kalends.missions.rows import ControlRecord, ScheduleRead, ScheduleRow
+from kalends.missions.rows import ControlRecord, Schedule, ScheduleRead
 from kalends.missions.stored_documents import doc_of
 from kalends.missions.views import iso, project, project_tombstone
 from kalends.missions.workspaces import check_within, workspace_role
@@ -122,9 +122,9 @@ class ScheduleReads:
 
     # --- reads --------------------------------------------------------------------------
 
-    def _project(self, row: ScheduleRow, doc: DocState | None = None) -> dict[str, Any]:
+    def _project(self, row: Schedule, doc: DocState | None = None) -> dict[str, Any]:
         """The detail of ``row``; ``doc``: its document when already parsed (just written)."""
-        if row.phase is Phase.TOMBSTONE:
+        if row.phase == Phase.TOMBSTONE:
             return project_tombstone(row)
         return project(doc if doc is not None else doc_of(row), row, now=self.store.clock.now())
 
@@ -203,7 +203,7 @@ class ScheduleReads:
             actor_id = resolve_actor(conn, actor)
             row = repository.read_schedule(conn, actor_id, schedule_id)
             row = seen(row, schedule_id, Role.VIEWER)
-            if row.phase is Phase.TOMBSTONE:
+            if row.phase == Phase.TOMBSTONE:
                 return []
             doc = doc_of(row)
             slots = preview_slots(doc.config, doc.body, self.store.clock.now(), count)
@@ -299,7 +299,7 @@ def _recorded_status(record: ControlRecord) -> ControlStatus:
 
 
 def _unrecorded_status(
-    request_id: str, row: ScheduleRow, expected: int | None, act: Action | None
+    request_id: str, row: ScheduleRead, expected: int | None, act: Action | None
 ) -> ControlStatus:
     """The status of a control with no record: rejected when ``row`` proves it never
     applied and never can (a revision passed without it and not evicted, or a control the
@@ -308,7 +308,7 @@ def _unrecorded_status(
     unknown = ControlStatus(
         request_id=request_id, status="unknown", action=action, expected_revision=expected
     )
-    if expected is None or row.phase is Phase.TOMBSTONE:
+    if expected is None or row.phase == Phase.TOMBSTONE:
         return unknown
     if expected < row.revision:
         if expected + 1 > row.evicted_control_revision:

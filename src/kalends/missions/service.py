@@ -36,7 +36,7 @@ from kalends.identity import Role, resolve_actor
 from kalends.missions import repository
 from kalends.missions.config import Config, config_from_json, config_to_json
 from kalends.missions.controls import Action, DocState, apply, edit_refusal, refusal
-from kalends.missions.document import Body, Phase, check_not_past
+from kalends.missions.document import Body, Phase, State, check_not_past
 from kalends.missions.limits import MAX_SCHEDULES
 from kalends.missions.outcomes import ControlOutcome, ControlStatus, Page, Receipt
 from kalends.missions.refusals import refusal_of
@@ -46,7 +46,7 @@ from kalends.missions.requests import (
     check_revision,
     request_digest,
 )
-from kalends.missions.rows import ControlRead, ControlRecord, ScheduleRow
+from kalends.missions.rows import ControlRead, ControlRecord, ScheduleRead, ScheduleRow
 from kalends.missions.schedule_reads import ScheduleReads, present, schedule_id_of, seen, unseen
 from kalends.missions.stored_documents import (
     cas_params,
@@ -77,7 +77,7 @@ __all__ = [
 
 
 def _receipt(row: ScheduleRow, *, repeated: bool) -> Receipt:
-    tomb = row.phase is Phase.TOMBSTONE
+    tomb = row.phase == Phase.TOMBSTONE
     return Receipt(
         request_id=row.creation_request_id,
         status="deleted" if tomb else "created",
@@ -343,7 +343,7 @@ class ScheduleService(ScheduleReads):
             row = seen(read.schedule, schedule_id, Role.EDITOR)
             if read.repeat is not None:
                 return self._repeat_of(conn, read.repeat, row, actor_id, request)
-            if row.phase is Phase.TOMBSTONE:
+            if row.phase == Phase.TOMBSTONE:
                 raise ControlConflict(
                     f"schedule {schedule_id} is deleted", action=act.value, reason="deleted"
                 )
@@ -397,7 +397,11 @@ class ScheduleService(ScheduleReads):
                 ) from None
             # The document just written, as written: not parsed back from its text.
             shown = DocState(
-                str(written.id), written.phase, written.state, applied.config, applied.body
+                str(written.id),
+                Phase(written.phase),
+                State(written.state),
+                applied.config,
+                applied.body,
             )
             return ControlOutcome(
                 request_id=request_id,
@@ -431,7 +435,7 @@ class ScheduleService(ScheduleReads):
         self,
         conn: Connection,
         record: ControlRecord,
-        row: ScheduleRow,
+        row: ScheduleRead,
         actor_id: UUID,
         request: ControlRequest,
     ) -> ControlOutcome:
