@@ -17,7 +17,8 @@ import pytest
 from kalends.bootstrap import build
 from kalends.clock import FakeClock
 from kalends.errors import NotFound
-from kalends.reminders.outbox import Outbox, Verdict, eligibility, reminder_eligible
+from kalends.reminders.eligibility import Verdict, eligibility, reminder_eligible
+from kalends.reminders.outbox import Outbox
 from kalends.storage.testing import nothing_written
 from kalends.storage.unit_of_work import Store
 from kalends.tasks import Role, Task, parse_schedule

@@ -1,4 +1,4 @@
-"""IDs and instants in the database's own form (``kalends.reminders.outbox.RAW``), as the
+"""IDs and instants in the database's own form (``kalends.reminders.raw_forms.RAW``), as the
 delivery worker's hot path reads them: converted lazily, they must come out exactly as
 SQLAlchemy's ``Uuid`` and kalends' ``UTCDateTime`` read them.
 
@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import Column, MetaData, Table, Uuid, insert, select, type_coerce
 from sqlalchemy.dialects import sqlite
 
-from kalends.reminders.outbox import RAW, db_form, instant, instant_text, uuid_of, uuid_text
+from kalends.reminders.raw_forms import RAW, db_form, instant, instant_text, uuid_of, uuid_text
 from kalends.storage.schema import UTCDateTime
 from kalends.storage.unit_of_work import Store
 

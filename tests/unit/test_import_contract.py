@@ -31,12 +31,13 @@ DOMAINS = (
 )
 
 # Which domain may use which other domain (through its package only). Identity is who
-# someone is and what role they hold; reminders are the outbox of the task store's
-# reminders; a mission's run privilege is an account's grant.
+# someone is and what role they hold; the task store writes its reminders' intents
+# through the reminders, which know no task store; a mission's run privilege is an
+# account's grant.
 DOMAIN_DEPENDENCIES = {
     "kalends.identity": (),
-    "kalends.tasks": ("kalends.identity",),
-    "kalends.reminders": ("kalends.identity", "kalends.tasks"),
+    "kalends.tasks": ("kalends.identity", "kalends.reminders"),
+    "kalends.reminders": ("kalends.identity",),
     "kalends.missions": ("kalends.identity", "kalends.auth"),
     "kalends.auth": ("kalends.identity",),
 }

@@ -1,7 +1,31 @@
 """Reminder delivery: the outbox of reminder intents, its leases, and the delivery worker.
 
-Import from the submodules: :mod:`kalends.reminders.outbox` (claims, acknowledgements,
-retries, eligibility), :mod:`kalends.reminders.destinations` (an actor's notification
-settings), :mod:`kalends.reminders.transports` (Apprise e-mail and push) and
-:mod:`kalends.reminders.worker` (the delivery loop).
+This package depends on no other domain but :mod:`kalends.identity`. The task store
+writes its reminders' intents through the names exported here (:func:`replace_intents`,
+:func:`cancel_intents`), passing plain values; it never writes the intents' table itself.
+
+The edges import from the submodules: :mod:`kalends.reminders.outbox` (claims,
+acknowledgements, retries, eligibility, listing), :mod:`kalends.reminders.destinations`
+(an actor's notification settings), :mod:`kalends.reminders.transports` (Apprise e-mail
+and push) and :mod:`kalends.reminders.worker` (the delivery loop).
 """
+
+from kalends.reminders.channels import Channel
+from kalends.reminders.intents import (
+    LIVE_STATES,
+    STATUSES,
+    IntentPlan,
+    IntentState,
+    cancel_intents,
+    replace_intents,
+)
+
+__all__ = [
+    "LIVE_STATES",
+    "STATUSES",
+    "Channel",
+    "IntentPlan",
+    "IntentState",
+    "cancel_intents",
+    "replace_intents",
+]

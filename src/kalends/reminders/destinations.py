@@ -29,7 +29,8 @@ from sqlalchemy.exc import IntegrityError
 
 from kalends.errors import Conflict, Forbidden, InvalidInput, NotFound
 from kalends.identity import ActorRef, resolve_actor
-from kalends.reminders.outbox import RAW
+from kalends.reminders.channels import Channel
+from kalends.reminders.raw_forms import RAW
 from kalends.reminders.transports import (
     EMAIL_SCHEMES,
     apprise_service,
@@ -39,7 +40,6 @@ from kalends.reminders.transports import (
 from kalends.storage.identity_tables import actors
 from kalends.storage.task_tables import actor_destinations
 from kalends.storage.unit_of_work import Store
-from kalends.tasks import Channel
 
 __all__ = [
     "MAX_DESTINATIONS",

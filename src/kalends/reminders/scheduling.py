@@ -1,24 +1,57 @@
 """What a person is told when a schedule they set holds a reminder whose time has passed.
 
 Such a reminder is accepted (the schedule is the person's), but it cannot come when they
-meant it to: within :data:`~kalends.reminders.outbox.EXPIRY` of its time the worker sends
+meant it to: within :data:`~kalends.reminders.limits.EXPIRY` of its time the worker sends
 it at once; later than that it is never sent, and the outbox closes it as ``expired``.
 Both edges (the CLI and the HTTP API) add these warnings to their answer.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
+from kalends.reminders.channels import Channel
+from kalends.reminders.eligibility import TASK_OPEN
+from kalends.reminders.limits import EXPIRY
 from kalends.reminders.local_times import when_text
-from kalends.reminders.outbox import EXPIRY
-from kalends.tasks import Task, TaskStatus
 
-__all__ = ["PAST_REMINDER", "ScheduleWarning", "past_reminders"]
+__all__ = ["PAST_REMINDER", "ScheduleWarning", "ScheduledTask", "past_reminders"]
 
 PAST_REMINDER = "reminder-in-the-past"
+
+
+class ReminderTime(Protocol):
+    """When a reminder comes: its instant and the zone it was set in."""
+
+    @property
+    def at(self) -> datetime: ...
+
+    @property
+    def zone(self) -> str: ...
+
+
+class ScheduledReminder(Protocol):
+    """One reminder of a schedule: its channel and time."""
+
+    @property
+    def channel(self) -> Channel: ...
+
+    @property
+    def time(self) -> ReminderTime: ...
+
+
+class ScheduledTask(Protocol):
+    """A task as just scheduled (a :class:`kalends.tasks.Task`): its stored status and
+    its reminders."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def reminders(self) -> Sequence[ScheduledReminder]: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,10 +66,10 @@ class ScheduleWarning:
         return {"code": self.code, "field": self.field, "message": self.message}
 
 
-def past_reminders(task: Task, now: datetime) -> list[ScheduleWarning]:
+def past_reminders(task: ScheduledTask, now: datetime) -> list[ScheduleWarning]:
     """A warning for each reminder of ``task`` (as just scheduled) whose time is not after
     ``now``. A settled task makes no reminder intents, so it gets none."""
-    if task.status is not TaskStatus.OPEN:
+    if task.status != TASK_OPEN:
         return []
     found: list[ScheduleWarning] = []
     for i, reminder in enumerate(task.reminders):

@@ -33,33 +33,34 @@ from uuid import UUID
 from sqlalchemy.engine import Connection
 
 from kalends.errors import StorageError
-from kalends.reminders.destinations import Person, recipients_of
-from kalends.reminders.local_times import when_text
-from kalends.reminders.outbox import (
+from kalends.reminders.claims import (
     C_AT,
     C_CHANNEL,
     C_ID,
     C_RECIPIENT,
     C_TASK,
     C_TOKEN,
+    Claim,
+    ClaimRow,
+    ack_in,
+    claim_rows_in,
+    close_in,
+)
+from kalends.reminders.destinations import Person, recipients_of
+from kalends.reminders.eligibility import (
     E_DUE,
     E_LIST_NAME,
     E_REF,
     E_TITLE,
     E_ZONE,
-    Claim,
-    ClaimRow,
-    Outbox,
     Verdict,
     VerdictRow,
-    ack_in,
-    claim_rows_in,
-    close_in,
-    instant,
-    uuid_of,
-    uuid_text,
     verdict_rows_in,
 )
+from kalends.reminders.intents import IntentState
+from kalends.reminders.local_times import when_text
+from kalends.reminders.outbox import Outbox
+from kalends.reminders.raw_forms import instant, uuid_of, uuid_text
 from kalends.reminders.transports import Delivery, DeliveryFailed, Transport
 from kalends.storage.unit_of_work import Store
 from kalends.storage.wake import Waker, open_waker
@@ -77,8 +78,8 @@ __all__ = [
 
 log = logging.getLogger("kalends.reminders")
 
-# The status of a reminder that will not be tried again (kalends.reminders.outbox.STATUSES).
-DEAD = "dead"
+# The status of a reminder that will not be tried again.
+DEAD = IntentState.DEAD
 # kalends: a verdict older than this is read again before a send.
 RECHECK_AFTER = 1.0
 # kalends: a claim whose lease ends sooner than this (or half the lease, if shorter) is
@@ -99,7 +100,7 @@ OUTAGE_MAX_WAIT = 60.0
 IDLE_RECHECK = 60.0
 
 
-# The batch is kept as the database returned it: claim rows (kalends.reminders.outbox.C_*)
+# The batch is kept as the database returned it: claim rows (kalends.reminders.claims.C_*)
 # and eligibility rows (E_*), IDs in the database's own form; a Delivery is built per send.
 # Intent ID -> its reason not to send (None: send) and its eligibility row.
 _Verdicts = dict[Any, VerdictRow]

@@ -1,6 +1,7 @@
 """The task store and its scheduling domain (seed 000): lists, checklists, schedules."""
 
 from kalends.identity import Actor, Role
+from kalends.reminders import Channel
 from kalends.tasks.directory import Directory
 from kalends.tasks.models import (
     Attachment,
@@ -15,7 +16,6 @@ from kalends.tasks.models import (
 )
 from kalends.tasks.service import AfterTaskUpdate, TaskChange, TaskService
 from kalends.tasks.values import (
-    Channel,
     ListStatus,
     Reminder,
     Schedule,

@@ -1,5 +1,8 @@
 """The shared steps of task operations: revision checks, compare-and-swap, trash checks,
-reminder-intent cancellation, tags, and the ``after_task_update`` hook contract.
+tags, and the ``after_task_update`` hook contract.
+
+The task operations cancel reminder intents with :func:`kalends.reminders.cancel_intents`,
+named here again for them.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from sqlalchemy.engine import Connection
 
 from kalends.errors import InvalidInput, NotFound, RevisionConflict, TaskTrashed
 from kalends.identity import ActorRef, Role, check_name, parse_uuid, resolve_actor
-from kalends.storage.task_tables import lists, reminder_intents, sections, tags, task_tags, tasks
+from kalends.reminders import cancel_intents as cancel_intents  # noqa: PLC0414
+from kalends.storage.task_tables import lists, sections, tags, task_tags, tasks
 from kalends.storage.unit_of_work import Store
 from kalends.storage.upsert import insert_missing
 from kalends.tasks.access import task_with_role
@@ -41,8 +45,6 @@ class TaskChange:
 # after_task_update(tx, task_ids, change): runs inside the operation's transaction;
 # raising aborts the whole operation.
 AfterTaskUpdate = Callable[[Connection, Sequence[UUID], TaskChange], None]
-
-LIVE_INTENTS = ("pending", "leased")
 
 
 class ServiceBase:
@@ -150,28 +152,6 @@ def cas(
 def require_live(conn: Connection, row: Any, field: str) -> None:
     if row.trashed or (row.parent_id is not None and hidden_by_trash(conn, row.parent_id)):
         raise TaskTrashed(f"{field}: the task is in the trash (itself or an ancestor)")
-
-
-_CANCEL_INTENTS = (
-    update(reminder_intents)
-    .where(
-        reminder_intents.c.task_id.in_(bindparam("task_ids", expanding=True)),
-        reminder_intents.c.status.in_(LIVE_INTENTS),
-    )
-    .values(
-        status="cancelled",
-        closed_reason=bindparam("reason"),
-        lease_token=None,
-        lease_owner=None,
-        lease_expires_at=None,
-        updated_at=bindparam("now"),
-    )
-)
-
-
-def cancel_intents(conn: Connection, task_ids: Sequence[UUID], now: datetime, reason: str) -> None:
-    """Cancels the pending and leased reminder intents of these tasks."""
-    conn.execute(_CANCEL_INTENTS, {"task_ids": list(task_ids), "now": now, "reason": reason})
 
 
 def sibling_id(conn: Connection, ref: TaskRef | None, field: str) -> UUID | None:

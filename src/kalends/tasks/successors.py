@@ -35,10 +35,10 @@ from sqlalchemy.engine import Connection
 from kalends.civil import format_local, get_zone, parse_local_datetime, wall_of
 from kalends.civil.zones import Resolution, local_seconds
 from kalends.errors import Conflict
+from kalends.reminders import Channel, IntentPlan, replace_intents
 from kalends.storage.ids import ids_at
 from kalends.storage.scratch import add_days, copy_map, ensure_scratch, json_pairs
 from kalends.storage.task_tables import (
-    reminder_intents,
     sections,
     tags,
     task_history,
@@ -47,7 +47,6 @@ from kalends.storage.task_tables import (
     tasks,
 )
 from kalends.storage.upsert import insert_missing
-from kalends.storage.wake import notify
 from kalends.tasks.reads import LIVE_TREE
 from kalends.tasks.refs import new_refs
 from kalends.tasks.series_rules import MAX_CHECKLIST_TASKS
@@ -345,26 +344,18 @@ def generate(
                 }
             )
         conn.execute(insert(task_reminders), copied)
-        conn.execute(
-            insert(reminder_intents),
-            [
-                {
-                    "id": intent_id,
-                    "task_id": c["task_id"],
-                    "schedule_revision": 1,
-                    "channel": c["channel"],
-                    "at": c["at"],
-                    "recipient_id": c["recipient_id"],
-                    "status": "pending",
-                    "attempts": 0,
-                    "next_attempt_at": c["at"],
-                    "created_at": now,
-                    "updated_at": now,
-                }
-                for c, intent_id in zip(copied, ids_at(now, len(copied)), strict=True)
-            ],
-        )
-        notify(conn)
+        # The occurrence's tasks are new: they have no intents to cancel.
+        plans = [
+            IntentPlan(
+                task_id=c["task_id"],
+                schedule_revision=1,
+                channel=Channel(c["channel"]),
+                at=c["at"],
+                recipient_id=c["recipient_id"],
+            )
+            for c in copied
+        ]
+        replace_intents(conn, (), plans, now)
     conn.execute(_CREATED_HISTORY, {**common, "root_text": str(fresh[source_root])})
     conn.execute(delete(copy_map))
     new_root = fresh.pop(source_root)

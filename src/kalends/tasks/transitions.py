@@ -12,16 +12,15 @@ from sqlalchemy.engine import Connection
 from kalends.civil import format_local
 from kalends.errors import Conflict, Forbidden, OpenDescendants
 from kalends.identity import ActorRef
-from kalends.storage.ids import ids_at
-from kalends.storage.task_tables import list_members, reminder_intents, task_reminders, tasks
+from kalends.reminders import IntentPlan, cancel_intents, replace_intents
+from kalends.storage.task_tables import list_members, task_reminders, tasks
 from kalends.storage.unit_of_work import for_update
-from kalends.storage.wake import notify
 from kalends.tasks import history
 from kalends.tasks.history import Event
 from kalends.tasks.models import Task, reminder_from_row, reminder_to_json
 from kalends.tasks.reads import load_tasks, task_after_write
 from kalends.tasks.series_state import is_recurring_root
-from kalends.tasks.steps import LIVE_INTENTS, ServiceBase, TaskChange, TaskRef, cancel_intents, cas
+from kalends.tasks.steps import ServiceBase, TaskChange, TaskRef, cas
 from kalends.tasks.tree import ancestor_ids
 from kalends.tasks.values import Reminder, Schedule, TaskStatus, TimedValue, due_to_json
 
@@ -66,21 +65,7 @@ _COMPLETE_DESCENDANTS = (
     .returning(tasks.c.id)
 )
 _LOCK_SUBTREE = for_update(select(tasks.c.id).where(tasks.c.id.in_(select(_LIVE.c.id))))
-_CANCEL_SUBTREE_INTENTS = (
-    update(reminder_intents)
-    .where(
-        reminder_intents.c.task_id.in_(select(_LIVE.c.id)),
-        reminder_intents.c.status.in_(LIVE_INTENTS),
-    )
-    .values(
-        status="cancelled",
-        closed_reason=bindparam("reason"),
-        lease_token=None,
-        lease_owner=None,
-        lease_expires_at=None,
-        updated_at=bindparam("now"),
-    )
-)
+_LIVE_SUBTREE = select(_LIVE.c.id)
 _REMINDERS = select(task_reminders).where(task_reminders.c.task_id == bindparam("task_id"))
 
 
@@ -147,32 +132,19 @@ class Transitions(ServiceBase):
                         for i, r in enumerate(schedule.reminders)
                     ],
                 )
-            cancel_intents(conn, [row.id], now, "schedule-changed")
-            if schedule.reminders and row.status == TaskStatus.OPEN.value:
-                conn.execute(
-                    insert(reminder_intents),
-                    [
-                        {
-                            "id": intent_id,
-                            "task_id": row.id,
-                            "schedule_revision": schedule_revision,
-                            "channel": r.channel.value,
-                            "at": r.time.at,
-                            "recipient_id": r.recipient_id,
-                            "status": "pending",
-                            "attempts": 0,
-                            "next_attempt_at": r.time.at,
-                            "created_at": now,
-                            "updated_at": now,
-                        }
-                        for r, intent_id in zip(
-                            schedule.reminders,
-                            ids_at(now, len(schedule.reminders)),
-                            strict=True,
-                        )
-                    ],
+            # A settled task gets no intents; its old ones are cancelled all the same.
+            open_task = row.status == TaskStatus.OPEN.value
+            plans = [
+                IntentPlan(
+                    task_id=row.id,
+                    schedule_revision=schedule_revision,
+                    channel=r.channel,
+                    at=r.time.at,
+                    recipient_id=r.recipient_id,
                 )
-                notify(conn)
+                for r in (schedule.reminders if open_task else ())
+            ]
+            replace_intents(conn, [row.id], plans, now, "schedule-changed")
             payload = {
                 "schedule_revision": schedule_revision,
                 "planned": schedule.planned.isoformat() if schedule.planned else None,
@@ -225,10 +197,8 @@ class Transitions(ServiceBase):
                 conn.execute(_COMPLETE_DESCENDANTS, {"root_id": row.id, "now": now}).scalars()
             )
             changed = [row.id, *open_ids]
-            conn.execute(
-                _CANCEL_SUBTREE_INTENTS,
-                {"root_id": row.id, "now": now, "reason": "task-completed"},
-            )
+            subtree = conn.execute(_LIVE_SUBTREE, {"root_id": row.id}).scalars().all()
+            cancel_intents(conn, subtree, now, "task-completed")
             history.record(
                 conn,
                 actor_id,

@@ -18,6 +18,10 @@ from uuid import UUID
 from kalends.civil import format_local, parse_date, parse_local_datetime, resolve_user_local
 from kalends.errors import InvalidInput
 
+# A reminder's channel belongs to the reminders; the task store's schedules name it, and
+# its modules import it from here (an explicit re-export).
+from kalends.reminders import Channel as Channel  # noqa: PLC0414
+
 # Issue 3 / seed 000 "Scheduling domain": titles of 1-500 characters, descriptions up to 64 KiB.
 MAX_TITLE_LENGTH = 500
 MAX_DESCRIPTION_BYTES = 64 * 1024
@@ -49,11 +53,6 @@ class TaskStatus(StrEnum):
 # kalends.tasks.skips).
 SKIPPED = "skipped"
 SHOWN_STATUSES = (TaskStatus.OPEN.value, TaskStatus.COMPLETED.value, SKIPPED)
-
-
-class Channel(StrEnum):
-    EMAIL = "email"
-    PUSH = "push"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
