@@ -371,13 +371,15 @@ WORKSPACES = [
 
 # --- mission schedules ----------------------------------------------------------------------------
 #
-# dave gets 404 here too, naming the workspace: every schedule route checks the caller's
-# role on the workspace of its path before it looks the schedule up
-# (routes.missions._within), so a non-member learns nothing of the schedules, not even
-# whether a mission ID exists, nor whether the workspace's does.
+# dave gets 404 here too, naming the workspace: every schedule route under a workspace
+# checks the caller's role on it before it looks the schedule up (ScheduleService, in
+# the operation's transaction), so a non-member learns nothing of the schedules, not
+# even whether a mission ID exists, nor whether the workspace's does.
 
 SCHEDULED = WS + "/missions/scheduled"
 SCHEDULE = WS + "/missions/{missionID}/schedule"
+# A schedule by its ID alone: dave, no member of its workspace, is told it is not there.
+MISSION = "/api/missions/{id}"
 PASSAGE_LOG = WS + "/missions/{missionID}/passages/{passageID}/log"
 
 
@@ -460,6 +462,22 @@ def _detail(m: Matrix, _c: Column) -> Call:
         assert body["pending"]["passageId"] == found["passage"]
 
     return Call(_schedule(m, found["mission"]), after=after)
+
+
+def _detail_by_id(m: Matrix, _c: Column) -> Call:
+    found = _readable(m)
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        body = reply.json()
+        assert body["id"] == found["mission"]
+        assert body["pending"]["passageId"] == found["passage"]
+        # The answer of the detail under the schedule's own workspace (the same for
+        # every reader).
+        under = m.api.client.get(_schedule(m, found["mission"]), headers=m.api.headers("alice"))
+        assert under.status_code == 200, under.text
+        assert body == under.json()
+
+    return Call(f"/api/missions/{found['mission']}", after=after)
 
 
 def _applied(m: Matrix, mission: str, request_id: str) -> Any:
@@ -558,6 +576,7 @@ SCHEDULES = [
     Row("creation receipt", "GET", SCHEDULED + "/requests/{requestID}", read(), _receipt),
     Row("capabilities", "GET", SCHEDULED + "/capabilities", read(), _capabilities),
     Row("detail", "GET", SCHEDULE, read(), _detail),
+    Row("detail by ID", "GET", MISSION, read(), _detail_by_id),
     *(
         Row(action, "POST", SCHEDULE, write(), _control(action), fresh="success")
         for action in CONTROLS

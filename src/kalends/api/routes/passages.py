@@ -12,11 +12,14 @@ caller may ask; the answer holds only the passages of schedules in workspaces wh
 caller has a role (viewer or more), a deleted schedule's included while its tombstone
 stays. A passage whose schedule the server's database does not know (another database's
 worker, a record without one) is shown to nobody. Reading writes nothing.
+
+The routes parse and render; the runtime directory is read and written by
+:class:`~kalends.missions.runtime.server_passages.ServerPassages`, which asks the
+services what a person may see.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query
@@ -29,25 +32,22 @@ from kalends.api.context import ApiContext
 from kalends.api.dispatch import DispatchedRoute
 from kalends.api.errors import error_responses
 from kalends.api.security import ContextDep, PrincipalDep
-from kalends.errors import KalendsError, NotFound, StorageError, Unauthenticated
 from kalends.missions.limits import MAX_SUMMARY_BYTES
-from kalends.missions.runtime.base import Report, RuntimeUnavailable
-from kalends.missions.runtime.passages import (
-    DEFAULT_LIST_LIMIT,
-    MAX_LIST_LIMIT,
-    newest_passages,
-    read_passage,
+from kalends.missions.runtime.passages import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
+from kalends.missions.runtime.process import OUTCOMES
+from kalends.missions.runtime.server_passages import (
+    NoRuntime,
+    PassageTokenRefused,
+    RuntimeDown,
+    ServerPassages,
 )
-from kalends.missions.runtime.process import OUTCOMES, ProcessRuntime, record_report
-from kalends.missions.runtime.shim import CorruptRecord
-from kalends.missions.runtime.token import InvalidToken
 
 __all__ = [
     "NoRuntime",
     "PassageTokenRefused",
     "RuntimeDown",
     "router",
-    "runtime_root",
+    "server_passages",
 ]
 
 router = APIRouter(prefix="/api/passages", tags=["passages"], route_class=DispatchedRoute)
@@ -65,31 +65,16 @@ _passage_header = APIKeyHeader(
 )
 
 
-class NoRuntime(NotFound):
-    """This server runs no passages: it has no runtime directory."""
-
-    code = "no-runtime"
-
-
-class PassageTokenRefused(Unauthenticated):
-    """The passage token is missing, malformed, forged or names no passage of this server."""
-
-    code = "invalid-passage-token"
-
-
-class RuntimeDown(StorageError):
-    """The runtime directory could not be read or written now; nothing was recorded."""
-
-    code = "runtime-unavailable"
-
-
-def runtime_root(ctx: ApiContext) -> Path:
-    """The runtime directory of this server's passages: its runtime's, else the settings'."""
-    if ctx.runtime is not None:
-        return ctx.runtime.root
-    if ctx.settings.runtime_dir is not None:
-        return Path(ctx.settings.runtime_dir)
-    raise NoRuntime("this server runs no passages: it has no runtime directory")
+def server_passages(ctx: ApiContext) -> ServerPassages:
+    """This server's passages: its runtime's directory, else the settings' (or none)."""
+    services = ctx.services
+    return ServerPassages(
+        runtime=ctx.runtime,
+        runtime_dir=ctx.settings.runtime_dir,
+        schedules=services.schedules,
+        workspaces=services.workspaces,
+        clock=services.store.clock,
+    )
 
 
 def passage_token(header: Annotated[str | None, Depends(_passage_header)]) -> str:
@@ -138,25 +123,7 @@ class ReportOut(BaseModel):
     responses=error_responses(401, 404, 409, 422, 503),
 )
 def report(body: ReportBody, token: PassageTokenDep, ctx: ContextDep) -> ReportOut:
-    try:
-        if ctx.runtime is not None:
-            done: Report = ctx.runtime.report(token, body.outcome, body.summary)
-        else:
-            done = record_report(
-                runtime_root(ctx),
-                token,
-                body.outcome,
-                body.summary,
-                at=ctx.services.store.clock.now(),
-            )
-    except InvalidToken as exc:
-        raise PassageTokenRefused(exc.message) from None
-    except RuntimeUnavailable as exc:
-        raise RuntimeDown(exc.message) from None
-    except CorruptRecord as exc:
-        raise RuntimeDown(f"cannot record the report: {exc}") from None
-    except OSError as exc:
-        raise RuntimeDown(f"cannot record the report: {exc.strerror or exc}") from None
+    done = server_passages(ctx).report(token, body.outcome, body.summary)
     return ReportOut(
         outcome=done.outcome,
         summary=done.summary,
@@ -223,14 +190,4 @@ def list_passages(
         ),
     ] = DEFAULT_LIST_LIMIT,
 ) -> JSONResponse:
-    root = runtime_root(ctx)
-    visible = ctx.services.workspaces.visible_schedules(who.actor_id)
-    try:
-        total, page = newest_passages(root, limit, schedules=visible) if visible else (0, [])
-        # The server's own runtime; else one on its directory, which exists once a
-        # passage does (so nothing is created).
-        runtime = ctx.runtime or (ProcessRuntime(root) if page else None)
-        items = [read_passage(runtime, d).to_json() for d in page] if runtime else []
-    except (KalendsError, OSError) as exc:
-        raise RuntimeDown(f"cannot read the passages of {root}: {exc}") from None
-    return JsonAnswer({"runtimeDir": str(root), "total": total, "items": items})
+    return JsonAnswer(server_passages(ctx).visible(who.actor_id, limit).to_json())
