@@ -68,6 +68,11 @@ control          ``POST /api/workspaces/{id}/missions/{missionID}/schedule`` wit
                  before the run), takes them round-robin with at most one control in
                  flight per schedule, toggles running/paused and keeps the revision each
                  answer records: no conflict can come from the bench itself;
+framework paths  the four kalends endpoints above again, on a second kalends server
+                 started the same way with ``KALENDS_FAST_PATHS=0``: the framework's
+                 own routing and dependency solving instead of kalends' route index and
+                 planned handlers (``kalends.api.fast``); shown, not judged, beside
+                 the first server's figures (the ratios under the table);
 bare (2)         ``GET /bare`` again, so machine noise shows in its two figures.
 
 The reads use ``bench/api_wrk/paths.lua`` (the requests built once, taken in turn); the
@@ -124,7 +129,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -148,6 +153,8 @@ from kalends.missions.limits import MAX_SCHEDULES  # noqa: E402
 from kalends.tasks import Task, TreeNode, parse_schedule  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+# Set to 0, kalends serves through the framework's own routing and dependency solving.
+FAST_PATHS_ENV = "KALENDS_FAST_PATHS"
 WRK_DIR = Path(__file__).resolve().parent / "api_wrk"
 PATHS_SCRIPT = WRK_DIR / "paths.lua"
 CONTROL_SCRIPT = WRK_DIR / "control.lua"
@@ -181,7 +188,19 @@ TREE_PAGE = 10
 TARGET_P99_MS = 50.0
 TARGET_SHARE = 0.40
 
-KEYS = ("bare1", "async", "page", "tree", "task", "schedule", "control", "bare2")
+# The kalends endpoints measured again on a server without its fast paths.
+PLAIN_KEYS = ("plain-page", "plain-task", "plain-schedule", "plain-control")
+KEYS = (
+    "bare1",
+    "async",
+    "page",
+    "tree",
+    "task",
+    "schedule",
+    "control",
+    *PLAIN_KEYS,
+    "bare2",
+)
 BARE_KEYS = ("bare1", "async", "bare2")
 JUDGED_BARE = ("bare1", "bare2")
 LABELS = {
@@ -192,6 +211,10 @@ LABELS = {
     "task": "task detail",
     "schedule": "schedule detail",
     "control": "control (pause/play)",
+    "plain-page": "pages, framework paths",
+    "plain-task": "task detail, framework paths",
+    "plain-schedule": "schedule detail, framework paths",
+    "plain-control": "control, framework paths",
     "bare2": "bare FastAPI, def (2)",
 }
 ROUTES = {
@@ -204,6 +227,7 @@ ROUTES = {
     "control": "POST /api/workspaces/{id}/missions/{missionID}/schedule",
     "bare2": "GET /bare",
 }
+ROUTES.update({key: ROUTES[key.removeprefix("plain-")] for key in PLAIN_KEYS})
 # Judged: the paged listing (what a client scrolling a list asks for); the whole list
 # of 1,000 tasks in one answer is measured and shown, not judged.
 READS = ("page", "task", "schedule")
@@ -563,11 +587,21 @@ class Server:
         return "\n".join(lines)
 
 
-def start(name: str, argv: list[str], directory: Path, ready: re.Pattern[str]) -> Server:
-    """Starts ``argv``, stdout and stderr to files; waits until stdout matches ``ready``."""
+def start(
+    name: str,
+    argv: list[str],
+    directory: Path,
+    ready: re.Pattern[str],
+    env: Mapping[str, str] | None = None,
+) -> Server:
+    """Starts ``argv`` (with ``env`` added to this environment), stdout and stderr to files;
+    waits until stdout matches ``ready``."""
     out, err = directory / f"{name}.stdout", directory / f"{name}.stderr"
+    environ = {**os.environ, **(env or {})}
     with out.open("wb") as o, err.open("wb") as e:
-        proc = subprocess.Popen(argv, stdout=o, stderr=e, stdin=subprocess.DEVNULL, cwd=ROOT)
+        proc = subprocess.Popen(
+            argv, stdout=o, stderr=e, stdin=subprocess.DEVNULL, cwd=ROOT, env=environ
+        )
     server = Server(name, proc, out, err)
     log(f"starting {name} (pid {proc.pid}): {' '.join(argv)}")
     deadline = time.monotonic() + START_TIMEOUT_S
@@ -599,8 +633,14 @@ def stop(server: Server) -> int | None:
 
 
 @contextmanager
-def running(name: str, argv: list[str], directory: Path, ready: str) -> Iterator[Server]:
-    server = start(name, argv, directory, re.compile(ready))
+def running(
+    name: str,
+    argv: list[str],
+    directory: Path,
+    ready: str,
+    env: Mapping[str, str] | None = None,
+) -> Iterator[Server]:
+    server = start(name, argv, directory, re.compile(ready), env)
     try:
         yield server
     finally:
@@ -608,7 +648,7 @@ def running(name: str, argv: list[str], directory: Path, ready: str) -> Iterator
         log(f"stopped {name} (pid {server.pid}): exit status {code}")
 
 
-def kalends_argv(url: str, directory: Path) -> list[str]:
+def kalends_argv(url: str, directory: Path, runtime: str = "runtime") -> list[str]:
     return [
         str(KALENDS),
         "serve",
@@ -623,7 +663,7 @@ def kalends_argv(url: str, directory: Path) -> list[str]:
         "--log-level",
         "warning",
         "--runtime-dir",
-        str(directory / "runtime"),
+        str(directory / runtime),
     ]
 
 
@@ -989,6 +1029,11 @@ class Report:
         return any(not v.met for v in self.verdicts())
 
 
+def base_key(key: str) -> str:
+    """The endpoint a key measures: ``plain-task`` measures ``task`` on the plain server."""
+    return key.removeprefix("plain-")
+
+
 def run(sizes: Sizes, directory: Path, rep: Report, only: Sequence[str]) -> None:
     url = f"sqlite:///{directory / 'kalends.db'}"
     fx = build_fixture(url, directory, sizes)
@@ -1039,19 +1084,29 @@ def run(sizes: Sizes, directory: Path, rep: Report, only: Sequence[str]) -> None
             bare = stack.enter_context(
                 running("bare", bare_argv(directory), directory, r"bare serving on (\S+)")
             )
-            servers = {"kalends": kalends, "bare": bare}
-            problems = check_endpoints(fx, kalends, bare)
+            plain = stack.enter_context(
+                running(
+                    "plain",
+                    kalends_argv(url, directory, "plain-runtime"),
+                    directory,
+                    r"kalends serving on (\S+)",
+                    env={FAST_PATHS_ENV: "0"},
+                )
+            )
+            servers = {"kalends": kalends, "bare": bare, "plain": plain}
+            problems = check_endpoints(fx, kalends, bare) + check_endpoints(fx, plain, bare)
             rep.problems += problems
             if not problems:
                 log("every endpoint answered as the services read: ok")
-            wanted = [k for k in KEYS if k in BARE_KEYS or k in only]
+            wanted = [k for k in KEYS if k in BARE_KEYS or base_key(k) in only]
             for key in wanted if not problems else ():
                 try:
-                    if key == "control":
+                    if base_key(key) == "control":
+                        target = plain if key in PLAIN_KEYS else kalends
                         write_schedules(fx, control_file)
                         warm(
                             sizes,
-                            kalends,
+                            target,
                             fx.token,
                             CONTROL_SCRIPT,
                             [str(control_file), str(sizes.threads), "w"],
@@ -1060,19 +1115,24 @@ def run(sizes: Sizes, directory: Path, rep: Report, only: Sequence[str]) -> None
                         m = measured(
                             key,
                             sizes,
-                            kalends,
+                            target,
                             fx.token,
                             CONTROL_SCRIPT,
                             [str(control_file), str(sizes.threads), "m"],
                         )
                         rep.problems += check_controls(fx, before, m, sizes.connections)
-                        rep.control_recorded = sum(
-                            r1 - r0
-                            for (r0, _), (r1, _) in zip(before, schedule_states(fx), strict=True)
-                        )
+                        if key == "control":
+                            rep.control_recorded = sum(
+                                r1 - r0
+                                for (r0, _), (r1, _) in zip(
+                                    before, schedule_states(fx), strict=True
+                                )
+                            )
                     else:
-                        server = bare if key in BARE_KEYS else kalends
-                        a = args["bare1" if key == "bare2" else key]
+                        server = (
+                            bare if key in BARE_KEYS else plain if key in PLAIN_KEYS else kalends
+                        )
+                        a = args["bare1" if key == "bare2" else base_key(key)]
                         warm(sizes, server, fx.token, PATHS_SCRIPT, a)
                         m = measured(key, sizes, server, fx.token, PATHS_SCRIPT, a)
                 except (RuntimeError, subprocess.TimeoutExpired) as exc:
@@ -1091,7 +1151,7 @@ def run(sizes: Sizes, directory: Path, rep: Report, only: Sequence[str]) -> None
             # Stopped here (ExitStack), before the exit statuses are read.
             stack.close()
             # uvicorn's own signal handling re-raises SIGTERM once it has shut down gracefully.
-            clean = {"kalends": (0,), "bare": (0, -signal.SIGTERM)}
+            clean = {"kalends": (0,), "bare": (0, -signal.SIGTERM), "plain": (0,)}
             for name, server in servers.items():
                 code = server.proc.returncode
                 rep.server_exit[name] = code
@@ -1216,6 +1276,20 @@ def print_table(rep: Report) -> None:
             "requests/s against the async def endpoint (no thread pool hop: the framework's"
             f" ceiling, not judged): {shares}"
         )
+    fast = [
+        (k, rep.measures[k], rep.measures[f"plain-{k}"])
+        for k in KALENDS_KEYS
+        if k in rep.measures and f"plain-{k}" in rep.measures
+    ]
+    if fast:
+        said = "; ".join(
+            f"{LABELS[k]} {m.rate / p.rate:.2f}x the requests/s,"
+            f" {p.cpu_us / m.cpu_us:.2f}x less CPU a request, p99 {m.ms('p99'):.1f} ms"
+            f" against {p.ms('p99'):.1f} ms"
+            for k, m, p in fast
+            if p.rate and m.cpu_us
+        )
+        print(f"kalends' fast paths against the framework's own ({FAST_PATHS_ENV}=0): {said}")
     busy = ", ".join(
         f"{LABELS[k]} {rep.measures[k].busy_share:.0%}" for k in KEYS if k in rep.measures
     )

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from api.conftest import ApiWorld
 from api.test_missions_refusals import control_body, create, schedule
 from kalends.api.dispatch import DispatchedRoute
-from kalends.api.handlers import plan_route
+from kalends.api.fast.handlers import plan_route
 
 Call = Callable[[ApiWorld], Any]
 NO_ONES = UUID("0190d2f5-5e9a-7c31-9e6e-2f1c3b5a7d11")

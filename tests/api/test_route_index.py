@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from starlette.routing import BaseRoute, Match, Route
 
 from api.conftest import ApiWorld
-from kalends.api.route_index import RouteIndex
+from kalends.api.fast.route_index import RouteIndex
 
 SAMPLE_ID = "0190d2f5-5e9a-7c31-9e6e-2f1c3b5a7d11"
 

@@ -18,10 +18,11 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kalends import __version__
+from kalends.api import fast
 from kalends.api.context import ApiContext, default_request_threads
 from kalends.api.docs import install_docs
 from kalends.api.errors import error_response, install_error_handlers
-from kalends.api.route_index import install_route_index
+from kalends.api.fast.route_index import install_route_index
 from kalends.api.routes import auth, health, missions, passages, tasks
 from kalends.api.security import SECURITY_SCHEMES, principal
 from kalends.tasks.values import MAX_ATTACHMENT_BYTES
@@ -209,7 +210,8 @@ def create_app(ctx: ApiContext, *, access_log_enabled: bool = True) -> FastAPI:
             app.router.routes.append(route)
     document_security(app)
     install_docs(app)
-    install_route_index(app.router)
+    if fast.ENABLED:
+        install_route_index(app.router)
     app.add_middleware(BodyLimit, limit=ctx.settings.max_body_bytes)
     if access_log_enabled:
         app.add_middleware(AccessLog)

@@ -37,9 +37,10 @@ from sqlalchemy.engine import Connection
 from starlette.routing import Match
 from starlette.types import Scope
 
+from kalends.api import fast
 from kalends.api.bodies import with_depth_bound
 from kalends.api.context import ApiContext
-from kalends.api.handlers import Handler, plan_route
+from kalends.api.fast.handlers import Handler, plan_route
 from kalends.api.security import DeferredPrincipal
 from kalends.auth.accounts import Touch
 from kalends.errors import DatabaseBusy
@@ -167,11 +168,11 @@ class DispatchedRoute(APIRoute):
         self.literal_end = self.path_format.rsplit("}", 1)[1] if "}" in self.path_format else ""
 
     def get_route_handler(self) -> Handler:
-        """The framework's handler, behind this route's plan when it has one
-        (:mod:`kalends.api.handlers`), and behind the bound on a JSON body's nesting
-        (:mod:`kalends.api.bodies`) when the route takes one."""
+        """The framework's handler, behind this route's plan when it has one and the fast
+        paths are on (:mod:`kalends.api.fast.handlers`), and behind the bound on a JSON
+        body's nesting (:mod:`kalends.api.bodies`) when the route takes one."""
         framework = super().get_route_handler()
-        plan = plan_route(self)
+        plan = plan_route(self) if fast.ENABLED else None
         handler = framework if plan is None else plan.handler(framework)
         body = self.dependant.body_params
         if body and not isinstance(body[0].field_info, params.Form):
