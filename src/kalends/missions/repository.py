@@ -18,7 +18,7 @@ from sqlalchemy import and_, bindparam, delete, func, insert, null, or_, select,
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from kalends.errors import KalendsError, LimitReached
+from kalends.errors import Conflict, KalendsError, LimitReached
 from kalends.missions import wakes
 from kalends.missions.config import Config
 from kalends.missions.controls import Action, Applied
@@ -148,7 +148,7 @@ _CONTROL = Prepared(
 )
 
 
-class Raced(Exception):
+class Raced(Conflict):
     """The compare-and-swap found another revision, or a concurrent attempt of the same
     request recorded its answer first: another writer won, and this one wrote nothing."""
 
