@@ -8,6 +8,7 @@ pause|resume|stop`` change the series and take the series' own revision, which
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -33,6 +34,7 @@ from kalends.cli.session import (
 from kalends.cli.task_client import TaskSession
 from kalends.cli.task_views import WEEKDAY_NAMES, next_date_text, rule_text, task_line
 from kalends.errors import InvalidInput
+from kalends.identity import ActorRef
 from kalends.tasks import Task
 from kalends.tasks.series import SeriesStatus, SeriesView
 from kalends.tasks.series_rules import SeriesRule
@@ -299,49 +301,40 @@ def show_command(
     console.print(series_grid(view, outstanding), soft_wrap=True)
 
 
-@series_app.command("pause")
-def pause_command(
-    series: SeriesArgument,
-    expect: SeriesExpectOption = None,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
-) -> None:
-    """Pause a series: completing its outstanding occurrence then creates no next one."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        revision = series_revision(expect)
-        view = s.series.pause(s.actor, series, revision)
-        _report(s, view, _outstanding(s, view), f"paused series {view.id}")
+def _status_change(name: str, done: str, doc: str) -> None:
+    """Registers ``kalends task series NAME``: the series service's change of that name, at
+    the series revision the person saw, reported as ``done``."""
+
+    def command(
+        series: SeriesArgument,
+        expect: SeriesExpectOption = None,
+        actor: ActorOption = None,
+        database: DatabaseOption = None,
+        server: ServerOption = None,
+        json_output: JsonOption = False,
+    ) -> None:
+        with local_or_remote(database, server, json_output, actor=actor) as s:
+            revision = series_revision(expect)
+            change: Callable[[ActorRef, str, int], SeriesView] = getattr(s.series, name)
+            view = change(s.actor, series, revision)
+            _report(s, view, _outstanding(s, view), f"{done} series {view.id}")
+
+    command.__doc__ = doc
+    series_app.command(name)(command)
 
 
-@series_app.command("resume")
-def resume_command(
-    series: SeriesArgument,
-    expect: SeriesExpectOption = None,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
-) -> None:
-    """Resume a paused series; with no occurrence outstanding, the next one is created."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        revision = series_revision(expect)
-        view = s.series.resume(s.actor, series, revision)
-        _report(s, view, _outstanding(s, view), f"resumed series {view.id}")
-
-
-@series_app.command("stop")
-def stop_command(
-    series: SeriesArgument,
-    expect: SeriesExpectOption = None,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
-) -> None:
-    """Stop a series for good; its outstanding task stays, an ordinary task to finish."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        revision = series_revision(expect)
-        view = s.series.stop(s.actor, series, revision)
-        _report(s, view, _outstanding(s, view), f"stopped series {view.id}")
+_status_change(
+    "pause",
+    "paused",
+    "Pause a series: completing its outstanding occurrence then creates no next one.",
+)
+_status_change(
+    "resume",
+    "resumed",
+    "Resume a paused series; with no occurrence outstanding, the next one is created.",
+)
+_status_change(
+    "stop",
+    "stopped",
+    "Stop a series for good; its outstanding task stays, an ordinary task to finish.",
+)

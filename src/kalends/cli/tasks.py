@@ -8,6 +8,7 @@ transaction: a task changed meanwhile is refused, never overwritten.
 from __future__ import annotations
 
 import mimetypes
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 from uuid import UUID
@@ -40,7 +41,8 @@ from kalends.cli.task_views import (
     task_series_json,
 )
 from kalends.errors import InvalidInput
-from kalends.tasks import TaskDetail, TaskList, TreeNode
+from kalends.identity import ActorRef
+from kalends.tasks import Task, TaskDetail, TaskList, TreeNode
 from kalends.tasks.media import check_media_type
 from kalends.tasks.series import SeriesView
 from kalends.tasks.values import SHOWN_STATUSES
@@ -319,52 +321,40 @@ def done_command(
         report_task(s, task, "completed")
 
 
-@task_app.command("reopen")
-def reopen_command(
-    ref: TaskArgument,
-    expect: ExpectOption = None,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
-) -> None:
-    """Reopen a completed task (and its completed ancestors). Reminders are not replayed."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        revision = expected_revision(expect)
-        task = s.tasks.reopen(s.actor, ref, revision)
-        report_task(s, task, "reopened")
+def _transition(name: str, done: str, doc: str) -> None:
+    """Registers ``kalends task NAME``: the task service's transition of that name, at the
+    revision the person saw, reported as ``done``."""
+
+    def command(
+        ref: TaskArgument,
+        expect: ExpectOption = None,
+        actor: ActorOption = None,
+        database: DatabaseOption = None,
+        server: ServerOption = None,
+        json_output: JsonOption = False,
+    ) -> None:
+        with local_or_remote(database, server, json_output, actor=actor) as s:
+            revision = expected_revision(expect)
+            change: Callable[[ActorRef, str, int], Task] = getattr(s.tasks, name)
+            report_task(s, change(s.actor, ref, revision), done)
+
+    command.__doc__ = doc
+    task_app.command(name)(command)
 
 
-@task_app.command("trash")
-def trash_command(
-    ref: TaskArgument,
-    expect: ExpectOption = None,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
-) -> None:
-    """Put a task (and so its checklist) in the trash; its reminders are cancelled."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        revision = expected_revision(expect)
-        task = s.tasks.trash(s.actor, ref, revision)
-        report_task(s, task, "trashed")
-
-
-@task_app.command("restore")
-def restore_command(
-    ref: TaskArgument,
-    expect: ExpectOption = None,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
-) -> None:
-    """Take a task out of the trash. Cancelled reminders are not replayed."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        revision = expected_revision(expect)
-        task = s.tasks.restore(s.actor, ref, revision)
-        report_task(s, task, "restored")
+_transition(
+    "reopen",
+    "reopened",
+    "Reopen a completed task (and its completed ancestors). Reminders are not replayed.",
+)
+_transition(
+    "trash",
+    "trashed",
+    "Put a task (and so its checklist) in the trash; its reminders are cancelled.",
+)
+_transition(
+    "restore", "restored", "Take a task out of the trash. Cancelled reminders are not replayed."
+)
 
 
 @task_app.command("comment")
