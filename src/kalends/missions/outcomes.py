@@ -3,6 +3,7 @@ creation receipt and a page of documents. Frozen values, each with its JSON form
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -11,6 +12,18 @@ from uuid import UUID
 from kalends.missions.views import iso
 
 __all__ = ["ControlOutcome", "ControlStatus", "Page", "Receipt"]
+
+
+# Reading ``to_json()`` back (``from_json``): a server's answer becomes the value local
+# mode has, so a command prints both alike.
+
+
+def _maybe_instant(value: Any) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+def _maybe_uuid(value: Any) -> UUID | None:
+    return None if value is None else UUID(str(value))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,6 +50,19 @@ class ControlOutcome:
             "repeated": self.repeated,
             "schedule": self.schedule,
         }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ControlOutcome:
+        return cls(
+            request_id=d["requestId"],
+            action=d["action"],
+            status=d["status"],
+            expected_revision=int(d["expectedRevision"]),
+            revision=int(d["revision"]),
+            complete=bool(d["complete"]),
+            repeated=bool(d["repeated"]),
+            schedule=d["schedule"],
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,6 +92,20 @@ class ControlStatus:
             "reason": self.reason,
         }
 
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ControlStatus:
+        return cls(
+            request_id=d["requestId"],
+            status=d["status"],
+            code=d["code"],
+            action=d["action"],
+            expected_revision=d["expectedRevision"],
+            revision=d["revision"],
+            complete=d["complete"],
+            at=_maybe_instant(d["at"]),
+            reason=d["reason"],
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Receipt:
@@ -91,6 +131,18 @@ class Receipt:
             "schedule": self.schedule,
         }
 
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Receipt:
+        return cls(
+            request_id=d["requestId"],
+            status=d["status"],
+            mission_id=_maybe_uuid(d["missionId"]),
+            workspace_id=_maybe_uuid(d["workspaceId"]),
+            created_at=_maybe_instant(d["createdAt"]),
+            repeated=bool(d["repeated"]),
+            schedule=d["schedule"],
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Page:
@@ -101,3 +153,7 @@ class Page:
 
     def to_json(self) -> dict[str, Any]:
         return {"items": self.items, "nextAfter": self.next_after}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Page:
+        return cls(items=list(d["items"]), next_after=d["nextAfter"])

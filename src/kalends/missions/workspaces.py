@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -63,6 +64,18 @@ class Workspace:
             "createdAt": self.created_at.isoformat().replace("+00:00", "Z"),
         }
 
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Workspace:
+        """The workspace :meth:`to_json` gave (a server's answer)."""
+        return cls(
+            id=UUID(str(d["id"])),
+            name=d["name"],
+            path=d["path"],
+            role=Role(d["role"]),
+            schedules=int(d["schedules"]),
+            created_at=datetime.fromisoformat(str(d["createdAt"]).replace("Z", "+00:00")),
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Member:
@@ -72,6 +85,11 @@ class Member:
 
     def to_json(self) -> dict[str, Any]:
         return {"actorId": str(self.actor_id), "handle": self.handle, "role": self.role.value}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Member:
+        """The member :meth:`to_json` gave (a server's answer)."""
+        return cls(actor_id=UUID(str(d["actorId"])), handle=d["handle"], role=Role(d["role"]))
 
 
 # A workspace and the actor's role on it (none: not a member); every scope check reads it.
