@@ -37,6 +37,7 @@ from kalends.cli.http import (
     Unreachable,
     path_part,
 )
+from kalends.cli.http_missions import HttpSchedules, HttpWorkspaces
 from kalends.cli.http_tasks import HttpDirectory, HttpGrants, HttpSeries, HttpTaskChanges, HttpTasks
 from kalends.cli.output import error_console
 from kalends.cli.session import Session, report_error, session
@@ -155,6 +156,16 @@ class Remote:
     @property
     def changes(self) -> HttpTaskChanges:
         return HttpTaskChanges(self)
+
+    # (kalends.cli.mission_client.MissionSession)
+
+    @property
+    def workspaces(self) -> HttpWorkspaces:
+        return HttpWorkspaces(self)
+
+    @property
+    def schedules(self) -> HttpSchedules:
+        return HttpSchedules(self)
 
     @property
     def server(self) -> str:

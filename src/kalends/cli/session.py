@@ -23,6 +23,7 @@ from kalends.cli.db import DatabaseOption, JsonOption
 from kalends.cli.local_tasks import LocalTaskChanges
 from kalends.cli.output import EXIT_FAILURE, EXIT_INVALID, console, emit_json, error_console
 from kalends.errors import InvalidInput, KalendsError, Vocabulary
+from kalends.missions import ScheduleService, Workspaces
 from kalends.tasks import Directory, TaskService
 from kalends.tasks.series import SeriesService
 
@@ -133,6 +134,16 @@ class Session:
     @property
     def changes(self) -> LocalTaskChanges:
         return LocalTaskChanges(self.services)
+
+    # (kalends.cli.mission_client.MissionSession)
+
+    @property
+    def workspaces(self) -> Workspaces:
+        return self.services.workspaces
+
+    @property
+    def schedules(self) -> ScheduleService:
+        return self.services.schedules
 
     @property
     def server(self) -> None:

@@ -6,7 +6,6 @@ the workspace; editors create and control schedules; viewers read them.
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 import typer
@@ -14,9 +13,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from kalends.cli import remote_values as values
 from kalends.cli.output import console, emit_json
-from kalends.cli.remote import SERVER_MODE_HELP, Remote, ServerOption, local_or_remote
+from kalends.cli.remote import SERVER_MODE_HELP, ServerOption, local_or_remote
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
@@ -79,11 +77,7 @@ def add_command(
     On a server only its owner account may register directories.
     """
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        if isinstance(s, Remote):
-            body = {"path": _absolute(path), "name": name}
-            added = values.workspace(s.post("/api/workspaces", body))
-        else:
-            added = s.services.workspaces.add(s.actor, path, name)
+        added = s.workspaces.add(s.actor, path, name)
         if json_output:
             emit_json(added.to_json())
             return
@@ -103,10 +97,7 @@ def ls_command(
 ) -> None:
     """List the workspaces the acting actor is a member of, with their role."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        if isinstance(s, Remote):
-            found = [values.workspace(d) for d in s.get("/api/workspaces")]
-        else:
-            found = s.services.workspaces.list(s.actor)
+        found = s.workspaces.list(s.actor)
     if json_output:
         emit_json([w.to_json() for w in found])
         return
@@ -135,17 +126,12 @@ def show_command(
     With --json: the workspace and "members".
     """
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        if isinstance(s, Remote):
-            got = s.get(f"/api/workspaces/{s.workspace_id(workspace)}")
-            found, members = values.workspace(got), [values.member(m) for m in got["members"]]
-        else:
-            local = s
+        workspaces, acting = s.workspaces, s.actor
 
-            def read() -> tuple[Workspace, list[Member]]:
-                ws = local.services.workspaces
-                return ws.get(local.actor, workspace), ws.members(local.actor, workspace)
+        def read() -> tuple[Workspace, list[Member]]:
+            return workspaces.get(acting, workspace), workspaces.members(acting, workspace)
 
-            found, members = s.atomic(read, write=False)
+        found, members = s.read_together(read)
     if json_output:
         emit_json({**found.to_json(), "members": [m.to_json() for m in members]})
         return
@@ -179,19 +165,9 @@ def rm_command(
     The directory itself is left alone.
     """
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        if isinstance(s, Remote):
-            route = f"/api/workspaces/{s.workspace_id(workspace)}"
-            removed = values.workspace(s.get(route))
-            s.delete(route)
-        else:
-            local = s
-
-            def remove() -> Workspace:
-                found = local.services.workspaces.get(local.actor, workspace)
-                local.services.workspaces.remove(local.actor, found.id)
-                return found
-
-            removed = s.atomic(remove)
+        # The workspace removed is the one read, by its ID.
+        removed = s.workspaces.get(s.actor, workspace)
+        s.workspaces.remove(s.actor, removed.id)
         if json_output:
             emit_json({"removed": removed.to_json()})
             return
@@ -221,14 +197,7 @@ def member_set_command(
     someone new is named by actor ID.
     """
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        if isinstance(s, Remote):
-            wid = s.workspace_id(workspace)
-            route = f"/api/workspaces/{wid}/members/{s.member_id(member)}"
-            made = values.member(s.put(route, {"role": role.strip().lower()}))
-        else:
-            made = s.services.workspaces.set_member(
-                s.actor, workspace, member, role.strip().lower()
-            )
+        made = s.workspaces.set_member(s.actor, workspace, member, role.strip().lower())
         if json_output:
             emit_json(made.to_json())
             return
@@ -247,11 +216,7 @@ def member_rm_command(
 ) -> None:
     """Take ACTOR off the workspace (owners only); the last owner stays."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        if isinstance(s, Remote):
-            wid = s.workspace_id(workspace)
-            s.delete(f"/api/workspaces/{wid}/members/{s.member_id(member)}")
-        else:
-            s.services.workspaces.remove_member(s.actor, workspace, member)
+        s.workspaces.remove_member(s.actor, workspace, member)
         if json_output:
             emit_json({"removed": {"workspace": workspace, "member": member}})
             return
@@ -269,11 +234,7 @@ def member_ls_command(
 ) -> None:
     """List a workspace's members and their roles."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        if isinstance(s, Remote):
-            got = s.get(f"/api/workspaces/{s.workspace_id(workspace)}/members")
-            members = [values.member(m) for m in got]
-        else:
-            members = s.services.workspaces.members(s.actor, workspace)
+        members = s.workspaces.members(s.actor, workspace)
     if json_output:
         emit_json([m.to_json() for m in members])
         return
@@ -287,8 +248,3 @@ def _members_table(members: list[Member]) -> Table:
     for m in members:
         table.add_row(Text(m.handle), Text(m.role.value), Text(str(m.actor_id)))
     return table
-
-
-def _absolute(path: str) -> str:
-    """A path the server can find: relative ones are taken from the current directory."""
-    return os.path.abspath(os.path.expanduser(path)) if path.strip() else path
