@@ -1,10 +1,11 @@
-"""The mission and reminder values a server's JSON stands for, so server mode prints as
-local mode does.
+"""The reminder values a server's JSON stands for, so server mode prints as local mode
+does.
 
 The HTTP API answers each value's own ``to_json()``; these functions read such JSON
 back into the value, so a command draws a server's answer with the renderers it uses
-locally and its ``--json`` prints ``to_json()`` in both modes. The task domain's values
-read their own JSON back (``Task.from_json`` and the like, beside each ``to_json``).
+locally and its ``--json`` prints ``to_json()`` in both modes. The task and mission
+domains' values read their own JSON back (``Task.from_json``, ``Workspace.from_json``
+and the like, beside each ``to_json``).
 """
 
 from __future__ import annotations
@@ -14,28 +15,15 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from kalends.missions import ControlOutcome, ControlStatus, Member, Receipt, Workspace
 from kalends.reminders.outbox import Intent
-from kalends.tasks import Role
 
-__all__ = [
-    "control_outcome",
-    "control_status",
-    "intent",
-    "member",
-    "receipt",
-    "workspace",
-]
+__all__ = ["intent"]
 
 Json = Mapping[str, Any]
 
 
 def _uuid(value: Any) -> UUID:
     return UUID(str(value))
-
-
-def _maybe_uuid(value: Any) -> UUID | None:
-    return None if value is None else UUID(str(value))
 
 
 def _instant(value: Any) -> datetime:
@@ -70,58 +58,4 @@ def intent(d: Json) -> Intent:
         created_at=created_at,
         updated_at=_instant(d["updated_at"]),
         zone=d.get("zone"),
-    )
-
-
-def workspace(d: Json) -> Workspace:
-    return Workspace(
-        id=_uuid(d["id"]),
-        name=d["name"],
-        path=d["path"],
-        role=Role(d["role"]),
-        schedules=int(d["schedules"]),
-        created_at=_instant(d["createdAt"]),
-    )
-
-
-def member(d: Json) -> Member:
-    return Member(actor_id=_uuid(d["actorId"]), handle=d["handle"], role=Role(d["role"]))
-
-
-def receipt(d: Json) -> Receipt:
-    return Receipt(
-        request_id=d["requestId"],
-        status=d["status"],
-        mission_id=_maybe_uuid(d["missionId"]),
-        workspace_id=_maybe_uuid(d["workspaceId"]),
-        created_at=_maybe_instant(d["createdAt"]),
-        repeated=bool(d["repeated"]),
-        schedule=d["schedule"],
-    )
-
-
-def control_outcome(d: Json) -> ControlOutcome:
-    return ControlOutcome(
-        request_id=d["requestId"],
-        action=d["action"],
-        status=d["status"],
-        expected_revision=int(d["expectedRevision"]),
-        revision=int(d["revision"]),
-        complete=bool(d["complete"]),
-        repeated=bool(d["repeated"]),
-        schedule=d["schedule"],
-    )
-
-
-def control_status(d: Json) -> ControlStatus:
-    return ControlStatus(
-        request_id=d["requestId"],
-        status=d["status"],
-        code=d["code"],
-        action=d["action"],
-        expected_revision=d["expectedRevision"],
-        revision=d["revision"],
-        complete=d["complete"],
-        at=_maybe_instant(d["at"]),
-        reason=d["reason"],
     )
