@@ -130,6 +130,26 @@ def test_a_domain_never_imports_an_edge(domain: str) -> None:
     assert breaches((domain,), EDGES) == []
 
 
+# What the lower layers may use of kalends (besides its version): the store knows no
+# domain, and identity knows the store and nothing of the domains that use it.
+LAYERS = {
+    "kalends.storage": ("kalends.storage", "kalends.errors", "kalends.clock", "kalends.config"),
+    "kalends.identity": ("kalends.identity", "kalends.storage", "kalends.errors"),
+}
+
+
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_a_lower_layer_imports_only_what_is_below_it(layer: str) -> None:
+    found = [
+        str(found)
+        for found in IMPORTS
+        if within(found.importer, (layer,))
+        and not within(found.imported, LAYERS[layer])
+        and found.imported not in ("kalends", "kalends.__version__")
+    ]
+    assert found == []
+
+
 def test_the_civil_engine_imports_nothing_of_kalends_but_errors() -> None:
     found = [
         str(found)
