@@ -98,7 +98,15 @@ class TestOutcomes:
     def test_a_control_status_reads_back(self, status: ControlStatus) -> None:
         assert ControlStatus.from_json(wire(status.to_json())) == status
 
-    @pytest.mark.parametrize("next_after", [None, str(uuid4())])
+    @pytest.mark.parametrize(
+        "next_after",
+        [
+            # the last page
+            None,
+            # a page with more after it
+            "00000000-0000-0000-0000-000000000009",
+        ],
+    )
     def test_a_page_reads_back_with_its_cursor(self, next_after: str | None) -> None:
         page = Page(items=[DOC, {**DOC, "kind": "tombstone"}], next_after=next_after)
         assert Page.from_json(wire(page.to_json())) == page
