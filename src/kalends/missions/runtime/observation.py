@@ -1,0 +1,69 @@
+"""Observing a passage of the process runtime: liveness from ``/proc``, then its records.
+
+The runtime root must be on the machine that runs the passages.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kalends.missions.runtime import shim as records
+from kalends.missions.runtime.base import Observation
+from kalends.missions.runtime.exchange import take_spooled
+from kalends.missions.runtime.layout import parse_at
+from kalends.missions.runtime.reports import read_report
+
+__all__ = ["LOG_TAIL_BYTES", "log_tail", "observe_passage"]
+
+LOG_TAIL_BYTES = 4096
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def observe_passage(directory: Path, *, root: Path, secret: bytes) -> Observation:
+    """The state of the passage of ``directory`` now, a spooled report taken first."""
+    # Liveness first, records after: the shim writes exit.json before it exits, so a
+    # shim seen dead has written every record it ever will.
+    lock = records.read_json(directory / records.LAUNCH_LOCK)
+    shim = records.read_json(directory / records.SHIM)
+    family = records.family_of(lock, shim)
+    members = family.members() if family is not None else []
+    command_alive = shim is not None and records.is_alive(shim, "commandPid", "commandStartTicks")
+    owner_alive = lock is not None and records.is_alive(lock)
+    ended = records.read_json(directory / records.EXIT)
+    take_spooled(directory, root, secret)
+    report_doc = records.read_json(directory / records.REPORT)
+    interrupted = (directory / records.INTERRUPT).exists()
+    tail = log_tail(directory / records.OUTPUT)
+    lost = ended is None and lock is not None and not owner_alive
+    if lost:
+        tail += "\n[kalends] the shim ended without recording the command's end"
+    return Observation(
+        launched=shim is not None,
+        running=ended is None and command_alive,
+        exited=ended is not None or lost,
+        exit_status=_int_or_none(ended.get("status")) if ended else None,
+        signal=_int_or_none(ended.get("signal")) if ended else None,
+        descendants=bool(members),
+        interrupted=interrupted,
+        report=read_report(report_doc),
+        started_at=parse_at(shim.get("startedAt")) if shim else None,
+        ended_at=parse_at(ended.get("endedAt")) if ended else None,
+        log_tail=tail,
+        error="lost" if lost else None,
+    )
+
+
+def log_tail(path: Path) -> str:
+    """The last :data:`LOG_TAIL_BYTES` of the log, as text."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - LOG_TAIL_BYTES))
+            data = f.read()
+    except FileNotFoundError:
+        return ""
+    return data.decode("utf-8", errors="replace")
