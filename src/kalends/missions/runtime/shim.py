@@ -4,6 +4,8 @@ This module imports the standard library only: the runtime runs it by file path 
 ``python -I -S shim.py launch DIR`` (or ``reap DIR SECONDS [PGIDS]``), so a shim costs a
 bare interpreter (no site-packages, no kalends package import) for the whole passage.
 The runtime imports its file helpers (atomic JSON records, ``/proc`` scans) from here.
+Run by file path, it cannot import modules beside it, which is why it stays one file of
+more than 500 lines.
 
 ``launch DIR [PLAN]``: the starter runs it in a new session and waits only for it to *claim* the
 launch; it forks, and the child (the shim proper) calls ``setsid`` so that it leads a
