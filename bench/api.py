@@ -1103,13 +1103,16 @@ def run(sizes: Sizes, directory: Path, rep: Report, only: Sequence[str]) -> None
                 try:
                     if base_key(key) == "control":
                         target = plain if key in PLAIN_KEYS else kalends
+                        # Each run's request IDs are its own: a second run must not repeat
+                        # the first's.
+                        tag = "p" if key in PLAIN_KEYS else ""
                         write_schedules(fx, control_file)
                         warm(
                             sizes,
                             target,
                             fx.token,
                             CONTROL_SCRIPT,
-                            [str(control_file), str(sizes.threads), "w"],
+                            [str(control_file), str(sizes.threads), f"{tag}w"],
                         )
                         before = write_schedules(fx, control_file)
                         m = measured(
@@ -1118,7 +1121,7 @@ def run(sizes: Sizes, directory: Path, rep: Report, only: Sequence[str]) -> None
                             target,
                             fx.token,
                             CONTROL_SCRIPT,
-                            [str(control_file), str(sizes.threads), "m"],
+                            [str(control_file), str(sizes.threads), f"{tag}m"],
                         )
                         rep.problems += check_controls(fx, before, m, sizes.connections)
                         if key == "control":
