@@ -309,6 +309,15 @@ class Workspaces:
 
         return self.store.run(run, write=False)
 
+    def detail(
+        self, actor: UUID | str, workspace: UUID | str
+    ) -> tuple[Workspace, builtins.list[Member]]:
+        """A workspace and its members, read in one transaction."""
+        return self.store.run(
+            lambda _conn: (self.get(actor, workspace), self.members(actor, workspace)),
+            write=False,
+        )
+
     def remove(self, actor: UUID | str, workspace: UUID | str) -> None:
         """Unregister a workspace; refused while it holds schedules that are not tombstones."""
 

@@ -80,12 +80,7 @@ def add_workspace(body: WorkspaceBody, ctx: ContextDep, who: PrincipalDep) -> Wo
 )
 @inline_read()
 def get_workspace(workspace: WorkspaceID, ctx: ContextDep, who: PrincipalDep) -> WorkspaceDetailOut:
-    ws = ctx.services.workspaces
-
-    def read() -> tuple[Workspace, list[Member]]:
-        return ws.get(who.actor_id, workspace), ws.members(who.actor_id, workspace)
-
-    found, members = ctx.services.store.run(lambda _conn: read(), write=False)
+    found, members = ctx.services.workspaces.detail(who.actor_id, workspace)
     return WorkspaceDetailOut(**found.to_json(), members=[_member_out(m) for m in members])
 
 
