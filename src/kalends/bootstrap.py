@@ -20,6 +20,7 @@ from kalends.storage.migrate import head_revision, open_store
 from kalends.storage.unit_of_work import Store
 from kalends.storage.wake import Waker, open_waker
 from kalends.tasks import Directory, TaskService
+from kalends.tasks.changes import TaskChanges
 from kalends.tasks.series import SeriesService
 
 __all__ = [
@@ -48,6 +49,7 @@ class Services:
     directory: Directory
     tasks: TaskService
     series: SeriesService
+    changes: TaskChanges
     destinations: Destinations
     workspaces: Workspaces
     schedules: ScheduleService
@@ -63,6 +65,7 @@ def build(store: Store) -> Services:
         directory=Directory(store),
         tasks=tasks,
         series=series,
+        changes=TaskChanges(store, tasks, series),
         destinations=Destinations(store),
         workspaces=Workspaces(store),
         schedules=ScheduleService(store),

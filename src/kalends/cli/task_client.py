@@ -37,6 +37,7 @@ from kalends.tasks import (
     TaskStatus,
     TreeNode,
 )
+from kalends.tasks.changes import Repeated, Skipped
 from kalends.tasks.series import SeriesView
 from kalends.tasks.series_rules import SeriesRule
 
@@ -204,43 +205,6 @@ class Scheduled:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Scheduled:
         return cls(task=Task.from_json(d), warnings=tuple(d.get("warnings") or ()))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Repeated:
-    """A series just started, and its first occurrence (the task it started from)."""
-
-    series: SeriesView
-    task: Task
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> Repeated:
-        return cls(series=SeriesView.from_json(d["series"]), task=Task.from_json(d["task"]))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Skipped:
-    """An occurrence skipped whole, the next one (if any) and the series after it."""
-
-    skipped: Task
-    successor: Task | None
-    series: SeriesView
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "skipped": self.skipped.to_json(),
-            "successor": self.successor.to_json() if self.successor else None,
-            "series": self.series.to_json(),
-        }
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> Skipped:
-        successor = d["successor"]
-        return cls(
-            skipped=Task.from_json(d["skipped"]),
-            successor=Task.from_json(successor) if successor else None,
-            series=SeriesView.from_json(d["series"]),
-        )
 
 
 class TaskChanges(Protocol):

@@ -39,7 +39,7 @@ from kalends.api.routes.tasks_models import (
 )
 from kalends.api.security import ContextDep, PrincipalDep
 from kalends.errors import InvalidInput
-from kalends.tasks import Task, TaskDetail
+from kalends.tasks import TaskDetail
 from kalends.tasks.series import SeriesView
 from kalends.tasks.service import PAGE_CURSOR_LENGTH
 from kalends.tasks.values import MAX_TREE_PAGE
@@ -262,26 +262,16 @@ def edit_task(task: TaskPath, body: TaskEdit, ctx: ContextDep, who: PrincipalDep
         raise InvalidInput(
             "body: say what to change: title, description, addTags or removeTags", field="body"
         )
-    tasks = ctx.services.tasks
-
-    def edit() -> Task:
-        changed: Task | None = None
-        rev = body.expectedRevision
-        if body.title is not None:
-            changed = tasks.rename(who.actor_id, task, rev, body.title)
-            rev = changed.revision
-        if body.description is not None:
-            changed = tasks.describe(who.actor_id, task, rev, body.description)
-            rev = changed.revision
-        if body.addTags:
-            changed = tasks.tag(who.actor_id, task, rev, body.addTags)
-            rev = changed.revision
-        if body.removeTags:
-            changed = tasks.untag(who.actor_id, task, rev, body.removeTags)
-        assert changed is not None
-        return changed
-
-    return answer(atomic(ctx, edit).to_json())
+    edited = ctx.services.changes.edit(
+        who.actor_id,
+        task,
+        body.expectedRevision,
+        title=body.title,
+        description=body.description,
+        add_tags=body.addTags,
+        remove_tags=body.removeTags,
+    )
+    return answer(edited.to_json())
 
 
 @router.post(
@@ -317,27 +307,18 @@ def move_task(task: TaskPath, body: TaskMove, ctx: ContextDep, who: PrincipalDep
         raise InvalidInput(
             "body: say where: before/after, section/noSection, parent/root or list", field="body"
         )
-
-    def move() -> Task:
-        rev = body.expectedRevision
-        changed: Task | None = None
-        if reparented:
-            changed = tasks.reparent(who.actor_id, task, rev, body.parent)
-            rev = changed.revision
-        if placed:
-            changed = tasks.move(
-                who.actor_id,
-                task,
-                rev,
-                before=body.before,
-                after=body.after,
-                section=body.section,
-                clear_section=body.noSection,
-            )
-        assert changed is not None
-        return changed
-
-    return answer(atomic(ctx, move).to_json())
+    moved = ctx.services.changes.relocate(
+        who.actor_id,
+        task,
+        body.expectedRevision,
+        parent=body.parent,
+        root=body.root,
+        before=body.before,
+        after=body.after,
+        section=body.section,
+        clear_section=body.noSection,
+    )
+    return answer(moved.to_json())
 
 
 @router.post(

@@ -37,7 +37,6 @@ from kalends.civil import get_zone
 from kalends.errors import InvalidInput, NotFound
 from kalends.reminders.scheduling import past_reminders
 from kalends.tasks import Task, parse_schedule
-from kalends.tasks.series import SeriesView
 
 router = APIRouter(prefix="/api", tags=["schedules"], route_class=DispatchedRoute)
 
@@ -129,22 +128,7 @@ def reopen_task(
 def skip_task(
     task: TaskPath, body: TaskRevision, ctx: ContextDep, who: PrincipalDep
 ) -> JSONResponse:
-    services = ctx.services
-
-    def skip() -> tuple[Task, Task | None, SeriesView]:
-        successors = services.series.skip(who.actor_id, task, body.expectedRevision)
-        skipped = services.tasks.get(who.actor_id, task).task
-        successor = services.tasks.get(who.actor_id, successors[0]).task if successors else None
-        return skipped, successor, services.series.get(who.actor_id, skipped.id)
-
-    skipped, successor, view = atomic(ctx, skip)
-    return answer(
-        {
-            "skipped": skipped.to_json(),
-            "successor": successor.to_json() if successor else None,
-            "series": view.to_json(),
-        }
-    )
+    return answer(ctx.services.changes.skip(who.actor_id, task, body.expectedRevision).to_json())
 
 
 @router.post(
@@ -157,23 +141,17 @@ def skip_task(
 def start_series(
     task: TaskPath, body: SeriesStart, ctx: ContextDep, who: PrincipalDep
 ) -> JSONResponse:
-    services = ctx.services
-
-    def start() -> tuple[SeriesView, Task]:
-        view = services.series.start_series(
-            who.actor_id,
-            task,
-            body.expectedRevision,
-            body.rule.model_dump(),
-            time_of_day=body.time,
-            zone=body.zone,
-            end_date=body.until,
-            count=body.count,
-        )
-        return view, services.tasks.get(who.actor_id, task).task
-
-    view, first = atomic(ctx, start)
-    return answer({"series": view.to_json(), "task": first.to_json()}, 201)
+    repeated = ctx.services.changes.repeat(
+        who.actor_id,
+        task,
+        body.expectedRevision,
+        body.rule.model_dump(),
+        time_of_day=body.time,
+        zone=body.zone,
+        end_date=body.until,
+        count=body.count,
+    )
+    return answer(repeated.to_json(), 201)
 
 
 @router.get(

@@ -1,0 +1,203 @@
+"""Changes of a task that take several steps, each in one transaction: all, or none.
+
+An edit of title, description and tags, a move that reparents and places, the start of a
+series with its first occurrence read back, a skip with the next occurrence: each is
+several calls of :class:`~kalends.tasks.service.TaskService` and
+:class:`~kalends.tasks.series.SeriesService` that one request or one command makes
+together. Run here in one transaction, a refused step leaves nothing of the earlier ones
+written, for every caller alike (the HTTP API, the command line, the web panel).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, TypeVar
+from uuid import UUID
+
+from kalends.errors import InvalidInput
+from kalends.identity import ActorRef
+from kalends.storage.unit_of_work import Store
+from kalends.tasks.models import Task
+from kalends.tasks.series import SeriesService, SeriesView
+from kalends.tasks.series_rules import SeriesRule
+from kalends.tasks.service import TaskService
+
+__all__ = ["Repeated", "Skipped", "TaskChanges"]
+
+T = TypeVar("T")
+TaskRef = UUID | str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Repeated:
+    """A series just started, and its first occurrence (the task it started from)."""
+
+    series: SeriesView
+    task: Task
+
+    def to_json(self) -> dict[str, Any]:
+        return {"series": self.series.to_json(), "task": self.task.to_json()}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Repeated:
+        return cls(series=SeriesView.from_json(d["series"]), task=Task.from_json(d["task"]))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Skipped:
+    """An occurrence skipped whole, the next one (if any) and the series after it."""
+
+    skipped: Task
+    successor: Task | None
+    series: SeriesView
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "skipped": self.skipped.to_json(),
+            "successor": self.successor.to_json() if self.successor else None,
+            "series": self.series.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Skipped:
+        successor = d["successor"]
+        return cls(
+            skipped=Task.from_json(d["skipped"]),
+            successor=Task.from_json(successor) if successor else None,
+            series=SeriesView.from_json(d["series"]),
+        )
+
+
+class TaskChanges:
+    """The changes of several steps; each method is one transaction."""
+
+    def __init__(self, store: Store, tasks: TaskService, series: SeriesService) -> None:
+        self.store = store
+        self.tasks = tasks
+        self.series = series
+
+    def _atomic(self, fn: Callable[[], T]) -> T:
+        return self.store.run(lambda _conn: fn())
+
+    def edit(
+        self,
+        actor: ActorRef,
+        task: TaskRef,
+        expected_revision: int,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        add_tags: Sequence[str] = (),
+        remove_tags: Sequence[str] = (),
+    ) -> Task:
+        """Renames, describes, tags and untags, in that order, each at the revision the
+        step before left; nothing to change is :class:`InvalidInput`."""
+        tasks = self.tasks
+
+        def edit() -> Task:
+            changed: Task | None = None
+            rev = expected_revision
+            if title is not None:
+                changed = tasks.rename(actor, task, rev, title)
+                rev = changed.revision
+            if description is not None:
+                changed = tasks.describe(actor, task, rev, description)
+                rev = changed.revision
+            if add_tags:
+                changed = tasks.tag(actor, task, rev, add_tags)
+                rev = changed.revision
+            if remove_tags:
+                changed = tasks.untag(actor, task, rev, remove_tags)
+            if changed is None:
+                raise InvalidInput(
+                    "edit: say what to change: title, description or tags", field="edit"
+                )
+            return changed
+
+        return self._atomic(edit)
+
+    def relocate(
+        self,
+        actor: ActorRef,
+        task: TaskRef,
+        expected_revision: int,
+        *,
+        parent: TaskRef | None = None,
+        root: bool = False,
+        before: TaskRef | None = None,
+        after: TaskRef | None = None,
+        section: str | None = None,
+        clear_section: bool = False,
+    ) -> Task:
+        """Reparents (under ``parent``, or to the top with ``root``), then places among the
+        siblings or in a section; nowhere to go is :class:`InvalidInput`."""
+        tasks = self.tasks
+        placed = before is not None or after is not None or section is not None or clear_section
+
+        def move() -> Task:
+            rev = expected_revision
+            moved: Task | None = None
+            if parent is not None or root:
+                moved = tasks.reparent(actor, task, rev, parent)
+                rev = moved.revision
+            if placed:
+                moved = tasks.move(
+                    actor,
+                    task,
+                    rev,
+                    before=before,
+                    after=after,
+                    section=section,
+                    clear_section=clear_section,
+                )
+            if moved is None:
+                raise InvalidInput(
+                    "move: say where: before/after, section, parent or root", field="move"
+                )
+            return moved
+
+        return self._atomic(move)
+
+    def repeat(
+        self,
+        actor: ActorRef,
+        task: TaskRef,
+        expected_revision: int,
+        rule: SeriesRule | dict[str, Any],
+        *,
+        time_of_day: str | None = None,
+        zone: str | None = None,
+        end_date: date | None = None,
+        count: int | None = None,
+    ) -> Repeated:
+        """Starts a series from an open root task, and reads the task back."""
+
+        def start() -> Repeated:
+            view = self.series.start_series(
+                actor,
+                task,
+                expected_revision,
+                rule,
+                time_of_day=time_of_day,
+                zone=zone,
+                end_date=end_date,
+                count=count,
+            )
+            return Repeated(series=view, task=self.tasks.get(actor, task).task)
+
+        return self._atomic(start)
+
+    def skip(self, actor: ActorRef, task: TaskRef, expected_revision: int) -> Skipped:
+        """Skips an occurrence whole; the next one, if the series makes one, comes with it."""
+
+        def skip() -> Skipped:
+            successors = self.series.skip(actor, task, expected_revision)
+            skipped = self.tasks.get(actor, task).task
+            following = successors[0] if successors else None
+            successor = self.tasks.get(actor, following).task if following else None
+            view = self.series.get(actor, skipped.id)
+            return Skipped(skipped=skipped, successor=successor, series=view)
+
+        return self._atomic(skip)
