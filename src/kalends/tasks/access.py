@@ -110,7 +110,7 @@ def task_with_role(
     """The task row (given by ID or short reference) once the actor's role allows ``minimum``.
 
     With ``detail`` the row also has ``list_revision``, ``section_name`` and
-    ``live_children`` (what :func:`~kalends.tasks.reads.read_detail` shows). A task of a
+    ``live_children`` (what :func:`~kalends.tasks.detail.read_detail` shows). A task of a
     list the actor has no role on is :class:`NotFound`, as one that does not exist.
     """
     as_id = parse_uuid(task, "task")

@@ -5,114 +5,37 @@ At most one occurrence of a series is outstanding, which a partial unique index
 enforces. Settling an occurrence is a compare-and-swap from ``outstanding``, so a
 duplicate hook call or a racing completion can never advance a series twice.
 Everything happens inside the user's own transaction.
+
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import date, datetime, time
+from collections.abc import Sequence
+from datetime import date, time
 from typing import Any
 from uuid import UUID
 
 from sqlalchemy import select, update
 from sqlalchemy.engine import Connection
 
-from kalends.civil import check_zone_name, get_zone, parse_local_datetime, wall_of
+from kalends.civil import check_zone_name, get_zone, parse_local_datetime
 from kalends.errors import Conflict, InvalidInput, NotFound, RevisionConflict
 from kalends.identity import ActorRef, Role, parse_uuid, resolve_actor
 from kalends.storage.task_tables import series_occurrences, task_series, tasks
 from kalends.tasks import history
 from kalends.tasks.access import task_with_role
 from kalends.tasks.history import Event
+from kalends.tasks.series_emission import emit, outstanding_of, settle
 from kalends.tasks.series_rules import (
     MAX_CHECKLIST_TASKS,
-    SeriesKind,
     SeriesRule,
-    successor_date,
 )
+from kalends.tasks.series_views import SeriesStatus, SeriesView, series_view, today_in
 from kalends.tasks.steps import ServiceBase, TaskChange, TaskRef, cancel_intents, cas
-from kalends.tasks.successors import ChecklistTooLarge, Occurrence, day_exists, generate
+from kalends.tasks.successors import ChecklistTooLarge
 from kalends.tasks.tree import subtree_ids
 from kalends.tasks.values import TaskStatus
-
-
-class SeriesStatus:
-    ACTIVE = "active"
-    PAUSED = "paused"
-    STOPPED = "stopped"
-    ENDED = "ended"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SeriesView:
-    """A series as ``series show`` presents it.
-
-    ``next_date`` is the date the next occurrence would get were the outstanding one
-    settled now, by the injected clock, as completing or skipping it computes it (a
-    calendar rule catches up to the latest eligible date up to today): ``None`` for a
-    completion-relative rule, and when no occurrence will follow.
-    """
-
-    id: UUID
-    list_id: UUID
-    rule: SeriesRule
-    local_time: str | None
-    zone: str | None
-    anchor_date: date
-    end_date: date | None
-    count: int | None
-    emitted: int
-    status: str
-    revision: int
-    outstanding_task_id: UUID | None
-    outstanding_ordinal: int | None
-    next_date: date | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": str(self.id),
-            "list_id": str(self.list_id),
-            "rule": self.rule.to_json(),
-            "time": self.local_time,
-            "zone": self.zone,
-            "anchor_date": self.anchor_date.isoformat(),
-            "end_date": self.end_date.isoformat() if self.end_date else None,
-            "count": self.count,
-            "emitted": self.emitted,
-            "status": self.status,
-            "revision": self.revision,
-            "outstanding_task_id": str(self.outstanding_task_id)
-            if self.outstanding_task_id
-            else None,
-            "outstanding_ordinal": self.outstanding_ordinal,
-            "next_date": self.next_date.isoformat() if self.next_date else None,
-        }
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> SeriesView:
-        outstanding = d["outstanding_task_id"]
-        return cls(
-            id=UUID(str(d["id"])),
-            list_id=UUID(str(d["list_id"])),
-            rule=SeriesRule.parse(d["rule"]),
-            local_time=d["time"],
-            zone=d["zone"],
-            anchor_date=date.fromisoformat(d["anchor_date"]),
-            end_date=date.fromisoformat(d["end_date"]) if d["end_date"] else None,
-            count=d["count"],
-            emitted=int(d["emitted"]),
-            status=d["status"],
-            revision=int(d["revision"]),
-            outstanding_task_id=UUID(str(outstanding)) if outstanding else None,
-            outstanding_ordinal=d["outstanding_ordinal"],
-            next_date=date.fromisoformat(d["next_date"]) if d["next_date"] else None,
-        )
-
-
-def _today(now: datetime, zone: str | None) -> date:
-    return wall_of(now, zone or "UTC").date()
 
 
 def _task_day(row: Any, zone: str | None) -> date | None:
@@ -170,7 +93,7 @@ class SeriesService(ServiceBase):
                     f"{MAX_CHECKLIST_TASKS}",
                     tasks=len(ids),
                 )
-            anchor = _task_day(row, zone) or _today(now, zone)
+            anchor = _task_day(row, zone) or today_in(now, zone)
             if end_date is not None and end_date < anchor:
                 raise InvalidInput(
                     "end_date: the series would end before it starts", field="end_date"
@@ -226,7 +149,7 @@ class SeriesService(ServiceBase):
                     )
                 ],
             )
-            return _view(conn, series_id, now)
+            return series_view(conn, series_id, now)
 
         return self.store.run(run)
 
@@ -239,7 +162,7 @@ class SeriesService(ServiceBase):
 
         def run(conn: Connection) -> list[UUID]:
             actor_id, row, now = self._writable(conn, actor, task, expected_revision)
-            occurrence = _outstanding_of(conn, row.id)
+            occurrence = outstanding_of(conn, row.id)
             if occurrence is None or row.status != TaskStatus.OPEN.value:
                 raise Conflict(
                     "task: only the outstanding occurrence of a series can be skipped", field="task"
@@ -277,7 +200,7 @@ class SeriesService(ServiceBase):
                     for i in open_ids
                 ],
             )
-            return _settle(conn, occurrence, "skipped", actor_id, now)
+            return settle(conn, occurrence, "skipped", actor_id, now)
 
         return self.store.run(run)
 
@@ -299,7 +222,7 @@ class SeriesService(ServiceBase):
         def run(conn: Connection) -> SeriesView:
             actor_id = resolve_actor(conn, actor)
             series_id = _find_series(conn, actor_id, series_or_task)
-            return _view(conn, series_id, self.store.clock.now())
+            return series_view(conn, series_id, self.store.clock.now())
 
         return self.store.run(run, write=False)
 
@@ -360,8 +283,8 @@ class SeriesService(ServiceBase):
                 [Event(last.root_task_id, kind, {}, series_id=series_id, occurrence=last.ordinal)],
             )
             if status == SeriesStatus.ACTIVE and outstanding is None:
-                _emit(conn, series_id, last.root_task_id, last.occurrence_date, actor_id, now)
-            return _view(conn, series_id, now)
+                emit(conn, series_id, last.root_task_id, last.occurrence_date, actor_id, now)
+            return series_view(conn, series_id, now)
 
         return self.store.run(run)
 
@@ -372,9 +295,9 @@ class SeriesService(ServiceBase):
     ) -> None:
         """Reacts to task transitions inside their transaction (seed 000, "Recurrence")."""
         if change.kind == "completed":
-            occurrence = _outstanding_of(conn, change.root_id)
+            occurrence = outstanding_of(conn, change.root_id)
             if occurrence is not None:
-                _settle(conn, occurrence, "completed", change.actor_id, change.at)
+                settle(conn, occurrence, "completed", change.actor_id, change.at)
         elif change.kind == "reopened":
             conn.execute(
                 update(series_occurrences)
@@ -386,7 +309,7 @@ class SeriesService(ServiceBase):
                 .values(status="reopened")
             )
         elif change.kind == "reparented":
-            if _outstanding_of(conn, change.root_id, live_series_only=True) is not None:
+            if outstanding_of(conn, change.root_id, live_series_only=True) is not None:
                 raise Conflict(
                     "task: this is the open occurrence of a recurring series; "
                     "stop the series first",
@@ -405,122 +328,6 @@ class SeriesService(ServiceBase):
             conn.execute(
                 update(task_series).where(task_series.c.id.in_(series_ids)).values(list_id=new_list)
             )
-
-
-@dataclass(frozen=True, slots=True)
-class _Outstanding:
-    series_id: UUID
-    ordinal: int
-    root_task_id: UUID
-    occurrence_date: date
-    series_status: str
-
-
-def _outstanding_of(
-    conn: Connection, root_id: UUID, *, live_series_only: bool = False
-) -> _Outstanding | None:
-    row = conn.execute(
-        select(series_occurrences, task_series.c.status.label("series_status"))
-        .join(task_series, task_series.c.id == series_occurrences.c.series_id)
-        .where(
-            series_occurrences.c.root_task_id == root_id,
-            series_occurrences.c.status == "outstanding",
-        )
-    ).first()
-    if row is None:
-        return None
-    if live_series_only and row.series_status not in (SeriesStatus.ACTIVE, SeriesStatus.PAUSED):
-        return None
-    return _Outstanding(
-        row.series_id, row.ordinal, row.root_task_id, row.occurrence_date, row.series_status
-    )
-
-
-def _settle(
-    conn: Connection, occurrence: _Outstanding, status: str, actor_id: UUID, now: datetime
-) -> list[UUID]:
-    """Settles the outstanding occurrence once; an active series then emits its successor."""
-    result = conn.execute(
-        update(series_occurrences)
-        .where(
-            series_occurrences.c.series_id == occurrence.series_id,
-            series_occurrences.c.ordinal == occurrence.ordinal,
-            series_occurrences.c.status == "outstanding",
-        )
-        .values(status=status, settled_at=now)
-    )
-    if result.rowcount == 0:  # already settled: a duplicate call never advances twice
-        return []
-    if occurrence.series_status != SeriesStatus.ACTIVE:
-        return []
-    return _emit(
-        conn,
-        occurrence.series_id,
-        occurrence.root_task_id,
-        occurrence.occurrence_date,
-        actor_id,
-        now,
-    )
-
-
-def _emit(
-    conn: Connection,
-    series_id: UUID,
-    source_root: UUID,
-    previous: date,
-    actor_id: UUID,
-    now: datetime,
-) -> list[UUID]:
-    series = conn.execute(select(task_series).where(task_series.c.id == series_id)).one()
-    rule = SeriesRule.parse(series.rule)
-    if series.max_count is not None and series.emitted >= series.max_count:
-        _end(conn, series_id, now)
-        return []
-
-    def exists(day: date) -> bool:
-        return day_exists(day, series.local_time, series.zone)
-
-    today = _today(now, series.zone)
-    day = successor_date(rule, series.anchor_date, previous, today, exists, series.end_date)
-    if day is None or (series.end_date is not None and day > series.end_date):
-        _end(conn, series_id, now)
-        return []
-    root_due_local = (
-        datetime.combine(day, time.fromisoformat(series.local_time)) if series.local_time else None
-    )
-    occurrence = Occurrence(
-        series_id=series_id,
-        ordinal=series.emitted + 1,
-        day=day,
-        day_offset=(day - previous).days,
-        root_due_local=root_due_local,
-        zone=series.zone,
-        list_id=series.list_id,
-    )
-    new_ids = generate(conn, source_root, occurrence, actor_id, now)
-    conn.execute(
-        series_occurrences.insert().values(
-            series_id=series_id,
-            ordinal=occurrence.ordinal,
-            root_task_id=new_ids[0] if new_ids else None,
-            occurrence_date=day,
-            status="outstanding",
-        )
-    )
-    conn.execute(
-        update(task_series)
-        .where(task_series.c.id == series_id)
-        .values(emitted=occurrence.ordinal, updated_at=now)
-    )
-    return new_ids
-
-
-def _end(conn: Connection, series_id: UUID, now: datetime) -> None:
-    conn.execute(
-        update(task_series)
-        .where(task_series.c.id == series_id)
-        .values(status=SeriesStatus.ENDED, revision=task_series.c.revision + 1, updated_at=now)
-    )
 
 
 def _find_series(conn: Connection, actor_id: UUID, ref: UUID | str, *, write: bool = False) -> UUID:
@@ -546,62 +353,6 @@ def _find_series(conn: Connection, actor_id: UUID, ref: UUID | str, *, write: bo
     if row.series_id is None:
         raise NotFound("series: the task belongs to no series", field="series")
     return row.series_id  # type: ignore[no-any-return]
-
-
-def _view(conn: Connection, series_id: UUID, now: datetime) -> SeriesView:
-    """The series as of ``now``: its ``next_date`` is the date the next occurrence would
-    get if the outstanding one were settled at ``now`` (or, with none outstanding, if the
-    series resumed then), by the same computation :func:`_emit` makes, catch-up included.
-    A completion-relative series has none until it is settled."""
-    row = conn.execute(select(task_series).where(task_series.c.id == series_id)).one()
-    outstanding = conn.execute(
-        select(series_occurrences).where(
-            series_occurrences.c.series_id == series_id,
-            series_occurrences.c.status == "outstanding",
-        )
-    ).first()
-    rule = SeriesRule.parse(row.rule)
-    upcoming = None
-    live = row.status in (SeriesStatus.ACTIVE, SeriesStatus.PAUSED)
-    counted_out = row.max_count is not None and row.emitted >= row.max_count
-    if live and not counted_out and rule.kind is not SeriesKind.COMPLETION_RELATIVE:
-        # The occurrence a successor follows: the outstanding one, else the last one.
-        previous = (
-            outstanding.occurrence_date
-            if outstanding is not None
-            else conn.execute(
-                select(series_occurrences.c.occurrence_date)
-                .where(series_occurrences.c.series_id == series_id)
-                .order_by(series_occurrences.c.ordinal.desc())
-                .limit(1)
-            ).scalar_one()
-        )
-        upcoming = successor_date(
-            rule,
-            row.anchor_date,
-            previous,
-            _today(now, row.zone),
-            lambda d: day_exists(d, row.local_time, row.zone),
-            row.end_date,
-        )
-        if upcoming is not None and row.end_date is not None and upcoming > row.end_date:
-            upcoming = None
-    return SeriesView(
-        id=row.id,
-        list_id=row.list_id,
-        rule=rule,
-        local_time=row.local_time,
-        zone=row.zone,
-        anchor_date=row.anchor_date,
-        end_date=row.end_date,
-        count=row.max_count,
-        emitted=row.emitted,
-        status=row.status,
-        revision=row.revision,
-        outstanding_task_id=outstanding.root_task_id if outstanding else None,
-        outstanding_ordinal=outstanding.ordinal if outstanding else None,
-        next_date=upcoming,
-    )
 
 
 def _check_time(value: str | None) -> str | None:

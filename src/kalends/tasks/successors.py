@@ -47,9 +47,9 @@ from kalends.storage.task_tables import (
     tasks,
 )
 from kalends.storage.upsert import insert_missing
-from kalends.tasks.reads import LIVE_TREE
 from kalends.tasks.refs import new_refs
 from kalends.tasks.series_rules import MAX_CHECKLIST_TASKS
+from kalends.tasks.tree_reads import LIVE_TREE
 from kalends.tasks.values import TaskStatus
 
 

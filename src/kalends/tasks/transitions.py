@@ -17,8 +17,8 @@ from kalends.storage.task_tables import list_members, task_reminders, tasks
 from kalends.storage.unit_of_work import for_update
 from kalends.tasks import history
 from kalends.tasks.history import Event
+from kalends.tasks.loading import load_tasks, task_after_write
 from kalends.tasks.models import Task, reminder_from_row, reminder_to_json
-from kalends.tasks.reads import load_tasks, task_after_write
 from kalends.tasks.series_state import is_recurring_root
 from kalends.tasks.steps import ServiceBase, TaskChange, TaskRef, cas
 from kalends.tasks.tree import ancestor_ids
