@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -79,6 +80,29 @@ class TokenInfo:
             "lastUsedAt": instant_json(self.last_used_at),
             "active": self.active,
         }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], *, actor_id: UUID) -> TokenInfo:
+        """The token :meth:`to_json` wrote; the JSON does not name its owner, who is
+        ``actor_id``."""
+        return cls(
+            id=UUID(str(d["id"])),
+            actor_id=actor_id,
+            name=str(d["name"]),
+            created_at=_instant(d["createdAt"]),
+            expires_at=_maybe_instant(d["expiresAt"]),
+            revoked_at=_maybe_instant(d["revokedAt"]),
+            last_used_at=_maybe_instant(d["lastUsedAt"]),
+            active=bool(d["active"]),
+        )
+
+
+def _instant(value: Any) -> datetime:
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+def _maybe_instant(value: Any) -> datetime | None:
+    return None if value is None else _instant(value)
 
 
 def instant_json(value: datetime | None) -> str | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import builtins
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -83,6 +83,19 @@ class Destination:
             "display": self.display,
             "created_at": self.created_at.isoformat(),
         }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Destination:
+        """The destination :meth:`to_json` wrote. The JSON never holds the URL, so its
+        redacted form stands in for it."""
+        display = str(d["display"])
+        return cls(
+            channel=Channel(d["channel"]),
+            position=int(d["position"]),
+            url=display,
+            display=display,
+            created_at=datetime.fromisoformat(str(d["created_at"]).replace("Z", "+00:00")),
+        )
 
 
 class Destinations:

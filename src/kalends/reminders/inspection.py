@@ -8,6 +8,7 @@ transaction, for an actor already resolved.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -87,6 +88,45 @@ class Intent:
             "created_at": instant(self.created_at),
             "updated_at": instant(self.updated_at),
         }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Intent:
+        """The intent :meth:`to_json` wrote (as a server answers it).
+
+        A settled intent's JSON leaves out its next attempt, and so does every view of it:
+        it reads back as its creation.
+        """
+        created_at = _instant(d["created_at"])
+        return cls(
+            id=UUID(str(d["id"])),
+            task_id=UUID(str(d["task"]["id"])),
+            task_ref=d["task"]["ref"],
+            task_title=d["task"]["title"],
+            schedule_revision=int(d["schedule_revision"]),
+            channel=d["channel"],
+            at=_instant(d["at"]),
+            recipient_id=UUID(str(d["recipient"]["id"])),
+            recipient=d["recipient"]["handle"],
+            status=IntentState(d["status"]),
+            attempts=int(d["attempts"]),
+            next_attempt_at=_maybe_instant(d["next_attempt_at"]) or created_at,
+            lease_owner=d["lease_owner"],
+            lease_expires_at=_maybe_instant(d["lease_expires_at"]),
+            last_error=d["last_error"],
+            closed_reason=d["closed_reason"],
+            delivered_at=_maybe_instant(d["delivered_at"]),
+            created_at=created_at,
+            updated_at=_instant(d["updated_at"]),
+            zone=d.get("zone"),
+        )
+
+
+def _instant(value: Any) -> datetime:
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+def _maybe_instant(value: Any) -> datetime | None:
+    return None if value is None else _instant(value)
 
 
 _INTENTS = select(
