@@ -14,8 +14,7 @@ local mode, and the server answers the same redacted JSON.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich import box
@@ -23,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kalends.cli.output import console, emit_json
-from kalends.cli.remote import SERVER_MODE_HELP, Remote, ServerOption, local_or_remote, path_part
+from kalends.cli.remote import SERVER_MODE_HELP, ServerOption, local_or_remote
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
@@ -33,7 +32,7 @@ from kalends.cli.session import (
     group_help,
 )
 from kalends.errors import InvalidInput
-from kalends.reminders.destinations import MAX_DESTINATIONS, parse_channel
+from kalends.reminders.destinations import MAX_DESTINATIONS, Destination
 from kalends.reminders.transports import redacted_url
 
 notify_app = typer.Typer(
@@ -67,18 +66,6 @@ UrlOption = Annotated[
 ]
 STDIN = "-"
 
-# A destination as JSON (``Destination.to_json()``, as a server answers it): the URL's
-# redacted form only, in both modes.
-Shown = Mapping[str, Any]
-
-
-def _route(target: str, channel: str | None = None, *rest: str) -> str:
-    """``/api/actors/{target}/destinations[/{channel}[/…]]``."""
-    parts = ["/api/actors", path_part(target.strip()), "destinations"]
-    if channel is not None:
-        parts.append(path_part(channel))
-    return "/".join((*parts, *rest))
-
 
 @notify_app.command("set")
 def set_command(
@@ -110,16 +97,9 @@ def set_command(
                 "url: give --url URL (repeat for several), or --clear; not both", field="url"
             )
         urls = _read_urls(given)
-        written: list[Shown]
-        if isinstance(s, Remote):
-            checked = parse_channel(channel).value
-            written = s.put(_route(target, checked), {"urls": urls})
-        else:
-            written = [
-                d.to_json() for d in s.services.destinations.set(s.actor, target, channel, urls)
-            ]
+        written = s.destinations.set(s.actor, target, channel, urls)
         if json_output:
-            emit_json(written)
+            emit_json([d.to_json() for d in written])
             return
         if written:
             console.print(_table(written))
@@ -143,16 +123,12 @@ def add_command(
     """Append one destination to the channel."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
         text = _read_one(url)
-        added: Shown
-        if isinstance(s, Remote):
-            added = s.post(_route(target, parse_channel(channel).value), {"url": text})
-        else:
-            added = s.services.destinations.add(s.actor, target, channel, text).to_json()
+        added = s.destinations.add(s.actor, target, channel, text)
         if json_output:
-            emit_json(added)
+            emit_json(added.to_json())
             return
         console.print(
-            Text(f"added {channel} destination {added['position']}: {added['display']}"),
+            Text(f"added {channel} destination {added.position}: {added.display}"),
             soft_wrap=True,
         )
         s.local_note()
@@ -171,13 +147,8 @@ def rm_command(
     """Remove one destination from the channel, given by its full URL."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
         text = _read_one(url)
-        if isinstance(s, Remote):
-            # The URL goes in the body: it holds secrets, which no path or query carries.
-            route = _route(target, parse_channel(channel).value, "remove")
-            display = str(s.post(route, {"url": text})["display"])
-        else:
-            s.services.destinations.remove(s.actor, target, channel, text)
-            display = redacted_url(text)
+        s.destinations.remove(s.actor, target, channel, text)
+        display = redacted_url(text)
         if json_output:
             emit_json({"removed": {"channel": channel, "display": display}})
             return
@@ -204,14 +175,9 @@ def ls_command(
 ) -> None:
     """List the destinations, by channel and delivery order, in redacted form."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        found: list[Shown]
-        if isinstance(s, Remote):
-            wanted = None if channel is None else parse_channel(channel).value
-            found = s.get(_route(target), channel=wanted)
-        else:
-            found = [d.to_json() for d in s.services.destinations.list(s.actor, target, channel)]
+        found = s.destinations.list(s.actor, target, channel)
         if json_output:
-            emit_json(found)
+            emit_json([d.to_json() for d in found])
             return
         if found:
             console.print(_table(found))
@@ -221,12 +187,13 @@ def ls_command(
         s.local_note()
 
 
-def _table(found: list[Shown]) -> Table:
+def _table(found: list[Destination]) -> Table:
     table = Table(box=box.SIMPLE_HEAD)
     for column in ("channel", "#", "destination (redacted)", "added"):
         table.add_column(column, no_wrap=column != "destination (redacted)", overflow="fold")
     for d in found:
-        cells = (d["channel"], d["position"], d["display"], d["created_at"])
+        shown = d.to_json()
+        cells = (shown["channel"], shown["position"], shown["display"], shown["created_at"])
         table.add_row(*(Text(str(c)) for c in cells))
     return table
 

@@ -303,7 +303,9 @@ def _remote_log(
                 "the passage (`kalends schedule show` names its passages)",
                 field="schedule",
             )
-        route, _ = r.schedule(schedule)
+        # GET /api/missions/{id}: the schedule's detail names its workspace.
+        detail = r.schedules.detail(r.actor, schedule)
+        route = f"/api/workspaces/{detail['workspaceId']}/missions/{detail['id']}"
         found = _remote_records(r, route, passage)
         try:
             while follow and found.get("status") not in _ENDED:
@@ -324,8 +326,8 @@ def _remote_log(
 
 
 def _remote_records(r: Remote, route: str, passage: str) -> dict[str, Any]:
-    mission = route.removesuffix("/schedule")
-    found: dict[str, Any] = r.get(f"{mission}/passages/{path_part(passage.strip())}/log")
+    """The records of ``passage`` under the mission ``route`` (``/api/workspaces/W/missions/M``)."""
+    found: dict[str, Any] = r.get(f"{route}/passages/{path_part(passage.strip())}/log")
     return found
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from typing import Annotated
-from uuid import UUID
 
 import typer
 from rich import box
@@ -21,27 +20,19 @@ from rich.segment import Segments
 from rich.table import Table
 from rich.text import Text
 
-from kalends.cli import remote_values as values
 from kalends.cli.output import console, emit_json
-from kalends.cli.remote import (
-    SERVER_MODE_HELP,
-    Remote,
-    ServerOption,
-    local_or_remote,
-    path_part,
-)
+from kalends.cli.remote import SERVER_MODE_HELP, ServerOption, local_or_remote
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
     ActorOption,
     DatabaseOption,
     JsonOption,
-    Session,
     group_help,
 )
 from kalends.errors import InvalidInput
 from kalends.reminders.local_times import when_text
-from kalends.reminders.outbox import MAX_ATTEMPTS, STATUSES, Intent, Outbox
+from kalends.reminders.outbox import MAX_ATTEMPTS, STATUSES, Intent
 
 __all__ = ["reminders_app"]
 
@@ -70,14 +61,6 @@ _STATUS_STYLES = {
     "closed": "dim",
     "cancelled": "dim",
 }
-
-
-def _outbox(s: Session) -> Outbox:
-    return Outbox(s.services.store)
-
-
-def _reminder_route(reminder: str, *rest: str) -> str:
-    return "/".join(("/api/reminders", path_part(reminder.strip()), *rest))
 
 
 def _limit(text: str | None) -> int:
@@ -296,23 +279,7 @@ def ls_command(
     with local_or_remote(database, server, json_output, actor=actor) as s:
         wanted = _status(status)
         most = _limit(limit)
-        if isinstance(s, Remote):
-            route = (
-                "/api/reminders"
-                if task is None
-                else f"/api/tasks/{path_part(task.strip())}/reminders"
-            )
-            found = [values.intent(d) for d in s.get(route, status=wanted, limit=most)]
-        else:
-            local = s
-
-            def read() -> list[Intent]:
-                task_id: UUID | None = None
-                if task is not None:
-                    task_id = local.tasks.get(local.actor, task.strip()).task.id
-                return _outbox(local).list(local.actor, status=wanted, task=task_id, limit=most)
-
-            found = s.atomic(read, write=False)
+        found = s.reminders.list(s.actor, status=wanted, task=task, limit=most)
     if json_output:
         emit_json([intent.to_json() for intent in found])
         return
@@ -332,10 +299,7 @@ def show_command(
 ) -> None:
     """Show one reminder: its task, recipient, status, attempts and last error."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        if isinstance(s, Remote):
-            found = values.intent(s.get(_reminder_route(reminder)))
-        else:
-            found = _outbox(s).get(s.actor, reminder.strip())
+        found = s.reminders.get(s.actor, reminder.strip())
     if json_output:
         emit_json(found.to_json())
         return
@@ -356,10 +320,7 @@ def retry_command(
     cancelled reminder is refused. With --json: the reminder.
     """
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        if isinstance(s, Remote):
-            found = values.intent(s.post(_reminder_route(reminder, "retry")))
-        else:
-            found = _outbox(s).requeue(s.actor, reminder.strip())
+        found = s.reminders.requeue(s.actor, reminder.strip())
         if json_output:
             emit_json(found.to_json())
             return

@@ -37,7 +37,9 @@ from kalends.cli.http import (
     Unreachable,
     path_part,
 )
+from kalends.cli.http_accounts import HttpAccounts
 from kalends.cli.http_missions import HttpSchedules, HttpWorkspaces
+from kalends.cli.http_reminders import HttpDestinations, HttpReminders
 from kalends.cli.http_tasks import HttpDirectory, HttpGrants, HttpSeries, HttpTaskChanges, HttpTasks
 from kalends.cli.output import error_console
 from kalends.cli.session import Session, report_error, session
@@ -167,6 +169,23 @@ class Remote:
     def schedules(self) -> HttpSchedules:
         return HttpSchedules(self)
 
+    # (kalends.cli.reminder_client.ReminderSession)
+
+    @property
+    def reminders(self) -> HttpReminders:
+        return HttpReminders(self)
+
+    @property
+    def destinations(self) -> HttpDestinations:
+        return HttpDestinations(self)
+
+    # (kalends.cli.account_client.AccountSession)
+
+    def accounts(self, *, password_stdin: bool = False) -> HttpAccounts:
+        """The token routes; creating a token asks the password (or reads it from
+        standard input with ``password_stdin``)."""
+        return HttpAccounts(self, password_stdin=password_stdin)
+
     @property
     def server(self) -> str:
         return self.client.server
@@ -197,7 +216,7 @@ class Remote:
             "POST", path, files=files, data=data, timeout=UPLOAD_TIMEOUT_SECONDS
         )
 
-    # The API names lists, workspaces and schedules by ID; the command line also by name.
+    # The API names lists, workspaces and actors by ID; the command line also by name.
 
     def list_id(self, ref: str) -> str:
         """A list by ID, or by exact name among the caller's lists (as local mode finds it)."""
@@ -229,25 +248,6 @@ class Remote:
                 f"workspace: several workspaces are named {ref!r}; give its ID", field="workspace"
             )
         return str(found[0])
-
-    def schedule(self, ref: str) -> tuple[str, dict[str, Any]]:
-        """A schedule's route (``/api/workspaces/W/missions/M/schedule``) and its detail.
-
-        The API addresses a schedule through its workspace, which the command line does
-        not name: each of the caller's workspaces is asked in turn.
-        """
-        mission = _as_uuid(ref.strip())
-        if mission is None:
-            raise InvalidInput(f"schedule: not a mission ID: {ref!r}", field="schedule")
-        workspaces = sorted(self.get("/api/workspaces"), key=lambda d: d["schedules"] == 0)
-        for ws in workspaces:
-            route = f"/api/workspaces/{ws['id']}/missions/{mission}/schedule"
-            try:
-                return route, self.get(route)
-            except ServerError as exc:
-                if exc.status != 404:
-                    raise
-        raise NotFound(f"schedule: no schedule {mission}", field="schedule")
 
     def member_id(self, ref: str) -> str:
         """An actor by ID, or by handle in the server's directory of actors (``GET

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Annotated, NoReturn, Protocol, TypeVar
+from typing import TYPE_CHECKING, Annotated, NoReturn, Protocol, TypeVar
 
 import typer
 from rich.text import Text
@@ -20,12 +20,17 @@ from rich.text import Text
 from kalends.auth.grants import Grants
 from kalends.bootstrap import Services, open_services
 from kalends.cli.db import DatabaseOption, JsonOption
+from kalends.cli.local_reminders import LocalReminders
 from kalends.cli.local_tasks import LocalTaskChanges
 from kalends.cli.output import EXIT_FAILURE, EXIT_INVALID, console, emit_json, error_console
 from kalends.errors import InvalidInput, KalendsError, Vocabulary
 from kalends.missions import ScheduleService, Workspaces
+from kalends.reminders.destinations import Destinations
 from kalends.tasks import Directory, TaskService
 from kalends.tasks.series import SeriesService
+
+if TYPE_CHECKING:
+    from kalends.auth import Accounts
 
 __all__ = [
     "ENV_ACTOR",
@@ -144,6 +149,25 @@ class Session:
     @property
     def schedules(self) -> ScheduleService:
         return self.services.schedules
+
+    # (kalends.cli.reminder_client.ReminderSession)
+
+    @property
+    def reminders(self) -> LocalReminders:
+        return LocalReminders(self.services)
+
+    @property
+    def destinations(self) -> Destinations:
+        return self.services.destinations
+
+    # (kalends.cli.account_client.AccountSession)
+
+    def accounts(self, *, password_stdin: bool = False) -> Accounts:
+        """The token methods of the accounts; local mode asks no password."""
+        # Imported when asked for: most commands never need the accounts.
+        from kalends.auth import Accounts  # noqa: PLC0415
+
+        return Accounts(self.services.store)
 
     @property
     def server(self) -> None:

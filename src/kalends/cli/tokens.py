@@ -32,15 +32,8 @@ from kalends.auth.tokens import (
     check_token_id,
     check_token_name,
 )
-from kalends.cli.login import read_password
 from kalends.cli.output import console, emit_json
-from kalends.cli.remote import (
-    EXCHANGE_ROUTE,
-    SERVER_MODE_HELP,
-    Remote,
-    ServerOption,
-    local_or_remote,
-)
+from kalends.cli.remote import SERVER_MODE_HELP, ServerOption, local_or_remote
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
@@ -103,9 +96,7 @@ def parse_days(text: str | None) -> timedelta | None:
 
 
 def _accounts(s: Session) -> Accounts:
-    from kalends.auth import Accounts  # noqa: PLC0415
-
-    return Accounts(s.services.store)
+    return s.accounts()
 
 
 # A token as JSON (``TokenInfo.to_json()``, as a server answers it too); the commands
@@ -127,18 +118,6 @@ def _status(token: TokenJson) -> str:
     if token["revokedAt"] is not None:
         return "revoked"
     return "active" if token["active"] else "expired"
-
-
-def _exchange(r: Remote, name: str, lifetime: timedelta | None, from_stdin: bool) -> Any:
-    """A new token of the principal, for the password (asked, or read from stdin)."""
-    password = read_password(from_stdin)
-    body = {
-        "handle": r.actor,
-        "password": password,
-        "name": name,
-        "expiresInDays": None if lifetime is None else lifetime.days,
-    }
-    return r.post(EXCHANGE_ROUTE, body)
 
 
 @token_app.command("create")
@@ -176,12 +155,9 @@ def create_command(
     with local_or_remote(database, server, json_output, actor=actor) as s:
         label = check_token_name(name)
         lifetime = parse_days(expires_in_days)
-        made: TokenJson
-        if isinstance(s, Remote):
-            made = _exchange(s, label, lifetime, password_stdin)
-        else:
-            info, secret = _accounts(s).create_token(s.actor, label, expires_in=lifetime)
-            made = {"token": info.to_json(), "secret": secret}
+        accounts = s.accounts(password_stdin=password_stdin)
+        info, secret = accounts.create_token(s.actor, label, expires_in=lifetime)
+        made: TokenJson = {"token": info.to_json(), "secret": secret}
     if json_output:
         emit_json(made)
         return
@@ -212,11 +188,7 @@ def ls_command(
 ) -> None:
     """List the acting actor's tokens, newest first, revoked and expired ones included."""
     with local_or_remote(database, server, json_output, actor=actor) as s:
-        found: list[TokenJson]
-        if isinstance(s, Remote):
-            found = s.get("/api/tokens")
-        else:
-            found = [t.to_json() for t in _accounts(s).tokens(s.actor)]
+        found: list[TokenJson] = [t.to_json() for t in s.accounts().tokens(s.actor)]
     if json_output:
         emit_json(found)
         return
@@ -256,11 +228,7 @@ def revoke_command(
     """
     with local_or_remote(database, server, json_output, actor=actor) as s:
         parsed = check_token_id(token_id)
-        revoked: TokenJson
-        if isinstance(s, Remote):
-            revoked = s.delete(f"/api/tokens/{parsed}")
-        else:
-            revoked = _accounts(s).revoke_token(s.actor, parsed).to_json()
+        revoked: TokenJson = s.accounts().revoke_token(s.actor, parsed).to_json()
     if json_output:
         emit_json(revoked)
         return
