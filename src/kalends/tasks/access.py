@@ -7,7 +7,7 @@ that an ID is taken. Only a member with too low a role is :class:`Forbidden`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, overload
 from uuid import UUID
 
 from sqlalchemy import Select, bindparam, func, select
@@ -19,6 +19,7 @@ from kalends.identity import Role, parse_uuid, require_role
 from kalends.storage.prepared import Prepared
 from kalends.storage.task_tables import list_members, lists, sections, tasks
 from kalends.tasks.skips import SHOWN_STATUS
+from kalends.tasks.task_rows import ListRow, TaskDetailRow, TaskRow
 from kalends.tasks.values import ListStatus
 
 # Built once and run on the driver: every list operation starts with this read.
@@ -37,8 +38,8 @@ _LIST_WITH_ROLE = Prepared(
 
 def require_list_role(
     conn: Connection, actor_id: UUID, list_id: UUID, minimum: Role, *, write: bool
-) -> tuple[Role, Any]:
-    """The actor's role and the list row; refuses a missing membership or a lower role.
+) -> tuple[Role, ListRow]:
+    """The actor's role and the list's row; refuses a missing membership or a lower role.
 
     A write to an archived list is refused with :class:`ListArchived`. A non-member is
     told what a list that does not exist tells anyone (:class:`NotFound`).
@@ -50,7 +51,7 @@ def require_list_role(
     role = require_role(row.role, minimum, scope="list", unseen=unseen)
     if write and row.status == ListStatus.ARCHIVED.value:
         raise ListArchived(f"the list {row.name!r} is archived")
-    return role, row
+    return role, ListRow.from_row(row)
 
 
 def _task_with_role(condition: ColumnElement[bool], *extra: Any) -> Select[Any]:
@@ -98,6 +99,30 @@ _DETAIL_BY_ID = Prepared(_task_with_role(tasks.c.id == bindparam("key"), *_DETAI
 _DETAIL_BY_REF = Prepared(_task_with_role(tasks.c.ref == bindparam("key"), *_DETAIL_EXTRA))
 
 
+@overload
+def task_with_role(
+    conn: Connection,
+    actor_id: UUID,
+    task: UUID | str,
+    minimum: Role,
+    *,
+    write: bool,
+    detail: Literal[False] = False,
+) -> TaskRow: ...
+
+
+@overload
+def task_with_role(
+    conn: Connection,
+    actor_id: UUID,
+    task: UUID | str,
+    minimum: Role,
+    *,
+    write: bool,
+    detail: Literal[True],
+) -> TaskDetailRow: ...
+
+
 def task_with_role(
     conn: Connection,
     actor_id: UUID,
@@ -106,12 +131,14 @@ def task_with_role(
     *,
     write: bool,
     detail: bool = False,
-) -> Any:
-    """The task row (given by ID or short reference) once the actor's role allows ``minimum``.
+) -> TaskRow | TaskDetailRow:
+    """The task's row (given by ID or short reference) once the actor's role allows ``minimum``.
 
-    With ``detail`` the row also has ``list_revision``, ``section_name`` and
-    ``live_children`` (what :func:`~kalends.tasks.detail.read_detail` shows). A task of a
-    list the actor has no role on is :class:`NotFound`, as one that does not exist.
+    The row is a :class:`~kalends.tasks.task_rows.TaskRow`; with ``detail``, a
+    :class:`~kalends.tasks.task_rows.TaskDetailRow`, which also has ``list_revision``,
+    ``section_name`` and ``live_children`` (what :func:`~kalends.tasks.detail.read_detail`
+    shows). A task of a list the actor has no role on is :class:`NotFound`, as one that
+    does not exist.
     """
     as_id = parse_uuid(task, "task")
     if detail:
@@ -126,4 +153,4 @@ def task_with_role(
     require_role(row.role, minimum, scope="list", unseen=unseen)
     if write and row.list_status == ListStatus.ARCHIVED.value:
         raise ListArchived(f"the list {row.list_name!r} is archived")
-    return row
+    return TaskDetailRow.from_row(row) if detail else TaskRow.from_row(row)

@@ -24,6 +24,7 @@ from kalends.tasks.models import (
     TaskDetail,
     TaskList,
 )
+from kalends.tasks.task_rows import TaskDetailRow
 from kalends.tasks.values import ListStatus
 
 # The detail's statements, built once and run on the driver (a task detail is the API's
@@ -48,7 +49,7 @@ _ATTACHMENTS_OF = Prepared(
 )
 
 
-def read_detail(conn: Connection, row: Any) -> TaskDetail:
+def read_detail(conn: Connection, row: TaskDetailRow) -> TaskDetail:
     """The detail of the task ``row``, read by ``task_with_role(..., detail=True)`` (which
     brings the list's revision, the section's name and the count of live children)."""
     key = {"task_id": row.id}
@@ -79,7 +80,7 @@ def read_detail(conn: Connection, row: Any) -> TaskDetail:
             name=row.list_name,
             status=ListStatus(row.list_status),
             revision=row.list_revision,
-            role=Role(row.role) if getattr(row, "role", None) else None,
+            role=Role(row.role) if row.role else None,
         ),
         section=row.section_name,
         comments=found_comments,

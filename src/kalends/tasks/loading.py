@@ -7,7 +7,6 @@ tasks, then their tags, then their reminders.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import SimpleNamespace
 from typing import Any
 from uuid import UUID
 
@@ -27,6 +26,7 @@ from kalends.tasks.models import (
     reminder_from_row,
 )
 from kalends.tasks.skips import SHOWN_STATUS, SKIPPED, is_skipped
+from kalends.tasks.task_rows import TaskRow
 from kalends.tasks.values import Reminder, TaskStatus
 
 
@@ -119,14 +119,14 @@ def build_tasks(conn: Connection, rows: Sequence[Any], ids: Any) -> list[Task]:
 
 
 def task_after_write(
-    conn: Connection, row: Any, written: dict[str, Any], *, reminders: tuple[Reminder, ...]
+    conn: Connection, row: TaskRow, written: dict[str, Any], *, reminders: tuple[Reminder, ...]
 ) -> Task:
     """The task as a row read in this transaction plus the columns written since.
 
     Only the tags are read again, so a hot write path need not read the task back (nor
     whether a skip settled it, unless it was settled before this write and still is).
     """
-    merged = SimpleNamespace(**{**row._asdict(), **written})
+    merged = row._replace(**written)
     tag_names = tuple(r.name for r in conn.execute(_TAGS_OF_IDS, {"ids": [row.id]}))
     skipped = (
         "status" not in written

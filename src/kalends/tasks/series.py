@@ -352,7 +352,7 @@ def _find_series(conn: Connection, actor_id: UUID, ref: UUID | str, *, write: bo
         raise NotFound(f"series: no series or task {ref!s}", field="series") from exc
     if row.series_id is None:
         raise NotFound("series: the task belongs to no series", field="series")
-    return row.series_id  # type: ignore[no-any-return]
+    return row.series_id
 
 
 def _check_time(value: str | None) -> str | None:

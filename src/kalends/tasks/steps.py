@@ -25,6 +25,7 @@ from kalends.storage.task_tables import lists, sections, tags, task_tags, tasks
 from kalends.storage.unit_of_work import Store
 from kalends.storage.upsert import insert_missing
 from kalends.tasks.access import task_with_role
+from kalends.tasks.task_rows import TaskRow
 from kalends.tasks.tree import hidden_by_trash
 from kalends.tasks.values import MAX_TAG_LENGTH
 
@@ -56,14 +57,16 @@ class ServiceBase:
 
     def _writable(
         self, conn: Connection, actor: ActorRef, task: TaskRef, expected_revision: int
-    ) -> tuple[UUID, Any, datetime]:
+    ) -> tuple[UUID, TaskRow, datetime]:
         actor_id = resolve_actor(conn, actor)
         row = task_with_role(conn, actor_id, task, Role.EDITOR, write=True)
         expect_revision(row, expected_revision)
         require_live(conn, row, "task")
         return actor_id, row, self.store.clock.now()
 
-    def _reread(self, conn: Connection, actor_id: UUID, row: Any, expected_revision: int) -> Any:
+    def _reread(
+        self, conn: Connection, actor_id: UUID, row: TaskRow, expected_revision: int
+    ) -> TaskRow:
         """The task row read again after taking a lock, with the same checks."""
         fresh = task_with_role(conn, actor_id, row.id, Role.EDITOR, write=True)
         expect_revision(fresh, expected_revision)
@@ -96,7 +99,7 @@ def lock_lists(conn: Connection, *list_ids: UUID) -> None:
         conn.execute(_LOCK_LISTS, {"ids": sorted(set(list_ids))})
 
 
-def expect_revision(row: Any, expected_revision: object) -> None:
+def expect_revision(row: TaskRow, expected_revision: object) -> None:
     if not isinstance(expected_revision, int) or isinstance(expected_revision, bool):
         raise InvalidInput(
             f"expected_revision: a whole number is required, got {expected_revision!r}",
@@ -127,7 +130,7 @@ def _cas_statement(columns: tuple[str, ...]) -> Update:
 
 
 def cas(
-    conn: Connection, row: Any, expected_revision: int, now: datetime, values: dict[str, Any]
+    conn: Connection, row: TaskRow, expected_revision: int, now: datetime, values: dict[str, Any]
 ) -> None:
     """One compare-and-swap on the task's revision; zero rows means someone else won."""
     statement = _cas_statement(tuple(sorted(values)))
@@ -149,7 +152,7 @@ def cas(
         )
 
 
-def require_live(conn: Connection, row: Any, field: str) -> None:
+def require_live(conn: Connection, row: TaskRow, field: str) -> None:
     if row.trashed or (row.parent_id is not None and hidden_by_trash(conn, row.parent_id)):
         raise TaskTrashed(f"{field}: the task is in the trash (itself or an ancestor)")
 
