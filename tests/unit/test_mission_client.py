@@ -8,8 +8,6 @@ and defaults alike, and what the HTTP clients send.
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -25,6 +23,7 @@ from kalends.cli.session import Session
 from kalends.errors import InvalidInput, NotFound
 from kalends.identity import Role
 from kalends.missions import Action, ControlOutcome, Member, ScheduleService, Workspace, Workspaces
+from unit.client_support import RecordingWire, parameters, protocol_methods
 
 
 def local_session(s: Session) -> MissionSession:
@@ -55,19 +54,6 @@ PAIRS = [
 ]
 
 
-def protocol_methods(protocol: type) -> list[str]:
-    return sorted(
-        name
-        for name, member in vars(protocol).items()
-        if not name.startswith("_") and inspect.isfunction(member)
-    )
-
-
-def parameters(cls: type, name: str) -> list[tuple[str, Any, Any]]:
-    found = inspect.signature(getattr(cls, name)).parameters.values()
-    return [(p.name, p.kind, p.default) for p in found]
-
-
 class TestTheProtocols:
     @pytest.mark.parametrize(("protocol", "local", "http"), PAIRS)
     def test_both_implementations_take_each_call_with_the_protocols_parameters(
@@ -93,40 +79,8 @@ ROUTE = f"/api/workspaces/{WORKSPACE_ID}/missions/{MISSION_ID}/schedule"
 DOC = {"id": MISSION_ID, "workspaceId": WORKSPACE_ID, "title": "Backup", "revision": 3}
 
 
-class FakeWire:
-    """A server that answers each request from a table and records what was sent."""
-
-    def __init__(self, answers: dict[tuple[str, str], Any]) -> None:
-        self.answers = answers
-        self.sent: list[tuple[str, str, Any]] = []
-
-    def _answer(self, method: str, path: str, sent: Any) -> Any:
-        self.sent.append((method, path, sent))
-        found = self.answers[(method, path)]
-        if isinstance(found, Exception):
-            raise found
-        return found
-
-    def get(self, path: str, **params: Any) -> Any:
-        return self._answer("GET", path, params)
-
-    def post(self, path: str, body: Any = None) -> Any:
-        return self._answer("POST", path, body)
-
-    def put(self, path: str, body: Any = None) -> Any:
-        return self._answer("PUT", path, body)
-
-    def patch(self, path: str, body: Any = None) -> Any:
-        return self._answer("PATCH", path, body)
-
-    def delete(self, path: str, **params: Any) -> Any:
-        return self._answer("DELETE", path, params)
-
-    def upload(self, path: str, *, files: Mapping[str, Any], data: Mapping[str, Any]) -> Any:
-        return self._answer("POST", path, dict(data))
-
-    def list_id(self, ref: str) -> str:
-        raise AssertionError("no list here")
+class FakeWire(RecordingWire):
+    """The recording server, in the one workspace these tests name."""
 
     def workspace_id(self, ref: str) -> str:
         return WORKSPACE_ID

@@ -9,7 +9,6 @@ and defaults alike, and what the HTTP clients send.
 
 from __future__ import annotations
 
-import inspect
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -31,6 +30,7 @@ from kalends.reminders.channels import Channel
 from kalends.reminders.destinations import Destination, Destinations
 from kalends.reminders.inspection import Intent
 from kalends.reminders.intents import IntentState
+from unit.client_support import RecordingWire, parameters, protocol_methods
 
 
 def local_session(s: Session) -> tuple[ReminderSession, AccountSession]:
@@ -67,19 +67,6 @@ PAIRS = [
 ]
 
 
-def protocol_methods(protocol: type) -> list[str]:
-    return sorted(
-        name
-        for name, member in vars(protocol).items()
-        if not name.startswith("_") and inspect.isfunction(member)
-    )
-
-
-def parameters(cls: type, name: str) -> list[tuple[str, Any, Any]]:
-    found = inspect.signature(getattr(cls, name)).parameters.values()
-    return [(p.name, p.kind, p.default) for p in found]
-
-
 class TestTheProtocols:
     @pytest.mark.parametrize(("protocol", "local", "http"), PAIRS)
     def test_both_implementations_take_each_call_with_the_protocols_parameters(
@@ -103,38 +90,12 @@ OWNER = UUID(int=5)
 INTENT_ID = str(UUID(int=6))
 
 
-class FakeWire:
-    """A server that answers each request from a table and records what was sent."""
+class FakeWire(RecordingWire):
+    """The recording server, with the handle of the actor it acts as."""
 
     def __init__(self, answers: dict[tuple[str, str], Any], actor: str = "ada") -> None:
-        self.answers = answers
+        super().__init__(answers)
         self.actor = actor
-        self.sent: list[tuple[str, str, Any]] = []
-
-    def _answer(self, method: str, path: str, sent: Any) -> Any:
-        self.sent.append((method, path, sent))
-        return self.answers[(method, path)]
-
-    def get(self, path: str, **params: Any) -> Any:
-        return self._answer("GET", path, params)
-
-    def post(self, path: str, body: Any = None) -> Any:
-        return self._answer("POST", path, body)
-
-    def put(self, path: str, body: Any = None) -> Any:
-        return self._answer("PUT", path, body)
-
-    def patch(self, path: str, body: Any = None) -> Any:
-        return self._answer("PATCH", path, body)
-
-    def delete(self, path: str, **params: Any) -> Any:
-        return self._answer("DELETE", path, params)
-
-    def upload(self, path: str, *, files: Any, data: Any) -> Any:
-        return self._answer("POST", path, dict(data))
-
-    def list_id(self, ref: str) -> str:
-        raise AssertionError("no list here")
 
 
 def fake_is_a_wire(w: FakeWire) -> tuple[Wire, AccountWire]:

@@ -8,8 +8,6 @@ protocol's parameters, names, kinds and defaults alike.
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -41,6 +39,7 @@ from kalends.cli.task_client import (
 from kalends.errors import OpenDescendants
 from kalends.tasks import Directory, Task, TaskService, TaskStatus
 from kalends.tasks.series import SeriesService
+from unit.client_support import RecordingWire, parameters, protocol_methods
 
 
 def local_session(s: Session) -> TaskSession:
@@ -81,19 +80,6 @@ PAIRS = [
 ]
 
 
-def protocol_methods(protocol: type) -> list[str]:
-    return sorted(
-        name
-        for name, member in vars(protocol).items()
-        if not name.startswith("_") and inspect.isfunction(member)
-    )
-
-
-def parameters(cls: type, name: str) -> list[tuple[str, Any, Any]]:
-    found = inspect.signature(getattr(cls, name)).parameters.values()
-    return [(p.name, p.kind, p.default) for p in found]
-
-
 class TestTheProtocols:
     @pytest.mark.parametrize(("protocol", "local", "http"), PAIRS)
     def test_both_implementations_take_each_call_with_the_protocols_parameters(
@@ -113,37 +99,8 @@ class TestTheProtocols:
             assert callable(session.read_together)
 
 
-class FakeWire:
-    """A server that answers each request from a table and records what was sent."""
-
-    def __init__(self, answers: dict[tuple[str, str], Any]) -> None:
-        self.answers = answers
-        self.sent: list[tuple[str, str, Any]] = []
-
-    def _answer(self, method: str, path: str, sent: Any) -> Any:
-        self.sent.append((method, path, sent))
-        found = self.answers[(method, path)]
-        if isinstance(found, Exception):
-            raise found
-        return found
-
-    def get(self, path: str, **params: Any) -> Any:
-        return self._answer("GET", path, params)
-
-    def post(self, path: str, body: Any = None) -> Any:
-        return self._answer("POST", path, body)
-
-    def put(self, path: str, body: Any = None) -> Any:
-        return self._answer("PUT", path, body)
-
-    def patch(self, path: str, body: Any = None) -> Any:
-        return self._answer("PATCH", path, body)
-
-    def delete(self, path: str, **params: Any) -> Any:
-        return self._answer("DELETE", path, params)
-
-    def upload(self, path: str, *, files: Mapping[str, Any], data: Mapping[str, Any]) -> Any:
-        return self._answer("POST", path, dict(data))
+class FakeWire(RecordingWire):
+    """The recording server, on the one list these tests name."""
 
     def list_id(self, ref: str) -> str:
         return LIST_ID
