@@ -12,15 +12,15 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from kalends.auth.grants import ActorPrivileges, Privilege
+from kalends.auth.grants import Privilege
+from kalends.cli.commands import session_command
 from kalends.cli.notify import notify_app
 from kalends.cli.output import console, emit_json
-from kalends.cli.remote import SERVER_MODE_HELP, ServerOption, local_or_remote
+from kalends.cli.remote import SERVER_MODE_HELP, Remote
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
-    DatabaseOption,
-    JsonOption,
+    Session,
     group_help,
 )
 from kalends.tasks import Actor
@@ -42,26 +42,23 @@ actor_app = typer.Typer(
 actor_app.add_typer(notify_app, name="notify")
 
 
-@actor_app.command("add")
+@session_command(actor_app, "add", anonymous=True)
 def add_command(
+    s: Session | Remote,
     handle: Annotated[
         str, typer.Argument(help="Unique handle: lowercase letters, digits, '.', '_' or '-'.")
     ],
     name: Annotated[str, typer.Option("--name", help="Display name.")],
     email: Annotated[str | None, typer.Option("--email", help="E-mail address.")] = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Create an actor. Local mode: this needs no --as, since nobody logs in yet.
 
     Server mode: the server's owner account only; the new actor gets an account with
     `kalends login-link --as HANDLE` on the server's machine.
     """
-    with local_or_remote(database, server, json_output, anonymous=True) as s:
-        actor = s.directory.add_actor(handle, name, email)
-        on_server = s.server is not None
-    if json_output:
+    actor = s.directory.add_actor(handle, name, email)
+    on_server = s.server is not None
+    if s.json_output:
         emit_json(actor.to_json())
         return
     console.print(Text(f"added actor {actor.handle} ({actor.display_name})"), soft_wrap=True)
@@ -74,14 +71,11 @@ def add_command(
     console.print(Text(note, style="dim"), soft_wrap=True)
 
 
-@actor_app.command("ls")
-def ls_command(
-    database: DatabaseOption = None, server: ServerOption = None, json_output: JsonOption = False
-) -> None:
+@session_command(actor_app, "ls", anonymous=True)
+def ls_command(s: Session | Remote) -> None:
     """List every actor, and whether they hold the run privilege ("may run")."""
-    with local_or_remote(database, server, json_output, anonymous=True) as s:
-        listed = s.grants.actors()
-    if json_output:
+    listed = s.grants.actors()
+    if s.json_output:
         emit_json([a.to_json() for a in listed])
         return
     may_run = ["yes" if a.may_run else "" for a in listed]
@@ -94,13 +88,9 @@ PrivilegeArgument = Annotated[
 GranteeArgument = Annotated[str, typer.Argument(help="The actor's handle or ID.")]
 
 
-@actor_app.command("grant")
+@session_command(actor_app, "grant", anonymous=True)
 def grant_command(
-    privilege: PrivilegeArgument,
-    actor: GranteeArgument,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
+    s: Session | Remote, privilege: PrivilegeArgument, actor: GranteeArgument
 ) -> None:
     """Grant a server privilege to an actor.
 
@@ -110,8 +100,8 @@ def grant_command(
     kalends may grant it (they own the database file), to themselves too. Server mode:
     the server's owner account only; it holds the privilege itself without a grant.
     """
-    done = _change_grant(privilege, actor, database, server, json_output, grant=True)
-    if json_output:
+    done = s.grants.grant(actor.strip(), privilege)
+    if s.json_output:
         emit_json(done.to_json())
         return
     console.print(
@@ -123,13 +113,9 @@ def grant_command(
     )
 
 
-@actor_app.command("revoke")
+@session_command(actor_app, "revoke", anonymous=True)
 def revoke_command(
-    privilege: PrivilegeArgument,
-    actor: GranteeArgument,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
+    s: Session | Remote, privilege: PrivilegeArgument, actor: GranteeArgument
 ) -> None:
     """Revoke a server privilege granted before; revoking one not held changes nothing.
 
@@ -137,28 +123,14 @@ def revoke_command(
     timing, bounds and conditions. The server's owner account keeps run whatever is
     revoked. Who may revoke: as for `actor grant`.
     """
-    done = _change_grant(privilege, actor, database, server, json_output, grant=False)
-    if json_output:
+    done = s.grants.revoke(actor.strip(), privilege)
+    if s.json_output:
         emit_json(done.to_json())
         return
     line = f"revoked {privilege.value} from {done.actor.handle}"
     if done.may_run:
         line += "; they still hold it as the server's owner account"
     console.print(Text(line), soft_wrap=True)
-
-
-def _change_grant(
-    privilege: Privilege,
-    actor: str,
-    database: str | None,
-    server: str | None,
-    json_output: bool,
-    *,
-    grant: bool,
-) -> ActorPrivileges:
-    """Grants (or revokes) ``privilege``, locally or on the server; what the actor holds."""
-    with local_or_remote(database, server, json_output, anonymous=True) as s:
-        return (s.grants.grant if grant else s.grants.revoke)(actor.strip(), privilege)
 
 
 def actors_table(

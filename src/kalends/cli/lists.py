@@ -10,16 +10,15 @@ from rich.table import Table
 from rich.text import Text
 
 from kalends.cli.actors import actors_table
+from kalends.cli.commands import session_command
 from kalends.cli.output import console, emit_json
-from kalends.cli.remote import SERVER_MODE_HELP, ServerOption, local_or_remote
+from kalends.cli.remote import SERVER_MODE_HELP, Remote
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
-    ActorOption,
-    DatabaseOption,
-    JsonOption,
     ListArgument,
     Reporter,
+    Session,
     group_help,
     optional_revision,
 )
@@ -50,32 +49,23 @@ ListExpectOption = Annotated[
 ]
 
 
-@list_app.command("add")
+@session_command(list_app, "add")
 def add_command(
-    name: Annotated[str, typer.Argument(help="The new list's name.")],
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
+    s: Session | Remote, name: Annotated[str, typer.Argument(help="The new list's name.")]
 ) -> None:
     """Create a list owned by the acting actor."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        created = s.directory.create_list(s.actor, name)
-        _report_list(s, created, "added list")
+    created = s.directory.create_list(s.actor, name)
+    _report_list(s, created, "added list")
 
 
-@list_app.command("ls")
+@session_command(list_app, "ls")
 def ls_command(
+    s: Session | Remote,
     active: Annotated[bool, typer.Option("--active", help="Leave out archived lists.")] = False,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """List the lists the acting actor is a member of, with their role."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        found = s.directory.lists(s.actor, include_archived=not active)
-    if json_output:
+    found = s.directory.lists(s.actor, include_archived=not active)
+    if s.json_output:
         emit_json([item.to_json() for item in found])
         return
     if not found:
@@ -91,8 +81,9 @@ def ls_command(
     console.print(table)
 
 
-@list_app.command("share")
+@session_command(list_app, "share")
 def share_command(
+    s: Session | Remote,
     list_ref: ListArgument,
     member: Annotated[str, typer.Argument(metavar="MEMBER", help="Actor handle or ID.")],
     role: Annotated[
@@ -101,88 +92,59 @@ def share_command(
     ] = None,
     remove: Annotated[bool, typer.Option("--remove", help="Take the member off the list.")] = False,
     expect: ListExpectOption = None,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Give MEMBER a role on the list, or remove them. Owners only; a list keeps an owner."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        if remove == (role is not None):
-            raise InvalidInput("role: give --role owner|editor|viewer, or --remove", field="role")
-        revision = optional_revision(expect)
-        updated = s.directory.share(s.actor, list_ref, member, None if remove else role, revision)
-        what = f"removed {member} from" if remove else f"{member} is {role} on"
-        _report_list(s, updated, what)
+    if remove == (role is not None):
+        raise InvalidInput("role: give --role owner|editor|viewer, or --remove", field="role")
+    revision = optional_revision(expect)
+    updated = s.directory.share(s.actor, list_ref, member, None if remove else role, revision)
+    what = f"removed {member} from" if remove else f"{member} is {role} on"
+    _report_list(s, updated, what)
 
 
-@list_app.command("archive")
+@session_command(list_app, "archive")
 def archive_command(
+    s: Session | Remote,
     list_ref: ListArgument,
     undo: Annotated[bool, typer.Option("--undo", help="Make the list active again.")] = False,
     expect: ListExpectOption = None,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Archive a list: it can still be read, not changed. Owners only."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        revision = optional_revision(expect)
-        updated = s.directory.archive(
-            s.actor, list_ref, archived=not undo, expected_revision=revision
-        )
-        _report_list(s, updated, "reactivated" if undo else "archived")
+    revision = optional_revision(expect)
+    updated = s.directory.archive(s.actor, list_ref, archived=not undo, expected_revision=revision)
+    _report_list(s, updated, "reactivated" if undo else "archived")
 
 
-@list_app.command("members")
-def members_command(
-    list_ref: ListArgument,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
-) -> None:
+@session_command(list_app, "members")
+def members_command(s: Session | Remote, list_ref: ListArgument) -> None:
     """List the members of a list and their roles."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        members = s.directory.members(s.actor, list_ref)
-    if json_output:
+    members = s.directory.members(s.actor, list_ref)
+    if s.json_output:
         emit_json([{**a.to_json(), "role": r.value} for a, r in members])
         return
     console.print(actors_table([a for a, _ in members], [r.value for _, r in members]))
 
 
-@section_app.command("add")
+@session_command(section_app, "add")
 def section_add_command(
+    s: Session | Remote,
     list_ref: ListArgument,
     name: Annotated[str, typer.Argument(help="The section's name, unique in the list.")],
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Append a section to a list. Editors and owners."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        section = s.directory.add_section(s.actor, list_ref, name)
-        if json_output:
-            emit_json(section.to_json())
-            return
-        console.print(Text(f"added section {section.name!r}"), soft_wrap=True)
-        s.local_note()
+    section = s.directory.add_section(s.actor, list_ref, name)
+    if s.json_output:
+        emit_json(section.to_json())
+        return
+    console.print(Text(f"added section {section.name!r}"), soft_wrap=True)
+    s.local_note()
 
 
-@section_app.command("ls")
-def section_ls_command(
-    list_ref: ListArgument,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
-) -> None:
+@session_command(section_app, "ls")
+def section_ls_command(s: Session | Remote, list_ref: ListArgument) -> None:
     """List the sections of a list, in order."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        found = s.directory.sections(s.actor, list_ref)
-    if json_output:
+    found = s.directory.sections(s.actor, list_ref)
+    if s.json_output:
         emit_json([item.to_json() for item in found])
         return
     for item in found:

@@ -21,14 +21,13 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from kalends.cli.commands import session_command
 from kalends.cli.output import console, emit_json
-from kalends.cli.remote import SERVER_MODE_HELP, ServerOption, local_or_remote
+from kalends.cli.remote import SERVER_MODE_HELP, Remote
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
-    ActorOption,
-    DatabaseOption,
-    JsonOption,
+    Session,
     group_help,
 )
 from kalends.errors import InvalidInput
@@ -67,8 +66,9 @@ UrlOption = Annotated[
 STDIN = "-"
 
 
-@notify_app.command("set")
+@session_command(notify_app, "set")
 def set_command(
+    s: Session | Remote,
     target: TargetArgument,
     channel: ChannelOption,
     url: Annotated[
@@ -84,80 +84,60 @@ def set_command(
     clear: Annotated[
         bool, typer.Option("--clear", help="Remove every destination of the channel.")
     ] = False,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Replace the channel's destinations by the --url list (or remove them all with --clear)."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        given = url or []
-        if clear == bool(given):
-            raise InvalidInput(
-                "url: give --url URL (repeat for several), or --clear; not both", field="url"
-            )
-        urls = _read_urls(given)
-        written = s.destinations.set(s.actor, target, channel, urls)
-        if json_output:
-            emit_json([d.to_json() for d in written])
-            return
-        if written:
-            console.print(_table(written))
-        what = (
-            f"{len(written)} {channel} destination(s)" if written else f"no {channel} destination"
+    given = url or []
+    if clear == bool(given):
+        raise InvalidInput(
+            "url: give --url URL (repeat for several), or --clear; not both", field="url"
         )
-        console.print(Text(f"{target} now has {what}"), soft_wrap=True)
-        s.local_note()
+    urls = _read_urls(given)
+    written = s.destinations.set(s.actor, target, channel, urls)
+    if s.json_output:
+        emit_json([d.to_json() for d in written])
+        return
+    if written:
+        console.print(_table(written))
+    what = f"{len(written)} {channel} destination(s)" if written else f"no {channel} destination"
+    console.print(Text(f"{target} now has {what}"), soft_wrap=True)
+    s.local_note()
 
 
-@notify_app.command("add")
+@session_command(notify_app, "add")
 def add_command(
-    target: TargetArgument,
-    channel: ChannelOption,
-    url: UrlOption,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
+    s: Session | Remote, target: TargetArgument, channel: ChannelOption, url: UrlOption
 ) -> None:
     """Append one destination to the channel."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        text = _read_one(url)
-        added = s.destinations.add(s.actor, target, channel, text)
-        if json_output:
-            emit_json(added.to_json())
-            return
-        console.print(
-            Text(f"added {channel} destination {added.position}: {added.display}"),
-            soft_wrap=True,
-        )
-        s.local_note()
+    text = _read_one(url)
+    added = s.destinations.add(s.actor, target, channel, text)
+    if s.json_output:
+        emit_json(added.to_json())
+        return
+    console.print(
+        Text(f"added {channel} destination {added.position}: {added.display}"),
+        soft_wrap=True,
+    )
+    s.local_note()
 
 
-@notify_app.command("rm")
+@session_command(notify_app, "rm")
 def rm_command(
-    target: TargetArgument,
-    channel: ChannelOption,
-    url: UrlOption,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
+    s: Session | Remote, target: TargetArgument, channel: ChannelOption, url: UrlOption
 ) -> None:
     """Remove one destination from the channel, given by its full URL."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        text = _read_one(url)
-        s.destinations.remove(s.actor, target, channel, text)
-        display = redacted_url(text)
-        if json_output:
-            emit_json({"removed": {"channel": channel, "display": display}})
-            return
-        console.print(Text(f"removed {channel} destination {display}"), soft_wrap=True)
-        s.local_note()
+    text = _read_one(url)
+    s.destinations.remove(s.actor, target, channel, text)
+    display = redacted_url(text)
+    if s.json_output:
+        emit_json({"removed": {"channel": channel, "display": display}})
+        return
+    console.print(Text(f"removed {channel} destination {display}"), soft_wrap=True)
+    s.local_note()
 
 
-@notify_app.command("ls")
+@session_command(notify_app, "ls")
 def ls_command(
+    s: Session | Remote,
     target: TargetArgument,
     channel: Annotated[
         str | None,
@@ -168,23 +148,18 @@ def ls_command(
             show_default=False,
         ),
     ] = None,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """List the destinations, by channel and delivery order, in redacted form."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        found = s.destinations.list(s.actor, target, channel)
-        if json_output:
-            emit_json([d.to_json() for d in found])
-            return
-        if found:
-            console.print(_table(found))
-        else:
-            where = f"{channel} " if channel else ""
-            console.print(Text(f"{target} has no {where}destination yet", style="dim"))
-        s.local_note()
+    found = s.destinations.list(s.actor, target, channel)
+    if s.json_output:
+        emit_json([d.to_json() for d in found])
+        return
+    if found:
+        console.print(_table(found))
+    else:
+        where = f"{channel} " if channel else ""
+        console.print(Text(f"{target} has no {where}destination yet", style="dim"))
+    s.local_note()
 
 
 def _table(found: list[Destination]) -> Table:

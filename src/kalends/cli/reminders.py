@@ -20,14 +20,13 @@ from rich.segment import Segments
 from rich.table import Table
 from rich.text import Text
 
+from kalends.cli.commands import session_command
 from kalends.cli.output import console, emit_json
-from kalends.cli.remote import SERVER_MODE_HELP, ServerOption, local_or_remote
+from kalends.cli.remote import SERVER_MODE_HELP, Remote
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
-    ActorOption,
-    DatabaseOption,
-    JsonOption,
+    Session,
     group_help,
 )
 from kalends.errors import InvalidInput
@@ -242,8 +241,9 @@ def reminder_grid(intent: Intent) -> Table:
     return grid
 
 
-@reminders_app.command("ls")
+@session_command(reminders_app, "ls")
 def ls_command(
+    s: Session | Remote,
     status: Annotated[
         str | None,
         typer.Option("--status", metavar="STATUS", help=f"Only these: {', '.join(STATUSES)}."),
@@ -266,21 +266,16 @@ def ls_command(
             "(default: so where they fit, else three wider columns).",
         ),
     ] = False,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """List the reminders of tasks in the acting actor's lists, earliest first.
 
     Times are shown in each reminder's own zone, its recipient's wall time. With --json:
     a list of reminders, "at" in UTC with "local" and "zone" beside it.
     """
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        wanted = _status(status)
-        most = _limit(limit)
-        found = s.reminders.list(s.actor, status=wanted, task=task, limit=most)
-    if json_output:
+    wanted = _status(status)
+    most = _limit(limit)
+    found = s.reminders.list(s.actor, status=wanted, task=task, limit=most)
+    if s.json_output:
         emit_json([intent.to_json() for intent in found])
         return
     if not found:
@@ -289,45 +284,31 @@ def ls_command(
     console.print(RemindersView(found, wide=wide), soft_wrap=wide)
 
 
-@reminders_app.command("show")
-def show_command(
-    reminder: ReminderArgument,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
-) -> None:
+@session_command(reminders_app, "show")
+def show_command(s: Session | Remote, reminder: ReminderArgument) -> None:
     """Show one reminder: its task, recipient, status, attempts and last error."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        found = s.reminders.get(s.actor, reminder.strip())
-    if json_output:
+    found = s.reminders.get(s.actor, reminder.strip())
+    if s.json_output:
         emit_json(found.to_json())
         return
     console.print(reminder_grid(found), soft_wrap=True)
 
 
-@reminders_app.command("retry")
-def retry_command(
-    reminder: ReminderArgument,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
-) -> None:
+@session_command(reminders_app, "retry")
+def retry_command(s: Session | Remote, reminder: ReminderArgument) -> None:
     """Give a dead (or waiting) reminder a fresh round of attempts, due now.
 
     Only its recipient or an editor of the list may. A delivered, closed or
     cancelled reminder is refused. With --json: the reminder.
     """
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        found = s.reminders.requeue(s.actor, reminder.strip())
-        if json_output:
-            emit_json(found.to_json())
-            return
-        console.print(
-            Text(f"reminder {found.id} is pending again: ").append(
-                f"{found.attempts} of {MAX_ATTEMPTS} attempts used, next attempt now"
-            ),
-            soft_wrap=True,
-        )
-        s.local_note()
+    found = s.reminders.requeue(s.actor, reminder.strip())
+    if s.json_output:
+        emit_json(found.to_json())
+        return
+    console.print(
+        Text(f"reminder {found.id} is pending again: ").append(
+            f"{found.attempts} of {MAX_ATTEMPTS} attempts used, next attempt now"
+        ),
+        soft_wrap=True,
+    )
+    s.local_note()

@@ -17,16 +17,15 @@ from rich.table import Table
 from rich.text import Text
 
 from kalends.civil import parse_date
+from kalends.cli.commands import session_command
 from kalends.cli.output import console, emit_json
-from kalends.cli.remote import SERVER_MODE_HELP, ServerOption, local_or_remote
+from kalends.cli.remote import SERVER_MODE_HELP, Remote
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
-    ActorOption,
-    DatabaseOption,
     ExpectOption,
-    JsonOption,
     Reporter,
+    Session,
     TaskArgument,
     expected_revision,
     group_help,
@@ -179,6 +178,7 @@ def _report(s: Reporter, view: SeriesView, outstanding: Task | None, heading: st
 
 
 def repeat_command(
+    s: Session | Remote,
     ref: TaskArgument,
     expect: ExpectOption = None,
     daily: Annotated[
@@ -213,91 +213,73 @@ def repeat_command(
     count: Annotated[
         str | None, typer.Option("--count", metavar="N", help="At most N occurrences in all.")
     ] = None,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Make an open root task and its checklist the first occurrence of a recurring series.
 
     Settling an occurrence (done --subtree, or skip) creates the next one. With
     --json: the series.
     """
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        revision = expected_revision(expect)
-        rule = series_rule(daily, every, weekdays, after_completion)
-        end_date = parse_date(until, "until") if until is not None else None
-        limit = _whole(count, "count") if count is not None else None
-        made = s.changes.repeat(
-            s.actor,
-            ref,
-            revision,
-            rule,
-            time_of_day=time,
-            zone=zone,
-            end_date=end_date,
-            count=limit,
-        )
-        view, task = made.series, made.task
-        _report(s, view, task, f"{task.ref} now repeats: {rule_text(view)}")
-        if not json_output:
-            console.print(Text(f"task revision {task.revision}", style="dim"))
+    revision = expected_revision(expect)
+    rule = series_rule(daily, every, weekdays, after_completion)
+    end_date = parse_date(until, "until") if until is not None else None
+    limit = _whole(count, "count") if count is not None else None
+    made = s.changes.repeat(
+        s.actor,
+        ref,
+        revision,
+        rule,
+        time_of_day=time,
+        zone=zone,
+        end_date=end_date,
+        count=limit,
+    )
+    view, task = made.series, made.task
+    _report(s, view, task, f"{task.ref} now repeats: {rule_text(view)}")
+    if not s.json_output:
+        console.print(Text(f"task revision {task.revision}", style="dim"))
 
 
 def skip_command(
+    s: Session | Remote,
     ref: TaskArgument,
     expect: ExpectOption = None,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Skip the outstanding occurrence whole (its checklist too) and create the next one.
 
     With --json: {"skipped": task, "successor": task or null, "series": series}.
     """
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        revision = expected_revision(expect)
-        made = s.changes.skip(s.actor, ref, revision)
-        if json_output:
-            emit_json(made.to_json())
-            return
-        skipped, successor, view = made.skipped, made.successor, made.series
-        console.print(Text(f"skipped occurrence #{skipped.occurrence}: {skipped.ref}"))
-        if successor is not None:
-            console.print(
-                Text(f"next, occurrence #{successor.occurrence}: ").append_text(
-                    task_line(successor)
-                ),
-                soft_wrap=True,
-            )
-            console.print(Text(f"revision {successor.revision}", style="dim"))
-        elif view.status == SeriesStatus.PAUSED:
-            console.print(Text("the series is paused: the next occurrence comes when it resumes"))
-        else:
-            console.print(Text(f"the series is {view.status}: no next occurrence"))
-        s.local_note()
+    revision = expected_revision(expect)
+    made = s.changes.skip(s.actor, ref, revision)
+    if s.json_output:
+        emit_json(made.to_json())
+        return
+    skipped, successor, view = made.skipped, made.successor, made.series
+    console.print(Text(f"skipped occurrence #{skipped.occurrence}: {skipped.ref}"))
+    if successor is not None:
+        console.print(
+            Text(f"next, occurrence #{successor.occurrence}: ").append_text(task_line(successor)),
+            soft_wrap=True,
+        )
+        console.print(Text(f"revision {successor.revision}", style="dim"))
+    elif view.status == SeriesStatus.PAUSED:
+        console.print(Text("the series is paused: the next occurrence comes when it resumes"))
+    else:
+        console.print(Text(f"the series is {view.status}: no next occurrence"))
+    s.local_note()
 
 
-@series_app.command("show")
-def show_command(
-    series: SeriesArgument,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
-) -> None:
+@session_command(series_app, "show")
+def show_command(s: Session | Remote, series: SeriesArgument) -> None:
     """Show a series: rule, status, its revision (pass it to --expect), outstanding occurrence."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
 
-        def read() -> tuple[SeriesView, Task | None]:
-            view = s.series.get(s.actor, series)
-            return view, _outstanding(s, view)
+    def read() -> tuple[SeriesView, Task | None]:
+        view = s.series.get(s.actor, series)
+        return view, _outstanding(s, view)
 
-        view, outstanding = s.read_together(read)
-        if json_output:
-            emit_json(view.to_json())
-            return
+    view, outstanding = s.read_together(read)
+    if s.json_output:
+        emit_json(view.to_json())
+        return
     console.print(series_grid(view, outstanding), soft_wrap=True)
 
 
@@ -306,21 +288,15 @@ def _status_change(name: str, done: str, doc: str) -> None:
     the series revision the person saw, reported as ``done``."""
 
     def command(
-        series: SeriesArgument,
-        expect: SeriesExpectOption = None,
-        actor: ActorOption = None,
-        database: DatabaseOption = None,
-        server: ServerOption = None,
-        json_output: JsonOption = False,
+        s: Session | Remote, series: SeriesArgument, expect: SeriesExpectOption = None
     ) -> None:
-        with local_or_remote(database, server, json_output, actor=actor) as s:
-            revision = series_revision(expect)
-            change: Callable[[ActorRef, str, int], SeriesView] = getattr(s.series, name)
-            view = change(s.actor, series, revision)
-            _report(s, view, _outstanding(s, view), f"{done} series {view.id}")
+        revision = series_revision(expect)
+        change: Callable[[ActorRef, str, int], SeriesView] = getattr(s.series, name)
+        view = change(s.actor, series, revision)
+        _report(s, view, _outstanding(s, view), f"{done} series {view.id}")
 
     command.__doc__ = doc
-    series_app.command(name)(command)
+    session_command(series_app, name)(command)
 
 
 _status_change(

@@ -17,13 +17,11 @@ import typer
 
 from kalends.civil import format_local
 from kalends.cli.output import emit_json, error_console
-from kalends.cli.remote import ServerOption, local_or_remote
+from kalends.cli.remote import Remote
 from kalends.cli.session import (
-    ActorOption,
-    DatabaseOption,
     ExpectOption,
-    JsonOption,
     Reporter,
+    Session,
     TaskArgument,
     expected_revision,
 )
@@ -167,6 +165,7 @@ def _read_json(source: str) -> Any:
 
 
 def schedule_command(
+    s: Session | Remote,
     ref: TaskArgument,
     expect: ExpectOption = None,
     planned: Annotated[
@@ -213,10 +212,6 @@ def schedule_command(
             help='The whole schedule as JSON: {"planned", "due", "priority", "reminders"}.',
         ),
     ] = None,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Set a task's planned day, due value, priority and reminders, in one transaction.
 
@@ -234,16 +229,15 @@ def schedule_command(
         clear=clear,
         json_input=json_input,
     )
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        revision = expected_revision(expect)
-        scheduled = s.changes.schedule(
-            s.actor,
-            ref,
-            revision,
-            lambda current: schedule_json(options, current),
-            from_current=needs_current(options),
-        )
-        _report(s, scheduled)
+    revision = expected_revision(expect)
+    scheduled = s.changes.schedule(
+        s.actor,
+        ref,
+        revision,
+        lambda current: schedule_json(options, current),
+        from_current=needs_current(options),
+    )
+    _report(s, scheduled)
 
 
 def _report(s: Reporter, scheduled: Scheduled) -> None:

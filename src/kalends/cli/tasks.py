@@ -17,17 +17,16 @@ import typer
 from rich.text import Text
 
 from kalends.civil import parse_date
+from kalends.cli.commands import session_command
 from kalends.cli.output import console, emit_json
-from kalends.cli.remote import SERVER_MODE_HELP, ServerOption, local_or_remote
+from kalends.cli.remote import SERVER_MODE_HELP, Remote
 from kalends.cli.series import repeat_command, series_app, series_of, skip_command
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
-    ActorOption,
-    DatabaseOption,
     ExpectOption,
-    JsonOption,
     ListArgument,
+    Session,
     TaskArgument,
     expected_revision,
     group_help,
@@ -65,8 +64,9 @@ SectionOption = Annotated[
 ]
 
 
-@task_app.command("add")
+@session_command(task_app, "add")
 def add_command(
+    s: Session | Remote,
     list_ref: ListArgument,
     title: Annotated[str, typer.Argument(help="1-500 characters.")],
     parent: Annotated[
@@ -77,29 +77,25 @@ def add_command(
     description: Annotated[str, typer.Option("--description", help="Free text.")] = "",
     before: BeforeOption = None,
     after: AfterOption = None,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Add an open task at the end of its siblings, or before/after one. Editors and owners."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        task = s.tasks.create(
-            s.actor,
-            list_ref,
-            title,
-            description=description,
-            parent=parent,
-            section=section,
-            tags=tag or [],
-            before=before,
-            after=after,
-        )
-        report_task(s, task, "added")
+    task = s.tasks.create(
+        s.actor,
+        list_ref,
+        title,
+        description=description,
+        parent=parent,
+        section=section,
+        tags=tag or [],
+        before=before,
+        after=after,
+    )
+    report_task(s, task, "added")
 
 
-@task_app.command("ls")
+@session_command(task_app, "ls")
 def ls_command(
+    s: Session | Remote,
     list_ref: ListArgument,
     section: SectionOption = None,
     tag: Annotated[str | None, typer.Option("--tag", help="Only tasks with this tag.")] = None,
@@ -121,85 +117,72 @@ def ls_command(
         str | None, typer.Option("--planned", metavar="DATE", help="Planned for this day.")
     ] = None,
     trashed: Annotated[bool, typer.Option("--trashed", help="Show the trash too.")] = False,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Print a list's checklist as a tree; filters keep matching tasks and their ancestors.
 
     A timed due value counts on its local date. With --json: the nested trees.
     """
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        if status is not None and status not in SHOWN_STATUSES:
-            raise InvalidInput(
-                f"status: open, completed or skipped, got {status!r}", field="status"
-            )
-        day_from = parse_date(due_from, "due_from") if due_from is not None else None
-        day_to = parse_date(due_to, "due_to") if due_to is not None else None
-        day = parse_date(planned, "planned") if planned is not None else None
+    if status is not None and status not in SHOWN_STATUSES:
+        raise InvalidInput(f"status: open, completed or skipped, got {status!r}", field="status")
+    day_from = parse_date(due_from, "due_from") if due_from is not None else None
+    day_to = parse_date(due_to, "due_to") if due_to is not None else None
+    day = parse_date(planned, "planned") if planned is not None else None
 
-        def read() -> tuple[list[TreeNode], dict[UUID, str], TaskList | None]:
-            nodes = s.tasks.tree(
-                s.actor,
-                list_ref,
-                section=section,
-                tag=tag,
-                status=status,
-                due_from=day_from,
-                due_to=day_to,
-                planned=day,
-                include_trashed=trashed,
-            )
-            if json_output:
-                return nodes, {}, None
-            names = {x.id: x.name for x in s.directory.sections(s.actor, list_ref)}
-            return nodes, names, s.directory.get_list(s.actor, list_ref)
+    def read() -> tuple[list[TreeNode], dict[UUID, str], TaskList | None]:
+        nodes = s.tasks.tree(
+            s.actor,
+            list_ref,
+            section=section,
+            tag=tag,
+            status=status,
+            due_from=day_from,
+            due_to=day_to,
+            planned=day,
+            include_trashed=trashed,
+        )
+        if s.json_output:
+            return nodes, {}, None
+        names = {x.id: x.name for x in s.directory.sections(s.actor, list_ref)}
+        return nodes, names, s.directory.get_list(s.actor, list_ref)
 
-        nodes, sections, task_list = s.read_together(read)
+    nodes, sections, task_list = s.read_together(read)
     if task_list is None:
         emit_json([n.to_json() for n in nodes])
         return
     console.print(checklist_tree(task_list, nodes, sections))
 
 
-@task_app.command("show")
-def show_command(
-    ref: TaskArgument,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
-) -> None:
+@session_command(task_app, "show")
+def show_command(s: Session | Remote, ref: TaskArgument) -> None:
     """Show a task: its revision, schedule, comments, attachments and series.
 
     Pass the revision to --expect when you change the task. A task of a recurring series
     shows the series' rule, its status, this task's occurrence and the next date.
     """
-    with local_or_remote(database, server, json_output, actor=actor) as s:
 
-        def read() -> tuple[TaskDetail, SeriesView | None]:
-            detail = s.tasks.get(s.actor, ref)
-            return detail, series_of(s, detail.task)
+    def read() -> tuple[TaskDetail, SeriesView | None]:
+        detail = s.tasks.get(s.actor, ref)
+        return detail, series_of(s, detail.task)
 
-        detail, series = s.read_together(read)
-        if json_output:
-            occurrence = detail.task.occurrence
-            emit_json(
-                {
-                    **detail.to_json(),
-                    "series": task_series_json(series, occurrence) if series else None,
-                }
-            )
-            return
-        handles = {a.id: a.handle for a in s.directory.actors()}
-        parent = detail.task.parent_id
-        parent_ref = s.tasks.get(s.actor, parent).task.ref if parent else None
+    detail, series = s.read_together(read)
+    if s.json_output:
+        occurrence = detail.task.occurrence
+        emit_json(
+            {
+                **detail.to_json(),
+                "series": task_series_json(series, occurrence) if series else None,
+            }
+        )
+        return
+    handles = {a.id: a.handle for a in s.directory.actors()}
+    parent = detail.task.parent_id
+    parent_ref = s.tasks.get(s.actor, parent).task.ref if parent else None
     console.print(task_detail(detail, handles, parent_ref, series))
 
 
-@task_app.command("edit")
+@session_command(task_app, "edit")
 def edit_command(
+    s: Session | Remote,
     ref: TaskArgument,
     expect: ExpectOption = None,
     title: Annotated[str | None, typer.Option("--title", help="New title.")] = None,
@@ -210,32 +193,28 @@ def edit_command(
     untag: Annotated[
         list[str] | None, typer.Option("--untag", help="Remove a tag; repeatable.")
     ] = None,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Change a task's title, description or tags, all in one transaction."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        revision = expected_revision(expect)
-        if title is None and description is None and not tag and not untag:
-            raise InvalidInput(
-                "edit: say what to change: --title, --description, --tag or --untag", field="edit"
-            )
-        task = s.changes.edit(
-            s.actor,
-            ref,
-            revision,
-            title=title,
-            description=description,
-            add_tags=tag or (),
-            remove_tags=untag or (),
+    revision = expected_revision(expect)
+    if title is None and description is None and not tag and not untag:
+        raise InvalidInput(
+            "edit: say what to change: --title, --description, --tag or --untag", field="edit"
         )
-        report_task(s, task, "edited")
+    task = s.changes.edit(
+        s.actor,
+        ref,
+        revision,
+        title=title,
+        description=description,
+        add_tags=tag or (),
+        remove_tags=untag or (),
+    )
+    report_task(s, task, "edited")
 
 
-@task_app.command("move")
+@session_command(task_app, "move")
 def move_command(
+    s: Session | Remote,
     ref: TaskArgument,
     expect: ExpectOption = None,
     before: BeforeOption = None,
@@ -250,96 +229,78 @@ def move_command(
         str | None,
         typer.Option("--list", metavar="LIST", help="To another list, with its subtree."),
     ] = None,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Move a task among its siblings, into a section, under another parent, or to another list.
 
     --list moves a root task and its subtree (editor of both lists; only --section
     combines with it). --parent/--root may combine with --before/--after and --section.
     """
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        revision = expected_revision(expect)
-        if section is not None and no_section:
-            raise InvalidInput("section: give --section or --no-section, not both", field="section")
-        if parent is not None and root:
-            raise InvalidInput("parent: give --parent or --root, not both", field="parent")
-        placed = before is not None or after is not None or section is not None or no_section
-        reparented = parent is not None or root
-        if to_list is not None:
-            if reparented or before is not None or after is not None or no_section:
-                raise InvalidInput(
-                    "list: --list moves the task to the end of the other list; "
-                    "only --section combines with it",
-                    field="list",
-                )
-            task = s.tasks.move_to_list(s.actor, ref, revision, to_list, section=section)
-            report_task(s, task, "moved")
-            return
-        if not placed and not reparented:
+    revision = expected_revision(expect)
+    if section is not None and no_section:
+        raise InvalidInput("section: give --section or --no-section, not both", field="section")
+    if parent is not None and root:
+        raise InvalidInput("parent: give --parent or --root, not both", field="parent")
+    placed = before is not None or after is not None or section is not None or no_section
+    reparented = parent is not None or root
+    if to_list is not None:
+        if reparented or before is not None or after is not None or no_section:
             raise InvalidInput(
-                "move: say where: --before/--after, --section/--no-section, "
-                "--parent/--root or --list",
-                field="move",
+                "list: --list moves the task to the end of the other list; "
+                "only --section combines with it",
+                field="list",
             )
-        task = s.changes.relocate(
-            s.actor,
-            ref,
-            revision,
-            parent=parent,
-            root=root,
-            before=before,
-            after=after,
-            section=section,
-            clear_section=no_section,
-        )
+        task = s.tasks.move_to_list(s.actor, ref, revision, to_list, section=section)
         report_task(s, task, "moved")
+        return
+    if not placed and not reparented:
+        raise InvalidInput(
+            "move: say where: --before/--after, --section/--no-section, --parent/--root or --list",
+            field="move",
+        )
+    task = s.changes.relocate(
+        s.actor,
+        ref,
+        revision,
+        parent=parent,
+        root=root,
+        before=before,
+        after=after,
+        section=section,
+        clear_section=no_section,
+    )
+    report_task(s, task, "moved")
 
 
-@task_app.command("done")
+@session_command(task_app, "done")
 def done_command(
+    s: Session | Remote,
     ref: TaskArgument,
     expect: ExpectOption = None,
     subtree: Annotated[
         bool, typer.Option("--subtree", help="Also complete its open checklist items.")
     ] = False,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Complete a task (with --subtree, its open checklist items too).
 
     A task with open checklist items needs --subtree, which completes them too; so does
     the open occurrence of a recurring series, whose completion creates the next one.
     """
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        revision = expected_revision(expect)
-        task = s.tasks.complete(s.actor, ref, revision, complete_subtree=subtree)
-        report_task(s, task, "completed")
+    revision = expected_revision(expect)
+    task = s.tasks.complete(s.actor, ref, revision, complete_subtree=subtree)
+    report_task(s, task, "completed")
 
 
 def _transition(name: str, done: str, doc: str) -> None:
     """Registers ``kalends task NAME``: the task service's transition of that name, at the
     revision the person saw, reported as ``done``."""
 
-    def command(
-        ref: TaskArgument,
-        expect: ExpectOption = None,
-        actor: ActorOption = None,
-        database: DatabaseOption = None,
-        server: ServerOption = None,
-        json_output: JsonOption = False,
-    ) -> None:
-        with local_or_remote(database, server, json_output, actor=actor) as s:
-            revision = expected_revision(expect)
-            change: Callable[[ActorRef, str, int], Task] = getattr(s.tasks, name)
-            report_task(s, change(s.actor, ref, revision), done)
+    def command(s: Session | Remote, ref: TaskArgument, expect: ExpectOption = None) -> None:
+        revision = expected_revision(expect)
+        change: Callable[[ActorRef, str, int], Task] = getattr(s.tasks, name)
+        report_task(s, change(s.actor, ref, revision), done)
 
     command.__doc__ = doc
-    task_app.command(name)(command)
+    session_command(task_app, name)(command)
 
 
 _transition(
@@ -357,27 +318,24 @@ _transition(
 )
 
 
-@task_app.command("comment")
+@session_command(task_app, "comment")
 def comment_command(
+    s: Session | Remote,
     ref: TaskArgument,
     text: Annotated[str, typer.Argument(metavar="TEXT", help="The comment.")],
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Comment on a task. Comments do not change the task's revision."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        made = s.tasks.comment(s.actor, ref, text)
-        if json_output:
-            emit_json(made.to_json())
-            return
-        console.print(Text(f"commented on {ref.upper()}"), soft_wrap=True)
-        s.local_note()
+    made = s.tasks.comment(s.actor, ref, text)
+    if s.json_output:
+        emit_json(made.to_json())
+        return
+    console.print(Text(f"commented on {ref.upper()}"), soft_wrap=True)
+    s.local_note()
 
 
-@task_app.command("attach")
+@session_command(task_app, "attach")
 def attach_command(
+    s: Session | Remote,
     ref: TaskArgument,
     file: Annotated[Path, typer.Argument(metavar="FILE", help="The file to attach.")],
     name: Annotated[
@@ -387,60 +345,48 @@ def attach_command(
         str | None,
         typer.Option("--type", metavar="MEDIA/TYPE", help="Default: guessed from the name."),
     ] = None,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Attach a file's bytes to a task (stored in the database, up to 25 MiB)."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        try:
-            data = file.read_bytes()
-        except OSError as exc:
-            raise InvalidInput(
-                f"file: cannot read {str(file)!r}: {exc.strerror}", field="file"
-            ) from exc
-        label = name if name is not None else file.name
-        guessed = mimetypes.guess_type(label)[0] or "application/octet-stream"
-        # Checked before either mode sends it: a line break is no media type, and the
-        # client's multipart encoder would fail on it rather than refuse it.
-        media = check_media_type(media_type if media_type is not None else guessed)
-        made = s.tasks.attach(s.actor, ref, label, media, data)
-        if json_output:
-            emit_json(made.to_json())
-            return
-        console.print(
-            Text(f"attached {made.name} ({made.media_type}, {made.size} bytes) to {ref.upper()}"),
-            soft_wrap=True,
-        )
-        s.local_note()
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise InvalidInput(
+            f"file: cannot read {str(file)!r}: {exc.strerror}", field="file"
+        ) from exc
+    label = name if name is not None else file.name
+    guessed = mimetypes.guess_type(label)[0] or "application/octet-stream"
+    # Checked before either mode sends it: a line break is no media type, and the
+    # client's multipart encoder would fail on it rather than refuse it.
+    media = check_media_type(media_type if media_type is not None else guessed)
+    made = s.tasks.attach(s.actor, ref, label, media, data)
+    if s.json_output:
+        emit_json(made.to_json())
+        return
+    console.print(
+        Text(f"attached {made.name} ({made.media_type}, {made.size} bytes) to {ref.upper()}"),
+        soft_wrap=True,
+    )
+    s.local_note()
 
 
-task_app.command("schedule")(schedule_command)
-task_app.command("repeat")(repeat_command)
-task_app.command("skip")(skip_command)
+session_command(task_app, "schedule")(schedule_command)
+session_command(task_app, "repeat")(repeat_command)
+session_command(task_app, "skip")(skip_command)
 task_app.add_typer(
     series_app, name="series", short_help="Show, pause, resume or stop a recurring series."
 )
 
 
-@task_app.command("history")
-def history_command(
-    ref: TaskArgument,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
-) -> None:
+@session_command(task_app, "history")
+def history_command(s: Session | Remote, ref: TaskArgument) -> None:
     """Print a task's append-only history, oldest first.
 
     An event a line (its instant in UTC, who, what), its details indented beneath. With
     --json: the events as stored.
     """
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        events = s.tasks.history(s.actor, ref)
-        if json_output:
-            emit_json([e.to_json() for e in events])
-            return
-        handles = {a.id: a.handle for a in s.directory.actors()}
+    events = s.tasks.history(s.actor, ref)
+    if s.json_output:
+        emit_json([e.to_json() for e in events])
+        return
+    handles = {a.id: a.handle for a in s.directory.actors()}
     console.print(history_lines(events, handles), soft_wrap=True)

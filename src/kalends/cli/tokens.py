@@ -32,8 +32,9 @@ from kalends.auth.tokens import (
     check_token_id,
     check_token_name,
 )
+from kalends.cli.commands import session_command
 from kalends.cli.output import console, emit_json
-from kalends.cli.remote import SERVER_MODE_HELP, ServerOption, local_or_remote
+from kalends.cli.remote import SERVER_MODE_HELP, Remote
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
@@ -120,8 +121,9 @@ def _status(token: TokenJson) -> str:
     return "active" if token["active"] else "expired"
 
 
-@token_app.command("create")
+@session_command(token_app, "create")
 def create_command(
+    s: Session | Remote,
     name: Annotated[str, typer.Argument(metavar="NAME", help="What the token is for.")],
     expires_in_days: Annotated[
         str | None,
@@ -141,10 +143,6 @@ def create_command(
             "(no prompt). Local mode asks no password.",
         ),
     ] = False,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Create an API token of the acting actor and print its secret, this once.
 
@@ -152,13 +150,12 @@ def create_command(
     --password-stdin) and traded for the new one, as `kalends login` does; the token
     `kalends login` stored stays. With --json: {"token": {...}, "secret"}.
     """
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        label = check_token_name(name)
-        lifetime = parse_days(expires_in_days)
-        accounts = s.accounts(password_stdin=password_stdin)
-        info, secret = accounts.create_token(s.actor, label, expires_in=lifetime)
-        made: TokenJson = {"token": info.to_json(), "secret": secret}
-    if json_output:
+    label = check_token_name(name)
+    lifetime = parse_days(expires_in_days)
+    accounts = s.accounts(password_stdin=password_stdin)
+    info, secret = accounts.create_token(s.actor, label, expires_in=lifetime)
+    made: TokenJson = {"token": info.to_json(), "secret": secret}
+    if s.json_output:
         emit_json(made)
         return
     token = made["token"]
@@ -179,17 +176,11 @@ def create_command(
     s.local_note()
 
 
-@token_app.command("ls")
-def ls_command(
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
-) -> None:
+@session_command(token_app, "ls")
+def ls_command(s: Session | Remote) -> None:
     """List the acting actor's tokens, newest first, revoked and expired ones included."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        found: list[TokenJson] = [t.to_json() for t in s.accounts().tokens(s.actor)]
-    if json_output:
+    found: list[TokenJson] = [t.to_json() for t in s.accounts().tokens(s.actor)]
+    if s.json_output:
         emit_json(found)
         return
     if not found:
@@ -214,22 +205,15 @@ def ls_command(
     console.print(table)
 
 
-@token_app.command("revoke")
-def revoke_command(
-    token_id: TokenIdArgument,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
-) -> None:
+@session_command(token_app, "revoke")
+def revoke_command(s: Session | Remote, token_id: TokenIdArgument) -> None:
     """Revoke one of the acting actor's tokens; it is refused from its next request on.
 
     Revoking a revoked token changes nothing.
     """
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        parsed = check_token_id(token_id)
-        revoked: TokenJson = s.accounts().revoke_token(s.actor, parsed).to_json()
-    if json_output:
+    parsed = check_token_id(token_id)
+    revoked: TokenJson = s.accounts().revoke_token(s.actor, parsed).to_json()
+    if s.json_output:
         emit_json(revoked)
         return
     console.print(

@@ -13,14 +13,13 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from kalends.cli.commands import session_command
 from kalends.cli.output import console, emit_json
-from kalends.cli.remote import SERVER_MODE_HELP, ServerOption, local_or_remote
+from kalends.cli.remote import SERVER_MODE_HELP, Remote
 from kalends.cli.session import (
     EXIT_CODES_HELP,
     LOCAL_MODE_HELP,
-    ActorOption,
-    DatabaseOption,
-    JsonOption,
+    Session,
     group_help,
 )
 from kalends.missions import Member, Workspace
@@ -50,8 +49,9 @@ WorkspaceArgument = Annotated[
 MemberArgument = Annotated[str, typer.Argument(metavar="ACTOR", help="Actor handle or ID.")]
 
 
-@workspace_app.command("add")
+@session_command(workspace_app, "add")
 def add_command(
+    s: Session | Remote,
     path: Annotated[
         str,
         typer.Argument(
@@ -66,39 +66,28 @@ def add_command(
             "--name", help="Display name (default: the directory's name).", show_default=False
         ),
     ] = None,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Register a directory as a workspace; the acting actor becomes its owner.
 
     The path is stored resolved (absolute, symbolic links followed) and registered once.
     On a server only its owner account may register directories.
     """
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        added = s.workspaces.add(s.actor, path, name)
-        if json_output:
-            emit_json(added.to_json())
-            return
-        console.print(
-            Text(f"added workspace {added.name} at {added.path}, you are owner"), soft_wrap=True
-        )
-        console.print(Text(f"id {added.id}", style="dim"), soft_wrap=True)
-        s.local_note()
+    added = s.workspaces.add(s.actor, path, name)
+    if s.json_output:
+        emit_json(added.to_json())
+        return
+    console.print(
+        Text(f"added workspace {added.name} at {added.path}, you are owner"), soft_wrap=True
+    )
+    console.print(Text(f"id {added.id}", style="dim"), soft_wrap=True)
+    s.local_note()
 
 
-@workspace_app.command("ls")
-def ls_command(
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
-) -> None:
+@session_command(workspace_app, "ls")
+def ls_command(s: Session | Remote) -> None:
     """List the workspaces the acting actor is a member of, with their role."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        found = s.workspaces.list(s.actor)
-    if json_output:
+    found = s.workspaces.list(s.actor)
+    if s.json_output:
         emit_json([w.to_json() for w in found])
         return
     if not found:
@@ -113,26 +102,19 @@ def ls_command(
     console.print(table)
 
 
-@workspace_app.command("show")
-def show_command(
-    workspace: WorkspaceArgument,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
-) -> None:
+@session_command(workspace_app, "show")
+def show_command(s: Session | Remote, workspace: WorkspaceArgument) -> None:
     """Show a workspace: its path, your role, its live schedules and its members.
 
     With --json: the workspace and "members".
     """
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        workspaces, acting = s.workspaces, s.actor
+    workspaces, acting = s.workspaces, s.actor
 
-        def read() -> tuple[Workspace, list[Member]]:
-            return workspaces.get(acting, workspace), workspaces.members(acting, workspace)
+    def read() -> tuple[Workspace, list[Member]]:
+        return workspaces.get(acting, workspace), workspaces.members(acting, workspace)
 
-        found, members = s.read_together(read)
-    if json_output:
+    found, members = s.read_together(read)
+    if s.json_output:
         emit_json({**found.to_json(), "members": [m.to_json() for m in members]})
         return
     grid = Table.grid(padding=(0, 2))
@@ -152,90 +134,65 @@ def show_command(
     console.print(_members_table(members))
 
 
-@workspace_app.command("rm")
-def rm_command(
-    workspace: WorkspaceArgument,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
-) -> None:
+@session_command(workspace_app, "rm")
+def rm_command(s: Session | Remote, workspace: WorkspaceArgument) -> None:
     """Unregister a workspace (owners only); refused while it holds schedules.
 
     The directory itself is left alone.
     """
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        # The workspace removed is the one read, by its ID.
-        removed = s.workspaces.get(s.actor, workspace)
-        s.workspaces.remove(s.actor, removed.id)
-        if json_output:
-            emit_json({"removed": removed.to_json()})
-            return
-        console.print(
-            Text(f"removed workspace {removed.name} ({removed.path} is left as it was)"),
-            soft_wrap=True,
-        )
-        s.local_note()
+    removed = s.workspaces.get(s.actor, workspace)
+    s.workspaces.remove(s.actor, removed.id)
+    if s.json_output:
+        emit_json({"removed": removed.to_json()})
+        return
+    console.print(
+        Text(f"removed workspace {removed.name} ({removed.path} is left as it was)"),
+        soft_wrap=True,
+    )
+    s.local_note()
 
 
-@member_app.command("set")
+@session_command(member_app, "set")
 def member_set_command(
+    s: Session | Remote,
     workspace: WorkspaceArgument,
     member: MemberArgument,
     role: Annotated[
         str,
         typer.Option("--role", metavar="ROLE", help="owner, editor or viewer.", show_default=False),
     ],
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Give ACTOR a role on the workspace (owners only); a workspace keeps an owner.
 
     In server mode a handle is found among the members of your workspaces and lists;
     someone new is named by actor ID.
     """
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        made = s.workspaces.set_member(s.actor, workspace, member, role.strip().lower())
-        if json_output:
-            emit_json(made.to_json())
-            return
-        console.print(Text(f"{made.handle} is {made.role.value} on {workspace}"), soft_wrap=True)
-        s.local_note()
+    made = s.workspaces.set_member(s.actor, workspace, member, role.strip().lower())
+    if s.json_output:
+        emit_json(made.to_json())
+        return
+    console.print(Text(f"{made.handle} is {made.role.value} on {workspace}"), soft_wrap=True)
+    s.local_note()
 
 
-@member_app.command("rm")
+@session_command(member_app, "rm")
 def member_rm_command(
-    workspace: WorkspaceArgument,
-    member: MemberArgument,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
+    s: Session | Remote, workspace: WorkspaceArgument, member: MemberArgument
 ) -> None:
     """Take ACTOR off the workspace (owners only); the last owner stays."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        s.workspaces.remove_member(s.actor, workspace, member)
-        if json_output:
-            emit_json({"removed": {"workspace": workspace, "member": member}})
-            return
-        console.print(Text(f"removed {member} from {workspace}"), soft_wrap=True)
-        s.local_note()
+    s.workspaces.remove_member(s.actor, workspace, member)
+    if s.json_output:
+        emit_json({"removed": {"workspace": workspace, "member": member}})
+        return
+    console.print(Text(f"removed {member} from {workspace}"), soft_wrap=True)
+    s.local_note()
 
 
-@member_app.command("ls")
-def member_ls_command(
-    workspace: WorkspaceArgument,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
-) -> None:
+@session_command(member_app, "ls")
+def member_ls_command(s: Session | Remote, workspace: WorkspaceArgument) -> None:
     """List a workspace's members and their roles."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        members = s.workspaces.members(s.actor, workspace)
-    if json_output:
+    members = s.workspaces.members(s.actor, workspace)
+    if s.json_output:
         emit_json([m.to_json() for m in members])
         return
     console.print(_members_table(members))
