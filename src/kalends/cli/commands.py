@@ -52,7 +52,9 @@ def session_command(
 
 def as_command(fn: Callable[..., None], *, anonymous: bool = False) -> Callable[..., None]:
     """``fn`` as typer calls it: its own parameters after the session, then the session's."""
-    own = list(inspect.signature(fn, eval_str=True).parameters.values())[1:]
+    # The session goes by the name of the first parameter: ``fn`` may be a command another
+    # decorator rebuilt to take keywords only (:func:`~kalends.cli.schedule_options.field_flags`).
+    first, *own = inspect.signature(fn, eval_str=True).parameters.values()
     common = _REST if anonymous else (_ACTOR, *_REST)
     clash = {p.name for p in common}.intersection(p.name for p in own)
     if clash:
@@ -68,7 +70,7 @@ def as_command(fn: Callable[..., None], *, anonymous: bool = False) -> Callable[
         with local_or_remote(
             database, server, json_output, actor=actor, anonymous=anonymous
         ) as opened:
-            fn(opened, **options)
+            fn(**{first.name: opened}, **options)
 
     signature = inspect.Signature([*own, *common], return_annotation=None)
     command.__signature__ = signature  # type: ignore[attr-defined]

@@ -21,10 +21,10 @@ from rich.text import Text
 
 from kalends.cli.mission_client import SchedulesClient
 from kalends.cli.output import console, emit_json, error_console
-from kalends.cli.remote import ServerOption, local_or_remote
+from kalends.cli.remote import Remote
 from kalends.cli.schedule_options import ExpectedRevisionOption, RequestIdOption, ScheduleArgument
 from kalends.cli.schedule_views import display_zone, local_text, state_text
-from kalends.cli.session import ActorOption, DatabaseOption, JsonOption, Reporter
+from kalends.cli.session import Reporter, Session
 from kalends.errors import InvalidInput
 from kalends.missions import Action, ControlOutcome, ControlStatus, check_request_id
 
@@ -192,20 +192,16 @@ def control_command(action: Action, help_text: str) -> Any:
     first, then the control sent."""
 
     def command(
+        s: Session | Remote,
         schedule: ScheduleArgument,
         request_id: RequestIdOption = None,
         expected_revision: ExpectedRevisionOption = None,
-        actor: ActorOption = None,
-        database: DatabaseOption = None,
-        server: ServerOption = None,
-        json_output: JsonOption = False,
     ) -> None:
-        with local_or_remote(database, server, json_output, actor=actor) as s:
-            one = OneSchedule(s.schedules, s.actor, schedule)
-            rid, generated = request_id_of(request_id)
-            revision, how = expected(one, rid, generated, revision_of(expected_revision), None)
-            control_note(schedule, action, rid, generated, revision, how)
-            report_outcome(s, one.control(action, rid, revision), schedule)
+        one = OneSchedule(s.schedules, s.actor, schedule)
+        rid, generated = request_id_of(request_id)
+        revision, how = expected(one, rid, generated, revision_of(expected_revision), None)
+        control_note(schedule, action, rid, generated, revision, how)
+        report_outcome(s, one.control(action, rid, revision), schedule)
 
     command.__doc__ = help_text
     command.__name__ = f"{action.value.replace('-', '_')}_command"
@@ -225,6 +221,7 @@ CONTROL_COMMANDS = {name: control_command(act, text) for act, name, text in _CON
 
 
 def control_status_command(
+    s: Session | Remote,
     schedule: ScheduleArgument,
     request_id: Annotated[str, typer.Argument(metavar="REQUEST_ID", help="The control's ID.")],
     expected_revision: Annotated[
@@ -247,22 +244,17 @@ def control_status_command(
             show_default=False,
         ),
     ] = None,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """The exact status of a control by its request ID: applied, rejected or unknown.
 
     Use it when a control's reply was lost. A read only: it never applies anything.
     """
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        rid = check_request_id(request_id.strip(), "request-id")
-        revision, act = revision_of(expected_revision), _action(action)
-        status = s.schedules.control_status(
-            s.actor, schedule, rid, expected_revision=revision, action=act
-        )
-    if json_output:
+    rid = check_request_id(request_id.strip(), "request-id")
+    revision, act = revision_of(expected_revision), _action(action)
+    status = s.schedules.control_status(
+        s.actor, schedule, rid, expected_revision=revision, action=act
+    )
+    if s.json_output:
         emit_json(status.to_json())
         return
     if status.status == "applied":

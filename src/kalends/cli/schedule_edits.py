@@ -13,7 +13,7 @@ import typer
 from rich.text import Text
 
 from kalends.cli.output import console, emit_json
-from kalends.cli.remote import ServerOption, local_or_remote
+from kalends.cli.remote import Remote
 from kalends.cli.schedule_controls import (
     OneSchedule,
     control_note,
@@ -34,7 +34,7 @@ from kalends.cli.schedule_options import (
     field_flags,
 )
 from kalends.cli.schedule_views import state_text
-from kalends.cli.session import ActorOption, DatabaseOption, JsonOption, Reporter
+from kalends.cli.session import Reporter, Session
 from kalends.cli.workspaces import WorkspaceArgument
 from kalends.errors import ControlConflict, InvalidInput
 from kalends.missions import Action, Receipt, check_request_id, config_from_json
@@ -44,6 +44,7 @@ __all__ = ["create_command", "edit_command", "receipt_command"]
 
 @field_flags(CREATE_FLAGS)
 def create_command(
+    s: Session | Remote,
     workspace: WorkspaceArgument,
     config: Annotated[
         str | None,
@@ -57,10 +58,6 @@ def create_command(
     ] = None,
     flags: FieldFlags = NO_FLAGS,
     request_id: RequestIdOption = None,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Create a paused schedule in WORKSPACE (editors and owners); Play starts it.
 
@@ -73,24 +70,23 @@ def create_command(
     it (locally anyone who may open the database; on a server its owner account). --env
     names starting with LD_ or PYTHON are refused.
     """
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        rid, generated = request_id_of(request_id)
-        base: dict[str, Any] = {}
-        if config is not None:
-            text = sys.stdin.read() if config == "-" else read_file(config, "config")
-            loaded = parse_json(text, "config")
-            if not isinstance(loaded, dict):
-                raise InvalidInput("config: must be a JSON object", field="config")
-            base = loaded
-        merged = {**base, **flags.changes(base)}
-        config_from_json(merged, new=True)  # bad input fails here, before the note
-        if generated:
-            note(
-                f"request ID {rid} (generated); if the reply is lost: "
-                f"kalends schedule receipt {workspace} {rid}"
-            )
-        receipt = s.schedules.create(s.actor, workspace, merged, request_id=rid)
-        report_receipt(s, receipt, "created")
+    rid, generated = request_id_of(request_id)
+    base: dict[str, Any] = {}
+    if config is not None:
+        text = sys.stdin.read() if config == "-" else read_file(config, "config")
+        loaded = parse_json(text, "config")
+        if not isinstance(loaded, dict):
+            raise InvalidInput("config: must be a JSON object", field="config")
+        base = loaded
+    merged = {**base, **flags.changes(base)}
+    config_from_json(merged, new=True)  # bad input fails here, before the note
+    if generated:
+        note(
+            f"request ID {rid} (generated); if the reply is lost: "
+            f"kalends schedule receipt {workspace} {rid}"
+        )
+    receipt = s.schedules.create(s.actor, workspace, merged, request_id=rid)
+    report_receipt(s, receipt, "created")
 
 
 def report_receipt(s: Reporter, receipt: Receipt, verb: str) -> None:
@@ -155,6 +151,7 @@ def _unchanged(name: str, value: Any, doc: Mapping[str, Any], current: Mapping[s
 
 @field_flags(EDIT_FLAGS)
 def edit_command(
+    s: Session | Remote,
     schedule: ScheduleArgument,
     set_json: Annotated[
         str | None,
@@ -169,10 +166,6 @@ def edit_command(
     flags: FieldFlags = NO_FLAGS,
     request_id: RequestIdOption = None,
     expected_revision: ExpectedRevisionOption = None,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Change a schedule's configuration; only the top-level fields that change are sent.
 
@@ -182,45 +175,41 @@ def edit_command(
     actor grant run ACTOR`); the other fields are the editor role's. With --json: the
     control outcome.
     """
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        rid, generated = request_id_of(request_id)
-        revision = revision_of(expected_revision)
-        given: dict[str, Any] = {}
-        if set_json is not None:
-            loaded = read_json(set_json, "set-json")
-            if not isinstance(loaded, dict) or not loaded:
-                raise InvalidInput(
-                    "set-json: must be a JSON object naming at least one field", field="set-json"
-                )
-            given = loaded
-        one = OneSchedule(s.schedules, s.actor, schedule)
-        doc = one.detail()
-        if doc.get("kind") == "tombstone":
-            raise ControlConflict(
-                f"schedule {schedule} is deleted", action="configure", reason="deleted"
-            )
-        current = _current_config(doc)
-        changes = flags.changes({**current, **given})
-        both = sorted(set(given) & set(changes))
-        if both:
+    rid, generated = request_id_of(request_id)
+    revision = revision_of(expected_revision)
+    given: dict[str, Any] = {}
+    if set_json is not None:
+        loaded = read_json(set_json, "set-json")
+        if not isinstance(loaded, dict) or not loaded:
             raise InvalidInput(
-                f"{both[0]}: give it by flag or in --set-json, not both", field=both[0]
+                "set-json: must be a JSON object naming at least one field", field="set-json"
             )
-        if not given and not changes:
-            raise InvalidInput(
-                "edit: say what to change: a field flag (--title, --notes, --daily, …) "
-                "or --set-json",
-                field="edit",
-            )
-        wanted = {**given, **changes}
-        sent = {k: v for k, v in wanted.items() if not _unchanged(k, v, doc, current)}
-        if not sent:
-            report_unchanged(s, one, doc, rid, None if generated else rid)
-            return
-        sending, how = expected(one, rid, generated, revision, int(doc["revision"]))
-        control_note(schedule, Action.CONFIGURE, rid, generated, sending, how)
-        outcome = one.control(Action.CONFIGURE, rid, sending, sent)
-        report_outcome(s, outcome, schedule, f"changed: {', '.join(sorted(sent))}")
+        given = loaded
+    one = OneSchedule(s.schedules, s.actor, schedule)
+    doc = one.detail()
+    if doc.get("kind") == "tombstone":
+        raise ControlConflict(
+            f"schedule {schedule} is deleted", action="configure", reason="deleted"
+        )
+    current = _current_config(doc)
+    changes = flags.changes({**current, **given})
+    both = sorted(set(given) & set(changes))
+    if both:
+        raise InvalidInput(f"{both[0]}: give it by flag or in --set-json, not both", field=both[0])
+    if not given and not changes:
+        raise InvalidInput(
+            "edit: say what to change: a field flag (--title, --notes, --daily, …) or --set-json",
+            field="edit",
+        )
+    wanted = {**given, **changes}
+    sent = {k: v for k, v in wanted.items() if not _unchanged(k, v, doc, current)}
+    if not sent:
+        report_unchanged(s, one, doc, rid, None if generated else rid)
+        return
+    sending, how = expected(one, rid, generated, revision, int(doc["revision"]))
+    control_note(schedule, Action.CONFIGURE, rid, generated, sending, how)
+    outcome = one.control(Action.CONFIGURE, rid, sending, sent)
+    report_outcome(s, outcome, schedule, f"changed: {', '.join(sorted(sent))}")
 
 
 def report_unchanged(
@@ -250,17 +239,13 @@ def report_unchanged(
 
 
 def receipt_command(
+    s: Session | Remote,
     workspace: WorkspaceArgument,
     request_id: Annotated[
         str, typer.Argument(metavar="REQUEST_ID", help="The request ID `create` was sent with.")
     ],
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Which schedule a `create` request made, if any (for a lost creation reply). A read."""
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        rid = check_request_id(request_id.strip(), "request-id")
-        receipt = s.schedules.receipt(s.actor, workspace, rid)
-        report_receipt(s, receipt, "receipt")
+    rid = check_request_id(request_id.strip(), "request-id")
+    receipt = s.schedules.receipt(s.actor, workspace, rid)
+    report_receipt(s, receipt, "receipt")

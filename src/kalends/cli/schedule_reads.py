@@ -14,11 +14,11 @@ from rich.text import Text
 
 from kalends.cli.output import console, emit_json
 from kalends.cli.passages import RuntimeDirOption, runtime_root
-from kalends.cli.remote import ServerOption, local_or_remote
+from kalends.cli.remote import Remote
 from kalends.cli.schedule_fields import whole
 from kalends.cli.schedule_options import ScheduleArgument
 from kalends.cli.schedule_views import detail_view, list_view
-from kalends.cli.session import ActorOption, DatabaseOption, JsonOption
+from kalends.cli.session import Session
 from kalends.cli.tables import WideOption
 from kalends.cli.workspaces import WorkspaceArgument
 from kalends.missions.limits import MAX_PAGE
@@ -33,6 +33,7 @@ _DST_LEGEND = {
 
 
 def ls_command(
+    s: Session | Remote,
     workspace: WorkspaceArgument,
     after: Annotated[
         str | None,
@@ -53,10 +54,6 @@ def ls_command(
         bool, typer.Option("--all", help="Follow the cursor through every page.")
     ] = False,
     wide: WideOption = False,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Show a workspace's schedules in ID order, deleted ones as tombstones.
 
@@ -67,15 +64,14 @@ def ls_command(
     reason and zone; --wide shows every column. With --json: {"items": [...],
     "nextAfter": ID or null}.
     """
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        size = MAX_PAGE if limit is None else whole(limit, "limit")
-        schedules, acting = s.schedules, s.actor
+    size = MAX_PAGE if limit is None else whole(limit, "limit")
+    schedules, acting = s.schedules, s.actor
 
-        def page(cursor: str | None) -> dict[str, Any]:
-            return schedules.page(acting, workspace, after=cursor, limit=size).to_json()
+    def page(cursor: str | None) -> dict[str, Any]:
+        return schedules.page(acting, workspace, after=cursor, limit=size).to_json()
 
-        items, next_after = s.read_together(lambda: _pages(page, after, every_page))
-    if json_output:
+    items, next_after = s.read_together(lambda: _pages(page, after, every_page))
+    if s.json_output:
         emit_json({"items": items, "nextAfter": next_after})
         return
     if not items:
@@ -105,13 +101,10 @@ def _pages(
 
 
 def show_command(
+    s: Session | Remote,
     schedule: ScheduleArgument,
     runtime_dir: RuntimeDirOption = None,
     wide: WideOption = False,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """Show a schedule: its state, next slot, pending passage, history and actions.
 
@@ -127,22 +120,21 @@ def show_command(
     the server adds the output its own runtime holds. With --json: the detail projection,
     with "logTail" under "pending" when the output was read.
     """
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        # On a server, the server adds the output it holds (its runtime directory's).
-        root = None if s.server is not None else runtime_root(runtime_dir)
-        doc = s.schedules.detail(s.actor, schedule)
+    root = None if s.server is not None else runtime_root(runtime_dir)
+    doc = s.schedules.detail(s.actor, schedule)
     pending = doc.get("pending")
     if root is not None and isinstance(pending, dict) and isinstance(pending.get("sessionId"), str):
         tail = passage_log_tail(root, pending["sessionId"])
         if tail is not None:
             pending["logTail"] = tail
-    if json_output:
+    if s.json_output:
         emit_json(doc)
         return
     console.print(detail_view(doc, wide=wide), soft_wrap=True)
 
 
 def preview_command(
+    s: Session | Remote,
     schedule: ScheduleArgument,
     count: Annotated[
         str | None,
@@ -154,25 +146,20 @@ def preview_command(
             show_default=False,
         ),
     ] = None,
-    actor: ActorOption = None,
-    database: DatabaseOption = None,
-    server: ServerOption = None,
-    json_output: JsonOption = False,
 ) -> None:
     """The next slots under the policy, end bounds and quota, DST-affected ones marked.
 
     Before the first Play: as if Play happened now.
     """
-    with local_or_remote(database, server, json_output, actor=actor) as s:
-        n = 5 if count is None else whole(count, "count")
-        schedules, acting = s.schedules, s.actor
+    n = 5 if count is None else whole(count, "count")
+    schedules, acting = s.schedules, s.actor
 
-        def read() -> tuple[list[dict[str, Any]], dict[str, Any]]:
-            slots = schedules.preview(acting, schedule, n)
-            return slots, schedules.detail(acting, schedule)
+    def read() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        slots = schedules.preview(acting, schedule, n)
+        return slots, schedules.detail(acting, schedule)
 
-        slots, doc = s.read_together(read)
-    if json_output:
+    slots, doc = s.read_together(read)
+    if s.json_output:
         emit_json(slots)
         return
     if not slots:

@@ -23,6 +23,7 @@ from typing import Any
 
 import typer
 
+from kalends.cli.commands import session_command
 from kalends.cli.remote import SERVER_MODE_HELP
 from kalends.cli.schedule_controls import CONTROL_COMMANDS, control_status_command
 from kalends.cli.schedule_edits import create_command, edit_command, receipt_command
@@ -75,4 +76,4 @@ for _name in (
     "control-status",
     "receipt",
 ):
-    schedule_app.command(_name)(_COMMANDS[_name])
+    session_command(schedule_app, _name)(_COMMANDS[_name])
