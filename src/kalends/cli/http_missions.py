@@ -14,7 +14,7 @@ import builtins
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, Unpack
 from uuid import UUID
 
 from kalends.cli.http import ServerError, path_part
@@ -22,6 +22,7 @@ from kalends.cli.http_tasks import Wire
 from kalends.errors import InvalidInput, NotFound
 from kalends.identity import Role
 from kalends.missions import Action, ControlOutcome, ControlStatus, Member, Receipt, Workspace
+from kalends.missions.keywords import ControlKeywords, PageKeywords, RequestKeywords, StatusKeywords
 from kalends.missions.limits import MAX_PAGE
 from kalends.missions.outcomes import Page
 
@@ -129,37 +130,26 @@ class HttpSchedules:
         actor: UUID | str,
         schedule: UUID | str,
         changes: Mapping[str, Any],
-        *,
-        request_id: str,
-        expected_revision: int,
-        workspace: UUID | None = None,
+        **kw: Unpack[RequestKeywords],
     ) -> ControlOutcome:
-        return self.control(
-            actor,
-            schedule,
-            Action.CONFIGURE,
-            request_id=request_id,
-            expected_revision=expected_revision,
-            changes=changes,
-            workspace=workspace,
-        )
+        return self.control(actor, schedule, Action.CONFIGURE, changes=changes, **kw)
 
     def control(
         self,
         actor: UUID | str,
         schedule: UUID | str,
         action: Action | str,
-        *,
-        request_id: str,
-        expected_revision: int,
-        changes: Mapping[str, Any] | None = None,
-        workspace: UUID | None = None,
+        **kw: Unpack[ControlKeywords],
     ) -> ControlOutcome:
-        route = self._route(schedule, workspace)
-        body: dict[str, Any] = {"requestID": request_id, "expectedRevision": expected_revision}
+        route = self._route(schedule, kw.get("workspace"))
+        body: dict[str, Any] = {
+            "requestID": kw["request_id"],
+            "expectedRevision": kw["expected_revision"],
+        }
         if _value(action) == Action.RUN_NOW.value:
             return ControlOutcome.from_json(self.wire.post(f"{route}/run-now", body))
         body = {"action": _value(action), **body}
+        changes = kw.get("changes")
         if changes is not None:
             body["changes"] = dict(changes)
         return ControlOutcome.from_json(self.wire.post(route, body))
@@ -172,16 +162,14 @@ class HttpSchedules:
         found: dict[str, Any] = self.wire.get(self._route(schedule, workspace))
         return found
 
-    def page(
-        self,
-        actor: UUID | str,
-        workspace: UUID | str,
-        *,
-        after: UUID | str | None = None,
-        limit: int = MAX_PAGE,
-    ) -> Page:
-        after_ = None if after is None else str(after)
-        return Page.from_json(self.wire.get(self._scheduled(workspace), after=after_, limit=limit))
+    def page(self, actor: UUID | str, workspace: UUID | str, **kw: Unpack[PageKeywords]) -> Page:
+        after = kw.get("after")
+        answer = self.wire.get(
+            self._scheduled(workspace),
+            after=None if after is None else str(after),
+            limit=kw.get("limit", MAX_PAGE),
+        )
+        return Page.from_json(answer)
 
     def preview(
         self,
@@ -197,18 +185,12 @@ class HttpSchedules:
         return slots
 
     def control_status(
-        self,
-        actor: UUID | str,
-        schedule: UUID | str,
-        request_id: str,
-        *,
-        expected_revision: int | None = None,
-        action: Action | str | None = None,
-        workspace: UUID | None = None,
+        self, actor: UUID | str, schedule: UUID | str, request_id: str, **kw: Unpack[StatusKeywords]
     ) -> ControlStatus:
-        route = self._route(schedule, workspace, "requests", path_part(request_id))
+        route = self._route(schedule, kw.get("workspace"), "requests", path_part(request_id))
+        action = kw.get("action")
         act = None if action is None else _value(action)
-        answer = self.wire.get(route, expectedRevision=expected_revision, action=act)
+        answer = self.wire.get(route, expectedRevision=kw.get("expected_revision"), action=act)
         return ControlStatus.from_json(answer)
 
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 from uuid import UUID
 
 from kalends.cli.http import path_part
 from kalends.cli.http_tasks import Wire
 from kalends.reminders.destinations import Destination, parse_channel
-from kalends.reminders.inspection import Intent
+from kalends.reminders.inspection import Intent, IntentQuery
+from kalends.reminders.limits import LIST_LIMIT
 
 __all__ = ["HttpDestinations", "HttpReminders"]
 
@@ -32,18 +33,13 @@ def _reminder(intent: UUID | str, *rest: str) -> str:
 class HttpReminders:
     wire: Wire
 
-    def list(
-        self,
-        actor: Any,
-        *,
-        status: str | None = None,
-        task: str | None = None,
-        limit: int = 100,
-    ) -> builtins.list[Intent]:
+    def list(self, actor: Any, **kw: Unpack[IntentQuery[str]]) -> builtins.list[Intent]:
+        task = kw.get("task")
         route = (
             "/api/reminders" if task is None else f"/api/tasks/{path_part(task.strip())}/reminders"
         )
-        return [Intent.from_json(d) for d in self.wire.get(route, status=status, limit=limit)]
+        found = self.wire.get(route, status=kw.get("status"), limit=kw.get("limit", LIST_LIMIT))
+        return [Intent.from_json(d) for d in found]
 
     def get(self, actor: Any, intent: UUID | str) -> Intent:
         return Intent.from_json(self.wire.get(_reminder(intent)))

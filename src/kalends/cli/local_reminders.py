@@ -4,12 +4,11 @@ task named by reference or ID found in the same read transaction."""
 from __future__ import annotations
 
 import builtins
-from typing import Any
+from typing import Any, Unpack
 from uuid import UUID
 
 from kalends.bootstrap import Services
-from kalends.reminders.inspection import Intent
-from kalends.reminders.outbox import Outbox
+from kalends.reminders.outbox import LIST_LIMIT, Intent, IntentQuery, Outbox
 
 __all__ = ["LocalReminders"]
 
@@ -19,20 +18,15 @@ class LocalReminders:
         self.services = services
         self.outbox = Outbox(services.store)
 
-    def list(
-        self,
-        actor: Any,
-        *,
-        status: str | None = None,
-        task: str | None = None,
-        limit: int = 100,
-    ) -> builtins.list[Intent]:
+    def list(self, actor: Any, **kw: Unpack[IntentQuery[str]]) -> builtins.list[Intent]:
         services = self.services
+        task = kw.get("task")
 
         def read() -> builtins.list[Intent]:
             task_id: UUID | None = None
             if task is not None:
                 task_id = services.tasks.get(actor, task.strip()).task.id
+            status, limit = kw.get("status"), kw.get("limit", LIST_LIMIT)
             return self.outbox.list(actor, status=status, task=task_id, limit=limit)
 
         return services.store.run(lambda _conn: read(), write=False)

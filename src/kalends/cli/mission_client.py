@@ -5,7 +5,9 @@ Each protocol mirrors a service, method for method with its signature (the actin
 first), so the service itself is the local implementation:
 :class:`~kalends.missions.Workspaces` and :class:`~kalends.missions.ScheduleService`
 satisfy them as they are. :mod:`kalends.cli.http_missions` implements them over the HTTP
-API, where the server acts as the token's owner and ``actor`` is not sent.
+API, where the server acts as the token's owner and ``actor`` is not sent. A call's wide
+keyword lists are written once, as the groups of :mod:`kalends.missions.keywords` that
+all three take as ``**kw``.
 
 A command gets both from its session (:class:`MissionSession`): the local
 :class:`~kalends.cli.session.Session` or the server's
@@ -18,12 +20,13 @@ from __future__ import annotations
 import builtins
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, Unpack
 from uuid import UUID
 
+from kalends.cli.session import Reporter
 from kalends.identity import Role
 from kalends.missions import Action, ControlOutcome, ControlStatus, Member, Receipt, Workspace
-from kalends.missions.limits import MAX_PAGE
+from kalends.missions.keywords import ControlKeywords, PageKeywords, RequestKeywords, StatusKeywords
 from kalends.missions.outcomes import Page
 
 __all__ = ["MissionSession", "SchedulesClient", "WorkspacesClient"]
@@ -94,10 +97,7 @@ class SchedulesClient(Protocol):
         actor: UUID | str,
         schedule: UUID | str,
         changes: Mapping[str, Any],
-        *,
-        request_id: str,
-        expected_revision: int,
-        workspace: UUID | None = None,
+        **kw: Unpack[RequestKeywords],
     ) -> ControlOutcome:
         """Replaces the named top-level fields of the configuration."""
         ...
@@ -107,11 +107,7 @@ class SchedulesClient(Protocol):
         actor: UUID | str,
         schedule: UUID | str,
         action: Action | str,
-        *,
-        request_id: str,
-        expected_revision: int,
-        changes: Mapping[str, Any] | None = None,
-        workspace: UUID | None = None,
+        **kw: Unpack[ControlKeywords],
     ) -> ControlOutcome:
         """Applies one control under the revision compare-and-swap."""
         ...
@@ -122,14 +118,7 @@ class SchedulesClient(Protocol):
         """The document's detail projection (``workspaceId`` names its workspace)."""
         ...
 
-    def page(
-        self,
-        actor: UUID | str,
-        workspace: UUID | str,
-        *,
-        after: UUID | str | None = None,
-        limit: int = MAX_PAGE,
-    ) -> Page:
+    def page(self, actor: UUID | str, workspace: UUID | str, **kw: Unpack[PageKeywords]) -> Page:
         """One page of a workspace's documents in mission-ID order, tombstones included."""
         ...
 
@@ -145,30 +134,15 @@ class SchedulesClient(Protocol):
         ...
 
     def control_status(
-        self,
-        actor: UUID | str,
-        schedule: UUID | str,
-        request_id: str,
-        *,
-        expected_revision: int | None = None,
-        action: Action | str | None = None,
-        workspace: UUID | None = None,
+        self, actor: UUID | str, schedule: UUID | str, request_id: str, **kw: Unpack[StatusKeywords]
     ) -> ControlStatus:
         """The exact status of a control by its request ID; a read only."""
         ...
 
 
-class MissionSession(Protocol):
-    """What a workspace or schedule command asks of its session, local or on a server
-    (a :class:`~kalends.cli.session.Reporter` too)."""
-
-    @property
-    def json_output(self) -> bool: ...
-
-    @property
-    def actor(self) -> str: ...
-
-    def local_note(self) -> None: ...
+class MissionSession(Reporter, Protocol):
+    """What a workspace or schedule command asks of its session, local or on a server:
+    what printing its result needs (:class:`~kalends.cli.session.Reporter`), and these."""
 
     @property
     def workspaces(self) -> WorkspacesClient: ...

@@ -6,7 +6,8 @@ Each protocol mirrors a service method for method, the acting actor first:
 :class:`DestinationsClient` as it is, and :class:`~kalends.cli.local_reminders.LocalReminders`
 (the outbox, with a task named by reference or ID) satisfies :class:`RemindersClient`.
 :mod:`kalends.cli.http_reminders` implements both over the HTTP API, where the server
-acts as the token's owner and ``actor`` is not sent.
+acts as the token's owner and ``actor`` is not sent. A listing's keywords are written
+once, as :class:`~kalends.reminders.inspection.IntentQuery`.
 
 A command gets both from its session (:class:`ReminderSession`), chosen once by
 :func:`~kalends.cli.remote.local_or_remote`.
@@ -16,11 +17,12 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, Unpack
 from uuid import UUID
 
+from kalends.cli.session import Reporter
 from kalends.reminders.destinations import Destination
-from kalends.reminders.inspection import Intent
+from kalends.reminders.inspection import Intent, IntentQuery
 
 __all__ = ["DestinationsClient", "ReminderSession", "RemindersClient"]
 
@@ -28,14 +30,7 @@ __all__ = ["DestinationsClient", "ReminderSession", "RemindersClient"]
 class RemindersClient(Protocol):
     """The reminder intents the acting actor may see (:class:`~kalends.reminders.outbox.Outbox`)."""
 
-    def list(
-        self,
-        actor: Any,
-        *,
-        status: str | None = None,
-        task: str | None = None,
-        limit: int = 100,
-    ) -> builtins.list[Intent]:
+    def list(self, actor: Any, **kw: Unpack[IntentQuery[str]]) -> builtins.list[Intent]:
         """The intents of tasks in the actor's lists, earliest first; only those of
         ``task`` (a reference or ID) when given."""
         ...
@@ -76,17 +71,9 @@ class DestinationsClient(Protocol):
         ...
 
 
-class ReminderSession(Protocol):
-    """What a reminder or notification command asks of its session, local or on a server
-    (a :class:`~kalends.cli.session.Reporter` too)."""
-
-    @property
-    def json_output(self) -> bool: ...
-
-    @property
-    def actor(self) -> str: ...
-
-    def local_note(self) -> None: ...
+class ReminderSession(Reporter, Protocol):
+    """What a reminder or notification command asks of its session, local or on a server:
+    what printing its result needs (:class:`~kalends.cli.session.Reporter`), and these."""
 
     @property
     def reminders(self) -> RemindersClient: ...

@@ -35,12 +35,12 @@ from kalends.missions.config import Config
 from kalends.missions.document import (
     Body,
     PassageStatus,
-    Pending,
     Phase,
     State,
     manual_identity,
     quota_exhausted,
 )
+from kalends.missions.passages import reserved
 
 __all__ = ["ACTIONS", "Action", "Applied", "DocState", "apply", "edit_refusal", "refusal"]
 
@@ -202,28 +202,9 @@ def apply(
         case Action.RESUME:
             body = replace(body, interruption=None, interrupted_at=None)
         case Action.RUN_NOW:
-            passage, session, message = manual_identity(doc.schedule_id, request_id)
-            body = replace(
-                body,
-                pending=Pending(
-                    passage_id=passage,
-                    session_id=session,
-                    message_id=message,
-                    trigger="manual",
-                    slot=None,
-                    request_id=request_id,
-                    status=PassageStatus.STARTING,
-                    admitted=False,
-                    reserved_at=now,
-                    profile=cfg.profile.to_json(),
-                    config_generation=body.config_generation,
-                    temporal_generation=body.temporal_generation,
-                ),
-            )
-            if cfg.condition is not None:
-                # Seed 002 `checks`: explicit Run now reservations count; policies
-                # without a condition contribute zero.
-                body = replace(body, checks_count=body.checks_count + 1)
+            # (``body`` and ``cfg`` are still the document's own here)
+            identity = manual_identity(doc.schedule_id, request_id)
+            body = reserved(doc, identity, now, trigger="manual", request_id=request_id)
             complete = False
         case Action.CHECK:
             # The observer it restarts is a durable wake written in this same

@@ -12,10 +12,14 @@ import hashlib
 import logging
 from dataclasses import replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from kalends.missions.controls import DocState
 from kalends.missions.document import Body, PassageStatus, Pending, Phase, Result, State
 from kalends.missions.runtime.base import Observation, PassageStart
+
+if TYPE_CHECKING:
+    # (only a type here: the controls reserve a Run now's passage through this module)
+    from kalends.missions.controls import DocState
 
 __all__ = [
     "admission",
@@ -24,6 +28,7 @@ __all__ = [
     "log_passage",
     "ran_seconds",
     "reservation",
+    "reserved",
     "result_of",
     "scheduled_identity",
     "settle_outcome",
@@ -44,19 +49,31 @@ def scheduled_identity(schedule_id: str, slot: datetime) -> tuple[str, str, str]
     return f"psg_{derive('passage')}", f"ses_{derive('session')}", f"msg_{derive('message')}"
 
 
-def reservation(doc: DocState, slot: datetime, now: datetime) -> Body:
-    """The body with the pending record of ``slot``: deterministic identities, before
-    any effect; the high-water mark advances with it (seed 002: technical high-water
-    advances at durable reservation), so the older missed slots are never launched."""
+def reserved(
+    doc: DocState,
+    identity: tuple[str, str, str],
+    now: datetime,
+    *,
+    trigger: str,
+    slot: datetime | None = None,
+    request_id: str | None = None,
+) -> Body:
+    """``doc``'s body with a passage reserved at ``now``, before any effect: its pending
+    record under ``identity`` (its passage, session and message IDs), starting with the
+    profile and generations of the document as it is. A reservation counts as a check
+    where the policy has a condition (seed 002 ``checks``: explicit Run now reservations
+    count; policies without a condition contribute zero). Both triggers reserve through
+    here: ``scheduled`` (:func:`reservation`) and ``manual`` (Run now, with its
+    ``request_id``)."""
     body = doc.body
-    passage, session, message = scheduled_identity(doc.schedule_id, slot)
+    passage, session, message = identity
     pending = Pending(
         passage_id=passage,
         session_id=session,
         message_id=message,
-        trigger="scheduled",
+        trigger=trigger,
         slot=slot,
-        request_id=None,
+        request_id=request_id,
         status=PassageStatus.STARTING,
         admitted=False,
         reserved_at=now,
@@ -65,7 +82,16 @@ def reservation(doc: DocState, slot: datetime, now: datetime) -> Body:
         temporal_generation=body.temporal_generation,
     )
     checks = body.checks_count + (1 if doc.config.condition is not None else 0)
-    return replace(body, pending=pending, high_water=slot, checks_count=checks)
+    return replace(body, pending=pending, checks_count=checks)
+
+
+def reservation(doc: DocState, slot: datetime, now: datetime) -> Body:
+    """The body with the pending record of ``slot``: deterministic identities, before
+    any effect; the high-water mark advances with it (seed 002: technical high-water
+    advances at durable reservation), so the older missed slots are never launched."""
+    identity = scheduled_identity(doc.schedule_id, slot)
+    body = reserved(doc, identity, now, trigger="scheduled", slot=slot)
+    return replace(body, high_water=slot)
 
 
 def admission(body: Body, now: datetime) -> Body:

@@ -7,7 +7,7 @@ one of the workspace's).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 from uuid import UUID
 
 from sqlalchemy.engine import Connection
@@ -18,6 +18,7 @@ from kalends.identity import Role, parse_uuid, require_role, resolve_actor
 from kalends.missions import repository
 from kalends.missions.controls import Action, DocState, refusal
 from kalends.missions.document import Phase, preview_slots
+from kalends.missions.keywords import PageKeywords, StatusKeywords
 from kalends.missions.limits import MAX_PAGE, MAX_PREVIEW
 from kalends.missions.outcomes import ControlStatus, Page
 from kalends.missions.refusals import refusal_of
@@ -147,16 +148,10 @@ class ScheduleReads:
 
         return self._run(run, write=False)
 
-    def page(
-        self,
-        actor: UUID | str,
-        workspace: UUID | str,
-        *,
-        after: UUID | str | None = None,
-        limit: int = MAX_PAGE,
-    ) -> Page:
+    def page(self, actor: UUID | str, workspace: UUID | str, **kw: Unpack[PageKeywords]) -> Page:
         """At most eight documents in mission-ID order after ``after``; tombstones take
         their place on the page and the cursor moves past them."""
+        after, limit = kw.get("after"), kw.get("limit", MAX_PAGE)
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_PAGE:
             raise InvalidInput(f"limit: must be 1-{MAX_PAGE}, got {limit!r}", field="limit")
         cursor = None
@@ -222,14 +217,7 @@ class ScheduleReads:
     # --- status reads -------------------------------------------------------------------
 
     def control_status(
-        self,
-        actor: UUID | str,
-        schedule: UUID | str,
-        request_id: str,
-        *,
-        expected_revision: int | None = None,
-        action: Action | str | None = None,
-        workspace: UUID | None = None,
+        self, actor: UUID | str, schedule: UUID | str, request_id: str, **kw: Unpack[StatusKeywords]
     ) -> ControlStatus:
         """The exact status of a control (seed 002): ``applied`` when its record is kept;
         ``rejected`` only when the store proves it never applied and never can, with the
@@ -237,22 +225,21 @@ class ScheduleReads:
         ``unknown`` (evicted, never seen, or still able to apply). A read only. With
         ``workspace``, only of a schedule of that workspace (checked first).
         """
-        if workspace is not None:
-            return self._within(
-                actor,
-                workspace,
-                schedule,
-                lambda: self.control_status(
-                    actor,
-                    schedule,
-                    request_id,
-                    expected_revision=expected_revision,
-                    action=action,
-                ),
-                write=False,
-            )
+        return self._within(
+            actor,
+            kw.get("workspace"),
+            schedule,
+            lambda: self._control_status(actor, schedule, request_id, **kw),
+            write=False,
+        )
+
+    def _control_status(
+        self, actor: UUID | str, schedule: UUID | str, request_id: str, **kw: Unpack[StatusKeywords]
+    ) -> ControlStatus:
+        """:meth:`control_status` once its scope is checked (``workspace`` is not read)."""
         request_id = check_request_id(request_id)
         schedule_id = schedule_id_of(schedule)
+        expected_revision, action = kw.get("expected_revision"), kw.get("action")
         expected = None if expected_revision is None else check_revision(expected_revision)
         act = None
         if action is not None:

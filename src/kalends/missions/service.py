@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from types import MethodType
-from typing import Any, Protocol, overload
+from typing import Any, Protocol, Unpack, overload
 from uuid import UUID
 
 from sqlalchemy.engine import Connection
@@ -37,6 +37,7 @@ from kalends.missions import repository
 from kalends.missions.config import Config, config_from_json, config_to_json
 from kalends.missions.controls import Action, DocState, apply, edit_refusal, refusal
 from kalends.missions.document import Body, Phase, State, check_not_past
+from kalends.missions.keywords import ControlKeywords, RequestKeywords, spelled_out
 from kalends.missions.limits import MAX_SCHEDULES
 from kalends.missions.outcomes import ControlOutcome, ControlStatus, Page, Receipt
 from kalends.missions.refusals import refusal_of
@@ -101,13 +102,7 @@ def _repeated_create(row: ScheduleRow, digest: str) -> Receipt:
 
 class _ControlCall(Protocol):
     def __call__(
-        self,
-        actor: UUID | str,
-        schedule: UUID | str,
-        *,
-        request_id: str,
-        expected_revision: int,
-        workspace: UUID | None = None,
+        self, actor: UUID | str, schedule: UUID | str, **kw: Unpack[RequestKeywords]
     ) -> ControlOutcome: ...
 
 
@@ -120,20 +115,12 @@ class _ControlOf:
             self: ScheduleService,
             actor: UUID | str,
             schedule: UUID | str,
-            *,
-            request_id: str,
-            expected_revision: int,
-            workspace: UUID | None = None,
+            **kw: Unpack[RequestKeywords],
         ) -> ControlOutcome:
-            return self.control(
-                actor,
-                schedule,
-                action,
-                request_id=request_id,
-                expected_revision=expected_revision,
-                workspace=workspace,
-            )
+            return self.control(actor, schedule, action, **kw)
 
+        # (what reads the signature at run time sees the keywords themselves)
+        method.__signature__ = spelled_out(method, RequestKeywords)  # type: ignore[attr-defined]
         method.__doc__ = (
             f"Apply {action.value} under the revision compare-and-swap (:meth:`control`); "
             "with ``workspace``, only to a schedule of that workspace (checked first)."
@@ -252,10 +239,7 @@ class ScheduleService(ScheduleReads):
         actor: UUID | str,
         schedule: UUID | str,
         changes: Mapping[str, Any],
-        *,
-        request_id: str,
-        expected_revision: int,
-        workspace: UUID | None = None,
+        **kw: Unpack[RequestKeywords],
     ) -> ControlOutcome:
         """Edit the configuration: ``changes`` replaces the named top-level fields.
 
@@ -267,41 +251,22 @@ class ScheduleService(ScheduleReads):
         nothing written); every other field is the editor role's. With ``workspace``,
         only a schedule of that workspace (checked first, see :meth:`within`).
         """
-        return self.control(
-            actor,
-            schedule,
-            Action.CONFIGURE,
-            request_id=request_id,
-            expected_revision=expected_revision,
-            changes=changes,
-            workspace=workspace,
-        )
+        return self.control(actor, schedule, Action.CONFIGURE, changes=changes, **kw)
 
     def control(
         self,
         actor: UUID | str,
         schedule: UUID | str,
         action: Action | str,
-        *,
-        request_id: str,
-        expected_revision: int,
-        changes: Mapping[str, Any] | None = None,
-        workspace: UUID | None = None,
+        **kw: Unpack[ControlKeywords],
     ) -> ControlOutcome:
         """Apply one control under the revision compare-and-swap; with ``workspace``, only
         to a schedule of that workspace (checked first, see :meth:`within`)."""
         return self._within(
             actor,
-            workspace,
+            kw.get("workspace"),
             schedule,
-            lambda: self._control(
-                actor,
-                schedule,
-                action,
-                request_id=request_id,
-                expected_revision=expected_revision,
-                changes=changes,
-            ),
+            lambda: self._control(actor, schedule, action, **kw),
             write=True,
         )
 
@@ -310,11 +275,10 @@ class ScheduleService(ScheduleReads):
         actor: UUID | str,
         schedule: UUID | str,
         action: Action | str,
-        *,
-        request_id: str,
-        expected_revision: int,
-        changes: Mapping[str, Any] | None,
+        **kw: Unpack[ControlKeywords],
     ) -> ControlOutcome:
+        """:meth:`control` once its scope is checked (``workspace`` is not read here)."""
+        changes = kw.get("changes")
         try:
             act = Action(action)
         except ValueError:
@@ -325,8 +289,8 @@ class ScheduleService(ScheduleReads):
             ) from None
         if act is Action.CONFIGURE and (not isinstance(changes, Mapping) or not changes):
             raise InvalidInput("changes: name at least one field to change", field="changes")
-        request_id = check_request_id(request_id)
-        expected = check_revision(expected_revision)
+        request_id = check_request_id(kw["request_id"])
+        expected = check_revision(kw["expected_revision"])
         schedule_id = schedule_id_of(schedule)
         request = ControlRequest(
             request_id=request_id,

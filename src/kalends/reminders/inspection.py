@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, TypedDict, TypeVar
 from uuid import UUID
 
 from sqlalchemy import select, update
@@ -26,9 +26,19 @@ from kalends.storage.identity_tables import actors
 from kalends.storage.task_tables import list_members, reminder_intents, tasks
 from kalends.storage.wake import notify
 
-__all__ = ["Intent", "intent_by_id", "list_intents", "parse_intent_id", "requeue_in", "visible"]
+__all__ = [
+    "Intent",
+    "IntentQuery",
+    "intent_by_id",
+    "list_intents",
+    "parse_intent_id",
+    "requeue_in",
+    "visible",
+]
 
 ri = reminder_intents
+# How a listing names the task it is narrowed to.
+TaskT = TypeVar("TaskT")
 # Who may requeue an intent besides its recipient.
 _REQUEUERS = (Role.OWNER.value, Role.EDITOR.value)
 
@@ -164,6 +174,22 @@ def _intent_from_row(r: Any) -> Intent:
         updated_at=r.updated_at,
         zone=r.zone,
     )
+
+
+class IntentQuery(TypedDict, Generic[TaskT], total=False):
+    """Which of the intents an actor may see a listing shows, written once for
+    :meth:`~kalends.reminders.outbox.Outbox.list` (``IntentQuery[UUID]``: the task by its
+    ID) and the CLI's reminders clients (``IntentQuery[str]``: the task by reference or
+    ID, as a person types it). Every key is optional and keyword-only."""
+
+    # Only intents in this state (one of :data:`~kalends.reminders.intents.STATUSES`).
+    # Default ``None``: any state.
+    status: str | None
+    # Only the intents of this task. Default ``None``: those of every task the actor sees.
+    task: TaskT | None
+    # At most this many, earliest first, 1 to 10 000. Default
+    # :data:`~kalends.reminders.limits.LIST_LIMIT` (100).
+    limit: int
 
 
 def list_intents(

@@ -8,6 +8,7 @@ __all__ = [
     "CLAIM_BATCH",
     "EXPIRY",
     "LEASE",
+    "LIST_LIMIT",
     "MAX_ATTEMPTS",
     "MAX_CLAIM_BATCH",
     "MAX_ERROR_LENGTH",
@@ -35,6 +36,8 @@ EXPIRY = timedelta(days=1)
 # kalends: intents claimed per call by default, and at most.
 CLAIM_BATCH = 100
 MAX_CLAIM_BATCH = 1000
+# kalends: intents a listing shows unless told otherwise (at most 10 000).
+LIST_LIMIT = 100
 # kalends: the longest lease owner name and error text kept.
 MAX_OWNER_LENGTH = 200
 MAX_ERROR_LENGTH = 2000

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Unpack
 from uuid import UUID
 
 from sqlalchemy.engine import Connection
@@ -65,6 +65,7 @@ from kalends.reminders.eligibility import (
 )
 from kalends.reminders.inspection import (
     Intent,
+    IntentQuery,
     intent_by_id,
     list_intents,
     parse_intent_id,
@@ -76,6 +77,7 @@ from kalends.reminders.limits import (
     CLAIM_BATCH,
     EXPIRY,
     LEASE,
+    LIST_LIMIT,
     MAX_ATTEMPTS,
     MAX_CLAIM_BATCH,
     MAX_ERROR_LENGTH,
@@ -109,6 +111,7 @@ __all__ = [
     "E_TITLE",
     "E_ZONE",
     "LEASE",
+    "LIST_LIMIT",
     "LIVE",
     "MAX_ATTEMPTS",
     "MAX_CLAIM_BATCH",
@@ -123,6 +126,7 @@ __all__ = [
     "Claim",
     "ClaimRow",
     "Intent",
+    "IntentQuery",
     "IntentState",
     "Outbox",
     "Verdict",
@@ -277,16 +281,10 @@ class Outbox:
 
     # --- people ------------------------------------------------------------------------
 
-    def list(
-        self,
-        actor: Any,
-        *,
-        status: str | None = None,
-        task: UUID | None = None,
-        limit: int = 100,
-    ) -> list[Intent]:
+    def list(self, actor: Any, **kw: Unpack[IntentQuery[UUID]]) -> list[Intent]:
         """The intents the actor may see: those of tasks in lists they belong to."""
-        state = _check_status(status)
+        state = _check_status(kw.get("status"))
+        task, limit = kw.get("task"), kw.get("limit", LIST_LIMIT)
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 10_000:
             raise InvalidInput("limit: a whole number from 1 to 10000 is required", field="limit")
 
