@@ -751,6 +751,17 @@ class TestTasks:
     def test_an_unknown_task_is_not_found_as_in_local_mode(self, world: World) -> None:
         assert refused_alike(world, 1, "task", "show", "ZZZZZZ")["code"] == "not-found"
 
+    def test_an_unknown_recipient_is_invalid_input_in_both_modes(
+        self, world: World, scratch: str
+    ) -> None:
+        task = world.rjson("task", "add", scratch, "remind a stranger")
+        remind = ("--remind", "email@2030-03-30T08:00:00@UTC:ghost")
+        args = ("task", "schedule", task["ref"], "--expect", str(task["revision"]), *remind)
+        refusal = refused_alike(world, 2, *args)
+        assert refusal["code"] == "invalid-input"
+        assert refusal["message"] == "reminders[0].recipient: no actor 'ghost'"
+        assert refusal["details"]["field"] == "reminders[0].recipient"
+
 
 # --- actors, their reminder destinations, tokens, passages ---------------------------------
 

@@ -265,8 +265,8 @@ CASES: list[tuple[list[str], int, str]] = [
      "reminders[0]: a reminder needs an IANA zone"),
     # a malformed reminder
     ([*CHILD_SCHEDULE, "--remind", "email@tomorrow"], 2, "reminders[0]: expected CHANNEL@"),
-    # an unknown recipient
-    ([*CHILD_SCHEDULE, "--remind", f"{REMIND_AT}:ghost"], 1,
+    # an unknown recipient: a mistake in the schedule, as on a server (invalid input)
+    ([*CHILD_SCHEDULE, "--remind", f"{REMIND_AT}:ghost"], 2,
      "reminders[0].recipient: no actor 'ghost'"),
     # a recipient who is not a member of the list
     ([*CHILD_SCHEDULE, "--remind", f"{REMIND_AT}:nora"], 1,

@@ -303,3 +303,67 @@ class TestSchedulesBuiltInCode:
             naive = Schedule(due=datetime(2026, 3, 10, 9, 0))
             world.tasks.set_schedule(world.alice.id, task.id, task.revision, naive)
         assert info.value.field == "due"
+
+
+class TestTheScheduleChange:
+    """``TaskChanges.schedule``: what the HTTP API and the command line (in either mode)
+    call; the schedule made of the task as it is, in one transaction."""
+
+    def test_a_schedule_is_made_of_the_task_as_it_is_with_its_recipients(
+        self, world: World, task: Task
+    ) -> None:
+        seen: list[Task | None] = []
+
+        def edit(current: Task | None) -> dict[str, Any]:
+            seen.append(current)
+            return {
+                "priority": 2,
+                "reminders": [
+                    reminder("2026-03-10T08:00:00"),
+                    reminder("2026-03-10T08:00:00", channel="push", recipient="carol"),
+                ],
+            }
+
+        scheduled = world.services.changes.schedule(world.bob.id, task.ref, 1, edit)
+
+        assert seen == [task]
+        assert scheduled.task == world.tasks.get(world.alice.id, task.id).task
+        assert scheduled.task.priority == 2
+        # Nobody named: the acting actor is reminded.
+        assert [r.recipient_id for r in scheduled.task.reminders] == [world.bob.id, world.carol.id]
+        assert scheduled.warnings == ()
+
+    def test_without_the_current_task_the_edit_is_given_none(
+        self, world: World, task: Task
+    ) -> None:
+        seen: list[Task | None] = []
+
+        def edit(current: Task | None) -> dict[str, Any]:
+            seen.append(current)
+            return {"priority": 1}
+
+        scheduled = world.services.changes.schedule("alice", task.ref, 1, edit, from_current=False)
+        assert seen == [None] and scheduled.task.priority == 1
+
+    def test_a_reminder_already_past_is_written_with_a_warning(
+        self, world: World, task: Task
+    ) -> None:
+        # The fake clock stands on 1 March 2025.
+        past = {"reminders": [reminder("2025-02-01T08:00:00"), reminder("2026-03-10T08:00:00")]}
+        scheduled = world.services.changes.schedule(
+            world.alice.id, task.id, 1, lambda _current: past
+        )
+        assert len(scheduled.task.reminders) == 2
+        assert [(w["code"], w["field"]) for w in scheduled.warnings] == [
+            ("reminder-in-the-past", "reminders[0]")
+        ]
+
+    @pytest.mark.parametrize("who", ["ghost", str(uuid.UUID(int=42))])
+    def test_an_unknown_recipient_is_invalid_input_and_writes_nothing(
+        self, world: World, task: Task, who: str
+    ) -> None:
+        data = {"reminders": [reminder("2026-03-10T08:00:00", recipient=who)]}
+        with nothing_written(world.store), pytest.raises(InvalidInput) as info:
+            world.services.changes.schedule(world.alice.id, task.id, 1, lambda _current: data)
+        assert info.value.field == "reminders[0].recipient"
+        assert info.value.message == f"reminders[0].recipient: no actor {who!r}"

@@ -8,8 +8,9 @@ protocol's parameters, names, kinds and defaults alike.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
+import inspect
+from datetime import UTC, date, datetime
+from typing import Any, Unpack, get_args, get_origin, get_type_hints, is_typeddict
 from uuid import UUID
 
 import pytest
@@ -39,6 +40,7 @@ from kalends.cli.task_client import (
 from kalends.errors import OpenDescendants
 from kalends.tasks import Directory, Task, TaskService, TaskStatus
 from kalends.tasks.series import SeriesService
+from kalends.tasks.series_rules import SeriesRule
 from unit.client_support import RecordingWire, parameters, protocol_methods
 
 
@@ -92,11 +94,38 @@ class TestTheProtocols:
             assert parameters(local, name) == wanted, (local.__name__, name)
             assert parameters(http, name) == wanted, (http.__name__, name)
 
+    @pytest.mark.parametrize(("protocol", "local", "http"), PAIRS)
+    def test_a_keyword_group_is_the_same_group_in_all_three(
+        self, protocol: type, local: type, http: type
+    ) -> None:
+        # ``**kw: Unpack[Group]`` shows as ``**kw`` alone in a signature: the group each
+        # one names must be the same TypedDict, so that the keywords agree too.
+        grouped = 0
+        for name in protocol_methods(protocol):
+            for param in inspect.signature(getattr(protocol, name)).parameters.values():
+                if param.kind is not inspect.Parameter.VAR_KEYWORD:
+                    continue
+                wanted = keyword_group(protocol, name, param.name)
+                assert keyword_group(local, name, param.name) == wanted, (local.__name__, name)
+                assert keyword_group(http, name, param.name) == wanted, (http.__name__, name)
+                grouped += 1
+        if protocol in (TaskClient, TaskChanges):
+            assert grouped >= 2
+
     def test_a_session_in_either_mode_offers_what_a_task_command_asks(self) -> None:
         wanted = {"directory", "grants", "tasks", "series", "changes", "server"}
         for session in (Session, Remote):
             assert wanted <= {n for n in dir(session) if not n.startswith("_")}
             assert callable(session.read_together)
+
+
+def keyword_group(cls: type, name: str, kwargs: str) -> Any:
+    """The TypedDict that ``cls.name`` takes its ``**kwargs`` as (``Unpack[Group]``)."""
+    hint = get_type_hints(getattr(cls, name), include_extras=True)[kwargs]
+    assert get_origin(hint) is Unpack, (cls.__name__, name, hint)
+    (group,) = get_args(hint)
+    assert is_typeddict(group)
+    return group
 
 
 class FakeWire(RecordingWire):
@@ -183,3 +212,89 @@ class TestTheHttpClients:
         assert seen == [TASK]
         assert scheduled.warnings == (warning,)
         assert wire.sent[-1] == ("PUT", route + "/schedule", {"priority": 1, "expectedRevision": 3})
+
+    def test_keywords_left_out_are_sent_with_their_defaults(self) -> None:
+        tasks_route = f"/api/lists/{LIST_ID}/tasks"
+        wire = FakeWire(
+            {
+                ("GET", tasks_route): [],
+                ("POST", tasks_route): TASK.to_json(),
+                ("POST", "/api/tasks/K7Q2XW/move"): TASK.to_json(),
+            }
+        )
+        assert HttpTasks(wire).tree("ignored", "Chores", tag="green") == []
+        HttpTasks(wire).create("ignored", "Chores", "Water the plants", parent="K7Q2XW")
+        HttpTaskChanges(wire).relocate("ignored", "K7Q2XW", 3, section="Home")
+        unset: dict[str, Any] = {"dueFrom": None, "dueTo": None, "planned": None}
+        assert wire.sent == [
+            (
+                "GET",
+                tasks_route,
+                {"section": None, "tag": "green", "status": None, **unset, "trashed": False},
+            ),
+            (
+                "POST",
+                tasks_route,
+                {
+                    "title": "Water the plants",
+                    "description": "",
+                    "parent": "K7Q2XW",
+                    "section": None,
+                    "tags": [],
+                    "before": None,
+                    "after": None,
+                },
+            ),
+            (
+                "POST",
+                "/api/tasks/K7Q2XW/move",
+                {
+                    "expectedRevision": 3,
+                    "before": None,
+                    "after": None,
+                    "section": "Home",
+                    "noSection": False,
+                    "parent": None,
+                    "root": False,
+                },
+            ),
+        ]
+
+    def test_a_series_is_sent_with_its_timing(self) -> None:
+        rule = SeriesRule.parse({"kind": "daily", "interval_days": 1})
+        series = {
+            "id": str(UUID(int=9)),
+            "list_id": LIST_ID,
+            "rule": rule.to_json(),
+            "time": None,
+            "zone": None,
+            "anchor_date": "2030-03-30",
+            "end_date": "2030-04-01",
+            "count": None,
+            "emitted": 1,
+            "status": "active",
+            "revision": 1,
+            "outstanding_task_id": str(TASK.id),
+            "outstanding_ordinal": 1,
+            "next_date": None,
+        }
+        started = {"series": series, "task": TASK.to_json()}
+        wire = FakeWire({("POST", "/api/tasks/K7Q2XW/series"): started})
+        repeated = HttpTaskChanges(wire).repeat(
+            "ignored", "K7Q2XW", 3, rule, end_date=date(2030, 4, 1)
+        )
+        assert repeated.task == TASK and repeated.series.end_date == date(2030, 4, 1)
+        assert wire.sent == [
+            (
+                "POST",
+                "/api/tasks/K7Q2XW/series",
+                {
+                    "expectedRevision": 3,
+                    "rule": rule.to_json(),
+                    "time": None,
+                    "zone": None,
+                    "until": "2030-04-01",
+                    "count": None,
+                },
+            )
+        ]

@@ -8,10 +8,9 @@ looked up among the caller's lists (:meth:`Wire.list_id`), as local mode finds i
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date
-from typing import Any, Protocol
+from typing import Any, Protocol, Unpack
 from uuid import UUID
 
 from kalends.auth.grants import ActorPrivileges, Privilege
@@ -27,8 +26,14 @@ from kalends.tasks import (
     Task,
     TaskDetail,
     TaskList,
-    TaskStatus,
     TreeNode,
+)
+from kalends.tasks.keywords import (
+    CreateKeywords,
+    EditKeywords,
+    RelocateKeywords,
+    RepeatKeywords,
+    TreeFilters,
 )
 from kalends.tasks.series import SeriesView
 from kalends.tasks.series_rules import SeriesRule
@@ -164,27 +169,18 @@ class HttpTasks:
         return TaskDetail.from_json(self.wire.get(_task(task)))
 
     def tree(
-        self,
-        actor: ActorRef,
-        list_ref: UUID | str,
-        *,
-        section: str | None = None,
-        tag: str | None = None,
-        status: TaskStatus | str | None = None,
-        due_from: date | None = None,
-        due_to: date | None = None,
-        planned: date | None = None,
-        include_trashed: bool = False,
+        self, actor: ActorRef, list_ref: UUID | str, **filters: Unpack[TreeFilters]
     ) -> list[TreeNode]:
+        status = filters.get("status")
         found = self.wire.get(
             f"/api/lists/{self.wire.list_id(str(list_ref))}/tasks",
-            section=section,
-            tag=tag,
+            section=filters.get("section"),
+            tag=filters.get("tag"),
             status=None if status is None else str(status),
-            dueFrom=due_from,
-            dueTo=due_to,
-            planned=planned,
-            trashed=include_trashed,
+            dueFrom=filters.get("due_from"),
+            dueTo=filters.get("due_to"),
+            planned=filters.get("planned"),
+            trashed=filters.get("include_trashed", False),
         )
         return [TreeNode.from_json(d) for d in found]
 
@@ -192,26 +188,16 @@ class HttpTasks:
         return [HistoryEvent.from_json(d) for d in self.wire.get(_task(task, "history"))]
 
     def create(
-        self,
-        actor: ActorRef,
-        list_ref: UUID | str,
-        title: str,
-        *,
-        description: str = "",
-        parent: TaskRef | None = None,
-        section: str | None = None,
-        tags: Sequence[str] = (),
-        before: TaskRef | None = None,
-        after: TaskRef | None = None,
+        self, actor: ActorRef, list_ref: UUID | str, title: str, **new: Unpack[CreateKeywords]
     ) -> Task:
         body = {
             "title": title,
-            "description": description,
-            "parent": _optional(parent),
-            "section": section,
-            "tags": list(tags),
-            "before": _optional(before),
-            "after": _optional(after),
+            "description": new.get("description", ""),
+            "parent": _optional(new.get("parent")),
+            "section": new.get("section"),
+            "tags": list(new.get("tags", ())),
+            "before": _optional(new.get("before")),
+            "after": _optional(new.get("after")),
         }
         route = f"/api/lists/{self.wire.list_id(str(list_ref))}/tasks"
         return Task.from_json(self.wire.post(route, body))
@@ -307,21 +293,14 @@ class HttpTaskChanges:
     wire: Wire
 
     def edit(
-        self,
-        actor: ActorRef,
-        task: TaskRef,
-        expected_revision: int,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        add_tags: Sequence[str] = (),
-        remove_tags: Sequence[str] = (),
+        self, actor: ActorRef, task: TaskRef, expected_revision: int, **edits: Unpack[EditKeywords]
     ) -> Task:
         body: dict[str, Any] = {
             "expectedRevision": expected_revision,
-            "title": title,
-            "description": description,
+            "title": edits.get("title"),
+            "description": edits.get("description"),
         }
+        add_tags, remove_tags = edits.get("add_tags", ()), edits.get("remove_tags", ())
         if add_tags:
             body["addTags"] = list(add_tags)
         if remove_tags:
@@ -329,28 +308,18 @@ class HttpTaskChanges:
         return Task.from_json(self.wire.patch(_task(task), body))
 
     def relocate(
-        self,
-        actor: ActorRef,
-        task: TaskRef,
-        expected_revision: int,
-        *,
-        parent: TaskRef | None = None,
-        root: bool = False,
-        before: TaskRef | None = None,
-        after: TaskRef | None = None,
-        section: str | None = None,
-        clear_section: bool = False,
+        self, actor: ActorRef, task: TaskRef, expected_revision: int, **to: Unpack[RelocateKeywords]
     ) -> Task:
-        where = {
+        body = {
             "expectedRevision": expected_revision,
-            "before": _optional(before),
-            "after": _optional(after),
-            "section": section,
-            "noSection": clear_section,
-            "parent": _optional(parent),
-            "root": root,
+            "before": _optional(to.get("before")),
+            "after": _optional(to.get("after")),
+            "section": to.get("section"),
+            "noSection": to.get("clear_section", False),
+            "parent": _optional(to.get("parent")),
+            "root": to.get("root", False),
         }
-        return Task.from_json(self.wire.post(_task(task, "move"), where))
+        return Task.from_json(self.wire.post(_task(task, "move"), body))
 
     def schedule(
         self,
@@ -372,19 +341,16 @@ class HttpTaskChanges:
         task: TaskRef,
         expected_revision: int,
         rule: SeriesRule,
-        *,
-        time_of_day: str | None = None,
-        zone: str | None = None,
-        end_date: date | None = None,
-        count: int | None = None,
+        **timing: Unpack[RepeatKeywords],
     ) -> Repeated:
+        end_date = timing.get("end_date")
         body = {
             "expectedRevision": expected_revision,
             "rule": rule.to_json(),
-            "time": time_of_day,
-            "zone": zone,
+            "time": timing.get("time_of_day"),
+            "zone": timing.get("zone"),
             "until": None if end_date is None else end_date.isoformat(),
-            "count": count,
+            "count": timing.get("count"),
         }
         return Repeated.from_json(self.wire.post(_task(task, "series"), body))
 

@@ -4,11 +4,14 @@ Each protocol mirrors a service, method for method with its signature (the actin
 actor first), so the service itself is the local implementation: :class:`Directory`,
 :class:`TaskService`, :class:`SeriesService` and :class:`Grants` satisfy them as they
 are. :mod:`kalends.cli.http_tasks` implements them over the HTTP API, where the
-server acts as the token's owner and ``actor`` is not sent.
+server acts as the token's owner and ``actor`` is not sent. A wide group of keywords is
+written once, in :mod:`kalends.tasks.keywords`, and taken as ``**kw: Unpack[Group]`` by
+the service, the protocol and the HTTP client alike.
 
-:class:`TaskChanges` holds the changes that take several service calls: locally one
-transaction (:mod:`kalends.cli.local_tasks`), on a server one request to the route that
-makes them in one transaction there.
+:class:`TaskChanges` holds the changes that take several service calls: locally the
+domain's :class:`~kalends.tasks.changes.TaskChanges`, one transaction each
+(:mod:`kalends.cli.local_tasks`), on a server one request to the route that makes them
+with the same class in one transaction there.
 
 A command gets all of these from its session (:class:`TaskSession`): the local
 :class:`~kalends.cli.session.Session` or the server's
@@ -18,10 +21,8 @@ A command gets all of these from its session (:class:`TaskSession`): the local
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import date
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Protocol, TypeVar, Unpack
 from uuid import UUID
 
 from kalends.auth.grants import ActorPrivileges, Privilege
@@ -34,10 +35,16 @@ from kalends.tasks import (
     Task,
     TaskDetail,
     TaskList,
-    TaskStatus,
     TreeNode,
 )
-from kalends.tasks.changes import Repeated, Skipped
+from kalends.tasks.changes import Repeated, Scheduled, ScheduleEdit, Skipped
+from kalends.tasks.keywords import (
+    CreateKeywords,
+    EditKeywords,
+    RelocateKeywords,
+    RepeatKeywords,
+    TreeFilters,
+)
 from kalends.tasks.series import SeriesView
 from kalends.tasks.series_rules import SeriesRule
 
@@ -45,6 +52,7 @@ __all__ = [
     "DirectoryClient",
     "GrantsClient",
     "Repeated",
+    "ScheduleEdit",
     "Scheduled",
     "SeriesClient",
     "Skipped",
@@ -55,8 +63,6 @@ __all__ = [
 
 T = TypeVar("T")
 TaskRef = UUID | str
-# The schedule JSON made of a task's current schedule (or of none).
-ScheduleEdit = Callable[[Task | None], Mapping[str, Any]]
 
 
 class DirectoryClient(Protocol):
@@ -115,33 +121,13 @@ class TaskClient(Protocol):
     def get(self, actor: ActorRef, task: TaskRef) -> TaskDetail: ...
 
     def tree(
-        self,
-        actor: ActorRef,
-        list_ref: UUID | str,
-        *,
-        section: str | None = None,
-        tag: str | None = None,
-        status: TaskStatus | str | None = None,
-        due_from: date | None = None,
-        due_to: date | None = None,
-        planned: date | None = None,
-        include_trashed: bool = False,
+        self, actor: ActorRef, list_ref: UUID | str, **filters: Unpack[TreeFilters]
     ) -> list[TreeNode]: ...
 
     def history(self, actor: ActorRef, task: TaskRef) -> list[HistoryEvent]: ...
 
     def create(
-        self,
-        actor: ActorRef,
-        list_ref: UUID | str,
-        title: str,
-        *,
-        description: str = "",
-        parent: TaskRef | None = None,
-        section: str | None = None,
-        tags: Sequence[str] = (),
-        before: TaskRef | None = None,
-        after: TaskRef | None = None,
+        self, actor: ActorRef, list_ref: UUID | str, title: str, **new: Unpack[CreateKeywords]
     ) -> Task: ...
 
     def move_to_list(
@@ -192,50 +178,17 @@ class SeriesClient(Protocol):
 # --- changes of several service calls ----------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Scheduled:
-    """A task as just scheduled, and a warning for each of its reminders already past."""
-
-    task: Task
-    warnings: tuple[Mapping[str, Any], ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {**self.task.to_json(), "warnings": [dict(w) for w in self.warnings]}
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> Scheduled:
-        return cls(task=Task.from_json(d), warnings=tuple(d.get("warnings") or ()))
-
-
 class TaskChanges(Protocol):
     """Changes of a task that take several service calls; each is all or nothing."""
 
     def edit(
-        self,
-        actor: ActorRef,
-        task: TaskRef,
-        expected_revision: int,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        add_tags: Sequence[str] = (),
-        remove_tags: Sequence[str] = (),
+        self, actor: ActorRef, task: TaskRef, expected_revision: int, **edits: Unpack[EditKeywords]
     ) -> Task:
         """Renames, describes, tags and untags (what is given, in that order) at once."""
         ...
 
     def relocate(
-        self,
-        actor: ActorRef,
-        task: TaskRef,
-        expected_revision: int,
-        *,
-        parent: TaskRef | None = None,
-        root: bool = False,
-        before: TaskRef | None = None,
-        after: TaskRef | None = None,
-        section: str | None = None,
-        clear_section: bool = False,
+        self, actor: ActorRef, task: TaskRef, expected_revision: int, **to: Unpack[RelocateKeywords]
     ) -> Task:
         """Puts the task under ``parent`` (or at the top with ``root``), then places it
         among its siblings and sections; what is not given stays."""
@@ -252,7 +205,8 @@ class TaskChanges(Protocol):
     ) -> Scheduled:
         """Sets the whole schedule (as :func:`~kalends.tasks.parse_schedule` reads it)
         that ``edit`` makes of the task as it is now; without ``from_current`` the task
-        is not read first and ``edit`` is given ``None``."""
+        is not read first and ``edit`` is given ``None``. An unknown recipient is
+        :class:`~kalends.errors.InvalidInput` in either mode."""
         ...
 
     def repeat(
@@ -261,11 +215,7 @@ class TaskChanges(Protocol):
         task: TaskRef,
         expected_revision: int,
         rule: SeriesRule,
-        *,
-        time_of_day: str | None = None,
-        zone: str | None = None,
-        end_date: date | None = None,
-        count: int | None = None,
+        **timing: Unpack[RepeatKeywords],
     ) -> Repeated:
         """Makes an open root task and its checklist the first occurrence of a series."""
         ...

@@ -3,6 +3,7 @@
 This package depends on no other domain but :mod:`kalends.identity`. The task store
 writes its reminders' intents through the names exported here (:func:`replace_intents`,
 :func:`cancel_intents`), passing plain values; it never writes the intents' table itself.
+It warns of a schedule's reminders already past with :func:`past_reminders`.
 
 The edges import from the submodules: :mod:`kalends.reminders.outbox` (claims,
 acknowledgements, retries, eligibility, listing), :mod:`kalends.reminders.destinations`
@@ -19,6 +20,7 @@ from kalends.reminders.intents import (
     cancel_intents,
     replace_intents,
 )
+from kalends.reminders.scheduling import past_reminders
 
 __all__ = [
     "LIVE_STATES",
@@ -27,5 +29,6 @@ __all__ = [
     "IntentPlan",
     "IntentState",
     "cancel_intents",
+    "past_reminders",
     "replace_intents",
 ]

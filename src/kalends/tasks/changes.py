@@ -1,8 +1,9 @@
 """Changes of a task that take several steps, each in one transaction: all, or none.
 
-An edit of title, description and tags, a move that reparents and places, the start of a
-series with its first occurrence read back, a skip with the next occurrence: each is
-several calls of :class:`~kalends.tasks.service.TaskService` and
+An edit of title, description and tags, a move that reparents and places, a schedule
+made of the task as it is (its recipients found and its past reminders warned of), the
+start of a series with its first occurrence read back, a skip with the next occurrence:
+each is several calls of :class:`~kalends.tasks.service.TaskService` and
 :class:`~kalends.tasks.series.SeriesService` that one request or one command makes
 together. Run here in one transaction, a refused step leaves nothing of the earlier ones
 written, for every caller alike (the HTTP API, the command line, the web panel).
@@ -10,24 +11,31 @@ written, for every caller alike (the HTTP API, the command line, the web panel).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import date
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 from uuid import UUID
 
-from kalends.errors import InvalidInput
-from kalends.identity import ActorRef
+from sqlalchemy.engine import Connection
+
+from kalends.errors import InvalidInput, NotFound
+from kalends.identity import ActorRef, resolve_actor
+from kalends.reminders import past_reminders
 from kalends.storage.unit_of_work import Store
+from kalends.tasks.keywords import EditKeywords, RelocateKeywords, RepeatKeywords
 from kalends.tasks.models import Task
 from kalends.tasks.series import SeriesService, SeriesView
 from kalends.tasks.series_rules import SeriesRule
 from kalends.tasks.service import TaskService
+from kalends.tasks.values import parse_schedule
 
-__all__ = ["Repeated", "Skipped", "TaskChanges"]
+__all__ = ["Repeated", "ScheduleEdit", "Scheduled", "Skipped", "TaskChanges"]
 
 T = TypeVar("T")
 TaskRef = UUID | str
+# The schedule JSON (as :func:`~kalends.tasks.values.parse_schedule` reads it) made of a
+# task's current schedule, or of none.
+ScheduleEdit = Callable[[Task | None], Mapping[str, Any]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,6 +78,21 @@ class Skipped:
         )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scheduled:
+    """A task as just scheduled, and a warning for each of its reminders already past."""
+
+    task: Task
+    warnings: tuple[Mapping[str, Any], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.task.to_json(), "warnings": [dict(w) for w in self.warnings]}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Scheduled:
+        return cls(task=Task.from_json(d), warnings=tuple(d.get("warnings") or ()))
+
+
 class TaskChanges:
     """The changes of several steps; each method is one transaction."""
 
@@ -82,18 +105,12 @@ class TaskChanges:
         return self.store.run(lambda _conn: fn())
 
     def edit(
-        self,
-        actor: ActorRef,
-        task: TaskRef,
-        expected_revision: int,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        add_tags: Sequence[str] = (),
-        remove_tags: Sequence[str] = (),
+        self, actor: ActorRef, task: TaskRef, expected_revision: int, **edits: Unpack[EditKeywords]
     ) -> Task:
         """Renames, describes, tags and untags, in that order, each at the revision the
         step before left; nothing to change is :class:`InvalidInput`."""
+        title, description = edits.get("title"), edits.get("description")
+        add_tags, remove_tags = edits.get("add_tags", ()), edits.get("remove_tags", ())
         tasks = self.tasks
 
         def edit() -> Task:
@@ -119,21 +136,14 @@ class TaskChanges:
         return self._atomic(edit)
 
     def relocate(
-        self,
-        actor: ActorRef,
-        task: TaskRef,
-        expected_revision: int,
-        *,
-        parent: TaskRef | None = None,
-        root: bool = False,
-        before: TaskRef | None = None,
-        after: TaskRef | None = None,
-        section: str | None = None,
-        clear_section: bool = False,
+        self, actor: ActorRef, task: TaskRef, expected_revision: int, **to: Unpack[RelocateKeywords]
     ) -> Task:
         """Reparents (under ``parent``, or to the top with ``root``), then places among the
         siblings or in a section; nowhere to go is :class:`InvalidInput`."""
         tasks = self.tasks
+        parent, root = to.get("parent"), to.get("root", False)
+        before, after = to.get("before"), to.get("after")
+        section, clear_section = to.get("section"), to.get("clear_section", False)
         placed = before is not None or after is not None or section is not None or clear_section
 
         def move() -> Task:
@@ -166,28 +176,54 @@ class TaskChanges:
         task: TaskRef,
         expected_revision: int,
         rule: SeriesRule | dict[str, Any],
-        *,
-        time_of_day: str | None = None,
-        zone: str | None = None,
-        end_date: date | None = None,
-        count: int | None = None,
+        **timing: Unpack[RepeatKeywords],
     ) -> Repeated:
         """Starts a series from an open root task, and reads the task back."""
 
         def start() -> Repeated:
-            view = self.series.start_series(
-                actor,
-                task,
-                expected_revision,
-                rule,
-                time_of_day=time_of_day,
-                zone=zone,
-                end_date=end_date,
-                count=count,
-            )
+            view = self.series.start_series(actor, task, expected_revision, rule, **timing)
             return Repeated(series=view, task=self.tasks.get(actor, task).task)
 
         return self._atomic(start)
+
+    def schedule(
+        self,
+        actor: ActorRef,
+        task: TaskRef,
+        expected_revision: int,
+        edit: ScheduleEdit,
+        *,
+        from_current: bool = True,
+    ) -> Scheduled:
+        """Sets the whole schedule (as :func:`~kalends.tasks.values.parse_schedule` reads
+        it) that ``edit`` makes of the task as it is now, in one transaction, and warns of
+        each of its reminders whose time has already passed. Without ``from_current`` the
+        task is not read first and ``edit`` is given ``None``.
+
+        A reminder's recipient is an actor's handle or ID; none named is the acting actor;
+        an unknown one is :class:`InvalidInput` (a mistake in the schedule, not a missing
+        task).
+        """
+        tasks = self.tasks
+
+        def write(conn: Connection) -> Task:
+            def recipient(value: object, field: str) -> UUID:
+                if value is None:
+                    return resolve_actor(conn, actor)
+                if not isinstance(value, str | UUID):
+                    raise InvalidInput(f"{field}: an actor handle or ID is expected", field=field)
+                try:
+                    return resolve_actor(conn, value, field)
+                except NotFound:
+                    raise InvalidInput(f"{field}: no actor {value!r}", field=field) from None
+
+            current = tasks.get(actor, task).task if from_current else None
+            schedule = parse_schedule(edit(current), recipient)
+            return tasks.set_schedule(actor, task, expected_revision, schedule)
+
+        scheduled = self.store.run(write)
+        warned = past_reminders(scheduled, self.store.clock.now())
+        return Scheduled(task=scheduled, warnings=tuple(w.to_json() for w in warned))
 
     def skip(self, actor: ActorRef, task: TaskRef, expected_revision: int) -> Skipped:
         """Skips an occurrence whole; the next one, if the series makes one, comes with it."""

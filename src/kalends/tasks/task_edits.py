@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 from uuid import UUID
 
 from sqlalchemy import delete, insert, select
@@ -21,6 +21,7 @@ from kalends.tasks import history
 from kalends.tasks.access import require_list_role, task_with_role
 from kalends.tasks.directory import find_list
 from kalends.tasks.history import Event
+from kalends.tasks.keywords import CreateKeywords
 from kalends.tasks.loading import load_tasks
 from kalends.tasks.models import (
     Task,
@@ -51,22 +52,15 @@ class TaskEdits(ServiceBase):
     """Creation and edits of :class:`~kalends.tasks.service.TaskService`."""
 
     def create(
-        self,
-        actor: ActorRef,
-        list_ref: UUID | str,
-        title: str,
-        *,
-        description: str = "",
-        parent: TaskRef | None = None,
-        section: str | None = None,
-        tags: Sequence[str] = (),
-        before: TaskRef | None = None,
-        after: TaskRef | None = None,
+        self, actor: ActorRef, list_ref: UUID | str, title: str, **new: Unpack[CreateKeywords]
     ) -> Task:
         """Creates an open task at the end of its siblings, or before/after a sibling."""
         checked_title = check_title(title)
+        description = new.get("description", "")
         checked_description = check_text(description, "description", MAX_DESCRIPTION_BYTES)
-        checked_tags = tag_names(tags)
+        checked_tags = tag_names(new.get("tags", ()))
+        parent, section = new.get("parent"), new.get("section")
+        before, after = new.get("before"), new.get("after")
 
         def run(conn: Connection) -> Task:
             actor_id = resolve_actor(conn, actor)

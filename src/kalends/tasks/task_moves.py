@@ -4,7 +4,7 @@ parent.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Unpack
 from uuid import UUID
 
 from sqlalchemy import delete, select, update
@@ -21,6 +21,7 @@ from kalends.tasks import history
 from kalends.tasks.access import require_list_role, task_with_role
 from kalends.tasks.directory import find_list
 from kalends.tasks.history import Event
+from kalends.tasks.keywords import PlaceKeywords
 from kalends.tasks.loading import load_tasks
 from kalends.tasks.models import (
     Task,
@@ -47,17 +48,11 @@ class TaskMoves(ServiceBase):
     """The moves of :class:`~kalends.tasks.service.TaskService`."""
 
     def move(
-        self,
-        actor: ActorRef,
-        task: TaskRef,
-        expected_revision: int,
-        *,
-        before: TaskRef | None = None,
-        after: TaskRef | None = None,
-        section: str | None = None,
-        clear_section: bool = False,
+        self, actor: ActorRef, task: TaskRef, expected_revision: int, **place: Unpack[PlaceKeywords]
     ) -> Task:
         """Moves a task among its siblings and/or into a section of its list."""
+        before, after = place.get("before"), place.get("after")
+        section, clear_section = place.get("section"), place.get("clear_section", False)
 
         def run(conn: Connection) -> Task:
             actor_id, row, now = self._writable(conn, actor, task, expected_revision)

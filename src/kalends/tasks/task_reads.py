@@ -5,9 +5,7 @@ time (as values, as JSON or as JSON text), a checklist and a task's history.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from datetime import date
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 from uuid import UUID
 
 from sqlalchemy.engine import Connection
@@ -18,6 +16,7 @@ from kalends.tasks import history
 from kalends.tasks.access import require_list_role, task_with_role
 from kalends.tasks.detail import read_detail
 from kalends.tasks.directory import find_list
+from kalends.tasks.keywords import TreeFilters, TreePageKeywords
 from kalends.tasks.models import (
     HistoryEvent,
     TaskDetail,
@@ -36,10 +35,7 @@ from kalends.tasks.tree_json import PageKey
 from kalends.tasks.tree_pages import read_tree_json, read_tree_page, read_tree_page_json
 from kalends.tasks.tree_reads import read_tree, subtree_tree
 from kalends.tasks.tree_text import read_tree_page_text, read_tree_text
-from kalends.tasks.values import (
-    SHOWN_STATUSES,
-    TaskStatus,
-)
+from kalends.tasks.values import SHOWN_STATUSES
 
 # What a page reader makes of a page: the trees' JSON values, or their text.
 P = TypeVar("P")
@@ -59,19 +55,14 @@ class TaskReads(ServiceBase):
         return self.store.run(run, write=False)
 
     def tree(
-        self,
-        actor: ActorRef,
-        list_ref: UUID | str,
-        *,
-        section: str | None = None,
-        tag: str | None = None,
-        status: TaskStatus | str | None = None,
-        due_from: date | None = None,
-        due_to: date | None = None,
-        planned: date | None = None,
-        include_trashed: bool = False,
+        self, actor: ActorRef, list_ref: UUID | str, **filters: Unpack[TreeFilters]
     ) -> list[TreeNode]:
         """The list's tasks as ordered trees; filters keep matching tasks and their ancestors."""
+        return self._tree(actor, list_ref, filters)
+
+    def _tree(self, actor: ActorRef, list_ref: UUID | str, filters: TreeFilters) -> list[TreeNode]:
+        """:meth:`tree` with its filters as one value (a page's keywords will do)."""
+        status = filters.get("status")
         if status is not None and status not in SHOWN_STATUSES:
             raise InvalidInput(
                 f"status: open, completed or skipped, got {status!r}", field="status"
@@ -82,13 +73,13 @@ class TaskReads(ServiceBase):
             return read_tree(
                 conn,
                 self._readable_list(conn, actor, list_ref),
-                section=section,
-                tag=tag,
+                section=filters.get("section"),
+                tag=filters.get("tag"),
                 status=wanted,
-                due_from=due_from,
-                due_to=due_to,
-                planned=planned,
-                include_trashed=include_trashed,
+                due_from=filters.get("due_from"),
+                due_to=filters.get("due_to"),
+                planned=filters.get("planned"),
+                include_trashed=filters.get("include_trashed", False),
             )
 
         return self.store.run(run, write=False)
@@ -106,19 +97,7 @@ class TaskReads(ServiceBase):
         return self.store.run(run, write=False)
 
     def tree_page(
-        self,
-        actor: ActorRef,
-        list_ref: UUID | str,
-        *,
-        limit: int,
-        after: str | None = None,
-        section: str | None = None,
-        tag: str | None = None,
-        status: TaskStatus | str | None = None,
-        due_from: date | None = None,
-        due_to: date | None = None,
-        planned: date | None = None,
-        include_trashed: bool = False,
+        self, actor: ActorRef, list_ref: UUID | str, **page: Unpack[TreePageKeywords]
     ) -> TreePage:
         """:meth:`tree` a page at a time: up to ``limit`` top-level tasks with their
         descendants, after the page whose ``next_after`` cursor is ``after``.
@@ -127,44 +106,15 @@ class TaskReads(ServiceBase):
         survives its task being moved or trashed. Unfiltered, a page costs four
         statements whatever the list's size; filtered, the whole list is read.
         """
-        key = page_request(limit, after)
-        filters = _TreeFilters(section, tag, status, due_from, due_to, planned, include_trashed)
-        if filters.any:
-            return self._filtered_page(actor, list_ref, limit, key, filters)
-
-        def run(conn: Connection) -> TreePage:
-            list_id = self._readable_list(conn, actor, list_ref)
-            nodes, following = read_tree_page(
-                conn, list_id, limit=limit, after=key, include_trashed=include_trashed
-            )
-            return TreePage(trees=tuple(nodes), next_after=next_cursor(following))
-
-        return self.store.run(run, write=False)
+        trees, next_after = self._tree_page(actor, list_ref, page, read_tree_page, _trees)
+        return TreePage(trees=tuple(trees), next_after=next_after)
 
     def tree_page_json(
-        self,
-        actor: ActorRef,
-        list_ref: UUID | str,
-        *,
-        limit: int,
-        after: str | None = None,
-        section: str | None = None,
-        tag: str | None = None,
-        status: TaskStatus | str | None = None,
-        due_from: date | None = None,
-        due_to: date | None = None,
-        planned: date | None = None,
-        include_trashed: bool = False,
+        self, actor: ActorRef, list_ref: UUID | str, **page: Unpack[TreePageKeywords]
     ) -> tuple[list[dict[str, Any]], str | None]:
         """:meth:`tree_page` as JSON (each tree's ``to_json()``) and the next cursor, made
         straight from the rows: what the HTTP API answers, without value objects."""
-        key = page_request(limit, after)
-        filters = _TreeFilters(section, tag, status, due_from, due_to, planned, include_trashed)
-        if filters.any:
-            page = self._filtered_page(actor, list_ref, limit, key, filters)
-            return [n.to_json() for n in page.trees], page.next_after
-
-        return self._page(actor, list_ref, limit, key, include_trashed, read_tree_page_json)
+        return self._tree_page(actor, list_ref, page, read_tree_page_json, _trees_json)
 
     def tree_page_text(
         self,
@@ -217,22 +167,29 @@ class TaskReads(ServiceBase):
         require_list_role(conn, actor_id, list_id, Role.VIEWER, write=False)
         return list_id
 
-    def _filtered_page(
+    def _tree_page(
         self,
         actor: ActorRef,
         list_ref: UUID | str,
-        limit: int,
-        key: PageKey | None,
-        filters: _TreeFilters,
-    ) -> TreePage:
-        trees = self.tree(actor, list_ref, **asdict(filters))
-        later = [n for n in trees if key is None or (n.task.position, n.task.ref) > key]
-        page = later[:limit]
-        last = page[-1].task if page and len(later) > limit else None
-        return TreePage(
-            trees=tuple(page),
-            next_after=next_cursor((last.position, last.ref) if last else None),
-        )
+        page: TreePageKeywords,
+        read: Callable[..., tuple[P, PageKey | None]],
+        shown: Callable[[list[TreeNode]], P],
+    ) -> tuple[P, str | None]:
+        """A page of :meth:`tree_page` or :meth:`tree_page_json`, and the next cursor:
+        unfiltered as ``read`` makes it from the rows; filtered, the page's trees of the
+        whole filtered tree as ``shown`` makes them."""
+        limit = page["limit"]
+        key = page_request(limit, page.get("after"))
+        if not _narrows(page):
+            return self._page(actor, list_ref, limit, key, page.get("include_trashed", False), read)
+        later = [
+            n
+            for n in self._tree(actor, list_ref, page)
+            if key is None or (n.task.position, n.task.ref) > key
+        ]
+        trees = later[:limit]
+        last = trees[-1].task if trees and len(later) > limit else None
+        return shown(trees), next_cursor((last.position, last.ref) if last else None)
 
     def checklist(self, actor: ActorRef, task: TaskRef) -> TreeNode:
         """The task and its live descendants as one ordered tree."""
@@ -253,19 +210,25 @@ class TaskReads(ServiceBase):
         return self.store.run(run, write=False)
 
 
-@dataclass(frozen=True, slots=True)
-class _TreeFilters:
-    """The filters of :meth:`TaskService.tree`, by its keyword names."""
+def _narrows(filters: TreeFilters) -> bool:
+    """Whether any filter but ``include_trashed`` is given: then a page is cut from the
+    whole filtered tree."""
+    given = (
+        filters.get("section"),
+        filters.get("tag"),
+        filters.get("status"),
+        filters.get("due_from"),
+        filters.get("due_to"),
+        filters.get("planned"),
+    )
+    return any(v is not None for v in given)
 
-    section: str | None
-    tag: str | None
-    status: TaskStatus | str | None
-    due_from: date | None
-    due_to: date | None
-    planned: date | None
-    include_trashed: bool
 
-    @property
-    def any(self) -> bool:
-        values = (self.section, self.tag, self.status, self.due_from, self.due_to, self.planned)
-        return any(v is not None for v in values)
+def _trees(trees: list[TreeNode]) -> list[TreeNode]:
+    """A filtered page's trees as :meth:`TaskReads.tree_page` gives them: as they are."""
+    return trees
+
+
+def _trees_json(trees: list[TreeNode]) -> list[dict[str, Any]]:
+    """A filtered page's trees as :meth:`TaskReads.tree_page_json` gives them."""
+    return [n.to_json() for n in trees]

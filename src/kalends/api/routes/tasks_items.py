@@ -40,6 +40,7 @@ from kalends.api.routes.tasks_models import (
 from kalends.api.security import ContextDep, PrincipalDep
 from kalends.errors import InvalidInput
 from kalends.tasks import TaskDetail
+from kalends.tasks.keywords import TreeFilters
 from kalends.tasks.series import SeriesView
 from kalends.tasks.service import PAGE_CURSOR_LENGTH
 from kalends.tasks.values import MAX_TREE_PAGE
@@ -152,7 +153,7 @@ def task_tree(
     query: Annotated[TreeQuery, Depends(tree_query)],
 ) -> JSONResponse:
     tasks = ctx.services.tasks
-    filters: dict[str, Any] = {
+    filters: TreeFilters = {
         "section": query.section,
         "tag": query.tag,
         "status": query.status,

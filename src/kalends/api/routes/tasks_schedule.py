@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-from uuid import UUID
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
@@ -30,13 +29,10 @@ from kalends.api.routes.tasks_models import (
     TaskPath,
     TaskRevision,
     answer,
-    atomic,
 )
 from kalends.api.security import ContextDep, PrincipalDep
 from kalends.civil import get_zone
-from kalends.errors import InvalidInput, NotFound
-from kalends.reminders.scheduling import past_reminders
-from kalends.tasks import Task, parse_schedule
+from kalends.tasks import Task
 
 router = APIRouter(prefix="/api", tags=["schedules"], route_class=DispatchedRoute)
 
@@ -65,27 +61,17 @@ def _check_zones(data: dict[str, Any]) -> None:
 def set_schedule(
     task: TaskPath, body: ScheduleBody, ctx: ContextDep, who: PrincipalDep
 ) -> JSONResponse:
-    directory = ctx.services.directory
     data = body.model_dump(exclude={"expectedRevision"})
 
-    def recipient(value: object, field: str) -> UUID:
-        if value is None:
-            return who.actor_id
-        if not isinstance(value, str):  # pragma: no cover - the body's model allows text only
-            raise InvalidInput(f"{field}: an actor handle or ID is expected", field=field)
-        try:
-            return directory.actor(value).id
-        except NotFound:
-            raise InvalidInput(f"{field}: no actor {value!r}", field=field) from None
-
-    def write() -> Task:
+    def checked(_current: Task | None) -> dict[str, Any]:
+        # In the change's transaction, before the schedule is read and its task found.
         _check_zones(data)
-        schedule = parse_schedule(data, recipient)
-        return ctx.services.tasks.set_schedule(who.actor_id, task, body.expectedRevision, schedule)
+        return data
 
-    scheduled = atomic(ctx, write)
-    warned = past_reminders(scheduled, ctx.services.store.clock.now())
-    return answer({**scheduled.to_json(), "warnings": [w.to_json() for w in warned]})
+    scheduled = ctx.services.changes.schedule(
+        who.actor_id, task, body.expectedRevision, checked, from_current=False
+    )
+    return answer(scheduled.to_json())
 
 
 @router.post(
