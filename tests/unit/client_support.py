@@ -17,8 +17,9 @@ def protocol_methods(protocol: type) -> list[str]:
 
 
 def parameters(cls: type, name: str) -> list[tuple[str, Any, Any]]:
-    """Each parameter of ``cls.name``: its name, kind and default."""
-    found = inspect.signature(getattr(cls, name)).parameters.values()
+    """Each parameter of ``cls.name`` as written: its name, kind and default (a keyword
+    group's ``**kw`` as such, not as :func:`kalends.keywords.takes` spells it out)."""
+    found = inspect.signature(inspect.unwrap(getattr(cls, name))).parameters.values()
     return [(p.name, p.kind, p.default) for p in found]
 
 

@@ -11,9 +11,8 @@ are marked ``Required``.
 # No ``from __future__ import annotations``: ``Required`` must be seen at class creation
 # for the groups' ``__required_keys__`` to be right at run time.
 
-import inspect
-from collections.abc import Callable, Mapping
-from typing import Any, Required, TypedDict, get_type_hints
+from collections.abc import Mapping
+from typing import Any, Required, TypedDict
 from uuid import UUID
 
 from kalends.missions.controls import Action
@@ -23,7 +22,6 @@ __all__ = [
     "PageKeywords",
     "RequestKeywords",
     "StatusKeywords",
-    "spelled_out",
 ]
 
 
@@ -69,23 +67,3 @@ class PageKeywords(TypedDict, total=False):
     # At most this many documents, 1 to :data:`~kalends.missions.limits.MAX_PAGE`.
     # Default ``MAX_PAGE``.
     limit: int
-
-
-def spelled_out(fn: Callable[..., Any], group: Any) -> inspect.Signature:
-    """``fn``'s signature with its ``**kw`` written out as ``group``'s keywords, for what
-    reads a signature at run time (:func:`inspect.signature`, ``help``): each one
-    keyword-only, a required one without a default and any other with ``None``, so only
-    for a group whose optional keys all default to ``None``."""
-    signature = inspect.signature(fn)
-    kept = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
-    types = get_type_hints(group)
-    keywords = [
-        inspect.Parameter(
-            key,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=inspect.Parameter.empty if key in group.__required_keys__ else None,
-            annotation=types[key],
-        )
-        for key in types
-    ]
-    return signature.replace(parameters=[*kept, *keywords])

@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection
 from kalends.civil import format_local
 from kalends.errors import DatabaseBusy, InvalidInput, NotDispatched, NotFound
 from kalends.identity import Role, parse_uuid, require_role, resolve_actor
+from kalends.keywords import takes
 from kalends.missions import repository
 from kalends.missions.controls import Action, DocState, refusal
 from kalends.missions.document import Phase, preview_slots
@@ -148,6 +149,7 @@ class ScheduleReads:
 
         return self._run(run, write=False)
 
+    @takes(PageKeywords, limit=MAX_PAGE)
     def page(self, actor: UUID | str, workspace: UUID | str, **kw: Unpack[PageKeywords]) -> Page:
         """At most eight documents in mission-ID order after ``after``; tombstones take
         their place on the page and the cursor moves past them."""
@@ -216,6 +218,7 @@ class ScheduleReads:
 
     # --- status reads -------------------------------------------------------------------
 
+    @takes(StatusKeywords)
     def control_status(
         self, actor: UUID | str, schedule: UUID | str, request_id: str, **kw: Unpack[StatusKeywords]
     ) -> ControlStatus:

@@ -33,11 +33,12 @@ from kalends.errors import (
     ScheduleRevisionConflict,
 )
 from kalends.identity import Role, resolve_actor
+from kalends.keywords import takes
 from kalends.missions import repository
 from kalends.missions.config import Config, config_from_json, config_to_json
 from kalends.missions.controls import Action, DocState, apply, edit_refusal, refusal
 from kalends.missions.document import Body, Phase, State, check_not_past
-from kalends.missions.keywords import ControlKeywords, RequestKeywords, spelled_out
+from kalends.missions.keywords import ControlKeywords, RequestKeywords
 from kalends.missions.limits import MAX_SCHEDULES
 from kalends.missions.outcomes import ControlOutcome, ControlStatus, Page, Receipt
 from kalends.missions.refusals import refusal_of
@@ -111,6 +112,7 @@ class _ControlOf:
     taking every argument of it but ``changes`` (which only Configure has)."""
 
     def __init__(self, action: Action) -> None:
+        @takes(RequestKeywords)
         def method(
             self: ScheduleService,
             actor: UUID | str,
@@ -119,8 +121,6 @@ class _ControlOf:
         ) -> ControlOutcome:
             return self.control(actor, schedule, action, **kw)
 
-        # (what reads the signature at run time sees the keywords themselves)
-        method.__signature__ = spelled_out(method, RequestKeywords)  # type: ignore[attr-defined]
         method.__doc__ = (
             f"Apply {action.value} under the revision compare-and-swap (:meth:`control`); "
             "with ``workspace``, only to a schedule of that workspace (checked first)."
@@ -234,6 +234,7 @@ class ScheduleService(ScheduleReads):
     check = _ControlOf(Action.CHECK)
     delete = _ControlOf(Action.DELETE)
 
+    @takes(RequestKeywords)
     def configure(
         self,
         actor: UUID | str,
@@ -253,6 +254,7 @@ class ScheduleService(ScheduleReads):
         """
         return self.control(actor, schedule, Action.CONFIGURE, changes=changes, **kw)
 
+    @takes(ControlKeywords)
     def control(
         self,
         actor: UUID | str,

@@ -25,6 +25,7 @@ from sqlalchemy.engine import Connection
 
 from kalends.errors import InvalidInput
 from kalends.identity import resolve_actor
+from kalends.keywords import takes
 from kalends.reminders.claims import (
     ACK,
     C_AT,
@@ -281,6 +282,7 @@ class Outbox:
 
     # --- people ------------------------------------------------------------------------
 
+    @takes(IntentQuery, limit=LIST_LIMIT)
     def list(self, actor: Any, **kw: Unpack[IntentQuery[UUID]]) -> list[Intent]:
         """The intents the actor may see: those of tasks in lists they belong to."""
         state = _check_status(kw.get("status"))

@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 
 from kalends.errors import InvalidInput, NotFound
 from kalends.identity import ActorRef, resolve_actor
+from kalends.keywords import takes
 from kalends.reminders import past_reminders
 from kalends.storage.unit_of_work import Store
 from kalends.tasks.keywords import EditKeywords, RelocateKeywords, RepeatKeywords
@@ -104,6 +105,7 @@ class TaskChanges:
     def _atomic(self, fn: Callable[[], T]) -> T:
         return self.store.run(lambda _conn: fn())
 
+    @takes(EditKeywords, add_tags=(), remove_tags=())
     def edit(
         self, actor: ActorRef, task: TaskRef, expected_revision: int, **edits: Unpack[EditKeywords]
     ) -> Task:
@@ -135,6 +137,7 @@ class TaskChanges:
 
         return self._atomic(edit)
 
+    @takes(RelocateKeywords, root=False, clear_section=False)
     def relocate(
         self, actor: ActorRef, task: TaskRef, expected_revision: int, **to: Unpack[RelocateKeywords]
     ) -> Task:
@@ -170,6 +173,7 @@ class TaskChanges:
 
         return self._atomic(move)
 
+    @takes(RepeatKeywords)
     def repeat(
         self,
         actor: ActorRef,

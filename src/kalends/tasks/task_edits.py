@@ -11,6 +11,7 @@ from sqlalchemy.engine import Connection
 
 from kalends.errors import Conflict, InvalidInput
 from kalends.identity import ActorRef, Role, resolve_actor
+from kalends.keywords import takes
 from kalends.storage.ids import ids_at
 from kalends.storage.task_tables import (
     tags,
@@ -51,6 +52,7 @@ from kalends.tasks.values import (
 class TaskEdits(ServiceBase):
     """Creation and edits of :class:`~kalends.tasks.service.TaskService`."""
 
+    @takes(CreateKeywords, description="", tags=())
     def create(
         self, actor: ActorRef, list_ref: UUID | str, title: str, **new: Unpack[CreateKeywords]
     ) -> Task:

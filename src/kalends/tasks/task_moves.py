@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 
 from kalends.errors import InvalidInput, ReparentCycle
 from kalends.identity import ActorRef, Role
+from kalends.keywords import takes
 from kalends.storage.task_tables import (
     sections,
     task_tags,
@@ -47,6 +48,7 @@ from kalends.tasks.tree import ancestor_ids, subtree_ids
 class TaskMoves(ServiceBase):
     """The moves of :class:`~kalends.tasks.service.TaskService`."""
 
+    @takes(PlaceKeywords, clear_section=False)
     def move(
         self, actor: ActorRef, task: TaskRef, expected_revision: int, **place: Unpack[PlaceKeywords]
     ) -> Task:

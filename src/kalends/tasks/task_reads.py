@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 
 from kalends.errors import InvalidInput
 from kalends.identity import ActorRef, Role, resolve_actor
+from kalends.keywords import takes
 from kalends.tasks import history
 from kalends.tasks.access import require_list_role, task_with_role
 from kalends.tasks.detail import read_detail
@@ -54,6 +55,7 @@ class TaskReads(ServiceBase):
 
         return self.store.run(run, write=False)
 
+    @takes(TreeFilters, include_trashed=False)
     def tree(
         self, actor: ActorRef, list_ref: UUID | str, **filters: Unpack[TreeFilters]
     ) -> list[TreeNode]:
@@ -96,6 +98,7 @@ class TaskReads(ServiceBase):
 
         return self.store.run(run, write=False)
 
+    @takes(TreePageKeywords, include_trashed=False)
     def tree_page(
         self, actor: ActorRef, list_ref: UUID | str, **page: Unpack[TreePageKeywords]
     ) -> TreePage:
@@ -109,6 +112,7 @@ class TaskReads(ServiceBase):
         trees, next_after = self._tree_page(actor, list_ref, page, read_tree_page, _trees)
         return TreePage(trees=tuple(trees), next_after=next_after)
 
+    @takes(TreePageKeywords, include_trashed=False)
     def tree_page_json(
         self, actor: ActorRef, list_ref: UUID | str, **page: Unpack[TreePageKeywords]
     ) -> tuple[list[dict[str, Any]], str | None]:
