@@ -9,9 +9,18 @@ from sqlalchemy.engine import Connection
 
 from kalends.identity import Role
 from kalends.storage.prepared import Prepared
-from kalends.tasks import access
+from kalends.storage.task_tables import series_occurrences, task_series
+from kalends.tasks import access, successors
 from kalends.tasks.access import require_list_role, task_with_role
-from kalends.tasks.task_rows import ListRow, TaskDetailRow, TaskRow
+from kalends.tasks.task_rows import (
+    ListRow,
+    OccurrenceRow,
+    SeriesRow,
+    SuccessorRoot,
+    SuccessorSource,
+    TaskDetailRow,
+    TaskRow,
+)
 
 from .conftest import World
 
@@ -31,6 +40,14 @@ class TestTheRowTypesMatchTheirStatements:
 
     def test_a_list_row_has_the_list_role_checks_columns_in_order(self) -> None:
         assert ListRow._fields == _columns(access._LIST_WITH_ROLE)
+
+    def test_a_series_and_an_occurrence_have_their_tables_columns_in_order(self) -> None:
+        assert SeriesRow._fields == tuple(task_series.c.keys())
+        assert OccurrenceRow._fields == tuple(series_occurrences.c.keys())
+
+    def test_a_successors_source_rows_have_their_statements_columns_in_order(self) -> None:
+        assert SuccessorRoot._fields == _columns(Prepared(successors._ROOT_ROW))
+        assert SuccessorSource._fields == _columns(Prepared(successors._SOURCE_ROWS))
 
 
 class TestTheRoleChecksReturnTypedRows:

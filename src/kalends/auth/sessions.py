@@ -8,14 +8,13 @@ A session lives :data:`SESSION_TTL` from its last use. Using it moves
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 from uuid import UUID
 
 from sqlalchemy import bindparam, delete, insert, or_, select, update
 from sqlalchemy.engine import Connection
 
 from kalends.auth.credentials import csrf_token_for, digest, new_secret
-from kalends.auth.values import Principal, SessionGrant
+from kalends.auth.values import LiveSession, Principal, SessionGrant
 from kalends.identity import KnownActor
 from kalends.storage.auth_tables import auth_sessions
 from kalends.storage.identity_tables import actors
@@ -73,8 +72,14 @@ def open_session(conn: Connection, actor_id: UUID, now: datetime) -> SessionGran
 
 
 # Built once and run on the driver: every request of a login session runs it.
+# Its columns are LiveSession's, in order.
 _FIND = Prepared(
-    select(auth_sessions, actors.c.handle)
+    select(
+        auth_sessions.c.id,
+        auth_sessions.c.actor_id,
+        auth_sessions.c.last_seen_at,
+        actors.c.handle,
+    )
     .join(actors, actors.c.id == auth_sessions.c.actor_id)
     .where(
         auth_sessions.c.secret_hash == bindparam("hash"),
@@ -84,12 +89,13 @@ _FIND = Prepared(
 )
 
 
-def find_session(conn: Connection, secret: str, now: datetime) -> Any | None:
-    """The live session row (with the actor's ``handle``) whose cookie secret is ``secret``."""
-    return _FIND.first(conn, {"hash": digest(secret), "now": now})
+def find_session(conn: Connection, secret: str, now: datetime) -> LiveSession | None:
+    """The live session (with the actor's ``handle``) whose cookie secret is ``secret``."""
+    row = _FIND.first(conn, {"hash": digest(secret), "now": now})
+    return None if row is None else LiveSession.from_row(row)
 
 
-def session_principal(row: Any, secret: str) -> Principal:
+def session_principal(row: LiveSession, secret: str) -> Principal:
     return Principal(
         actor_id=KnownActor.of(row.actor_id),
         handle=row.handle,
@@ -99,7 +105,7 @@ def session_principal(row: Any, secret: str) -> Principal:
     )
 
 
-def touch_session(conn: Connection, row: Any, now: datetime) -> None:
+def touch_session(conn: Connection, row: LiveSession, now: datetime) -> None:
     """Record a use of the session read as ``row``, unless it changed since it was read."""
     conn.execute(
         update(auth_sessions)

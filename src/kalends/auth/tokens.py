@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import BindParameter
 
 from kalends.auth.credentials import digest, new_secret
-from kalends.auth.values import TokenInfo
+from kalends.auth.values import LiveToken, TokenInfo
 from kalends.errors import InvalidInput, LimitReached, NotFound
 from kalends.identity import parse_uuid
 from kalends.storage.auth_tables import TOKEN_NAME_LENGTH, api_tokens
@@ -167,7 +167,8 @@ def revoke_token(conn: Connection, actor_id: UUID, token_id: UUID, now: datetime
     return TokenInfo.from_row(row, now)
 
 
-# Built once and run on the driver: every authenticated request runs it.
+# Built once and run on the driver: every authenticated request runs it. Its columns are
+# LiveToken's, in order.
 _FIND = Prepared(
     select(api_tokens.c.id, api_tokens.c.actor_id, api_tokens.c.last_used_at, actors.c.handle)
     .join(actors, actors.c.id == api_tokens.c.actor_id)
@@ -175,13 +176,14 @@ _FIND = Prepared(
 )
 
 
-def find_token(conn: Connection, secret: str, now: datetime) -> Any | None:
+def find_token(conn: Connection, secret: str, now: datetime) -> LiveToken | None:
     """The live token (``id``, ``actor_id``, ``last_used_at`` and the actor's ``handle``)
     whose secret is ``secret``."""
-    return _FIND.first(conn, {"hash": digest(secret), "now": now})
+    row = _FIND.first(conn, {"hash": digest(secret), "now": now})
+    return None if row is None else LiveToken.from_row(row)
 
 
-def touch_token(conn: Connection, row: Any, now: datetime) -> None:
+def touch_token(conn: Connection, row: LiveToken, now: datetime) -> None:
     """Record a use of the token read as ``row``, unless it changed since it was read."""
     unchanged = (
         api_tokens.c.last_used_at.is_(None)

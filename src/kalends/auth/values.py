@@ -1,14 +1,15 @@
-"""What authentication hands out: the principal of a request, a new session, a token's facts."""
+"""What authentication hands out: the principal of a request, a new session, a token's facts;
+and the live session or token a credential check reads, as typed values."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 from uuid import UUID
 
-__all__ = ["LoginLink", "Principal", "SessionGrant", "TokenInfo"]
+__all__ = ["LoginLink", "LiveSession", "LiveToken", "Principal", "SessionGrant", "TokenInfo"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,37 @@ class SessionGrant:
     csrf_token: str
     principal: Principal
     expires_at: datetime
+
+
+class LiveSession(NamedTuple):
+    """A live session as the credential check reads it (the columns of
+    :func:`~kalends.auth.sessions.find_session`'s statement, in order): what the principal
+    is made of, and the last use that :func:`~kalends.auth.sessions.touch_session`
+    compares against. A named tuple made by position: every request of a session reads one."""
+
+    id: UUID
+    actor_id: UUID
+    last_seen_at: datetime
+    handle: str
+
+    @classmethod
+    def from_row(cls, row: Any) -> LiveSession:
+        return cls._make(row)
+
+
+class LiveToken(NamedTuple):
+    """A live API token as the credential check reads it (the columns of
+    :func:`~kalends.auth.tokens.find_token`'s statement, in order); made as
+    :class:`LiveSession` is."""
+
+    id: UUID
+    actor_id: UUID
+    last_used_at: datetime | None
+    handle: str
+
+    @classmethod
+    def from_row(cls, row: Any) -> LiveToken:
+        return cls._make(row)
 
 
 @dataclass(frozen=True, slots=True)

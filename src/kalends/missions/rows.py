@@ -1,7 +1,8 @@
 """The rows the schedule repository reads, as typed immutable values: a schedule's row,
 the same row as a read shows it (with its wake's columns and the reader's role), a
 control's record, and what a control reads first. Each is built from a driver row by its
-``from_row`` only.
+``from_row`` only. :class:`StoredSchedule` names what the document functions read of any
+of them (and of the scheduler's :class:`~kalends.missions.scheduler_rows.SchedulerRow`).
 
 They are named tuples whose fields are the columns in the order the repository selects
 them, so a row becomes one without a lookup per column: a listing builds 64 of them per
@@ -15,10 +16,47 @@ own); the document stays its text, parsed once and cached by that text by
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 from uuid import UUID
 
-__all__ = ["ControlRead", "ControlRecord", "Schedule", "ScheduleRead", "ScheduleRow"]
+__all__ = [
+    "ControlRead",
+    "ControlRecord",
+    "Schedule",
+    "ScheduleRead",
+    "ScheduleRow",
+    "StoredSchedule",
+]
+
+
+class StoredSchedule(Protocol):
+    """The ``schedules`` columns that parse into a document and that its compare-and-swap
+    and compaction write against (:mod:`kalends.missions.stored_documents`): what a
+    :class:`ScheduleRow`, a :class:`ScheduleRead` and the scheduler's
+    :class:`~kalends.missions.scheduler_rows.SchedulerRow` all have. A protocol, not one
+    more value: each of those is already built once, by its own ``from_row``, from a read
+    with its own further columns. ``config`` and ``body`` are ``None`` for a tombstone."""
+
+    @property
+    def id(self) -> UUID: ...
+    @property
+    def workspace_id(self) -> UUID: ...
+    @property
+    def phase(self) -> str: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def revision(self) -> int: ...
+    @property
+    def evicted_control_revision(self) -> int: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def creation_request_id(self) -> str: ...
+    @property
+    def config(self) -> str | None: ...
+    @property
+    def body(self) -> str | None: ...
 
 
 class ScheduleRow(NamedTuple):

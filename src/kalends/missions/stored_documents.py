@@ -2,10 +2,11 @@
 written whole by one compare-and-swap on its revision; a deleted one compacted into a
 tombstone (seed 002 "Unified document foundation").
 
-The schedule service and the scheduler both write documents through these. ``row`` is any
-read of the ``schedules`` columns a function names (the scheduler's reads add their own),
-so it is typed loosely here; the service's reads are
-:class:`~kalends.missions.rows.ScheduleRow` values.
+The schedule service and the scheduler both write documents through these. ``row`` is a
+:class:`~kalends.missions.rows.StoredSchedule`: the service's
+:class:`~kalends.missions.rows.ScheduleRow` or ``ScheduleRead``, or the scheduler's
+:class:`~kalends.missions.scheduler_rows.SchedulerRow`, each read with its own further
+columns.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from kalends.missions.limits import (
     MAX_TOMBSTONES,
 )
 from kalends.missions.refusals import APPLIED
+from kalends.missions.rows import StoredSchedule
 from kalends.storage.mission_tables import schedule_controls, schedules, workspaces
 from kalends.storage.prepared import Prepared
 from kalends.storage.unit_of_work import for_update
@@ -79,11 +81,13 @@ def _parse_body(text: str) -> tuple[Body, int]:
     return load_body(text), len(text.encode())
 
 
-def doc_of(row: Any) -> DocState:
+def doc_of(row: StoredSchedule) -> DocState:
     """The parsed document of a schedule row; :class:`CorruptDocument` when its stored text
     does not parse or is over its ceilings. Parsing is cached by the stored text (both
     parts are immutable values), so rereading an unchanged document costs a dict lookup."""
     try:
+        if row.config is None or row.body is None:
+            raise TypeError("the document's configuration or body is NULL")
         config, config_size = _parse_config(row.config)
         body, body_size = _parse_body(row.body)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -128,7 +132,7 @@ def _next_due_column(state: State, phase: Phase, config: Config, body: Body) -> 
 
 
 def cas_params(
-    row: Any,
+    row: StoredSchedule,
     *,
     state: State,
     phase: Phase,
@@ -140,7 +144,7 @@ def cas_params(
     ``row.revision`` (for :func:`cas_swap` and :func:`cas_write_many`); an unchanged
     configuration keeps its stored text. :class:`TooLarge` when the document is over its
     ceilings."""
-    unchanged = config is _parse_config(row.config)[0]
+    unchanged = row.config is not None and config is _parse_config(row.config)[0]
     config_text, body_text, size = document_texts(config, body, row.config if unchanged else None)
     return {
         "b_id": row.id,
@@ -166,7 +170,7 @@ def cas_swap(conn: Connection, params: dict[str, Any]) -> bool:
 
 def cas_write(
     conn: Connection,
-    row: Any,
+    row: StoredSchedule,
     *,
     state: State,
     phase: Phase,
@@ -193,7 +197,7 @@ def cas_write_many(conn: Connection, params: Sequence[dict[str, Any]]) -> list[b
     return [conn.execute(_CAS, p).rowcount == 1 for p in params]
 
 
-def compact(conn: Connection, row: Any, now: datetime) -> bool:
+def compact(conn: Connection, row: StoredSchedule, now: datetime) -> bool:
     """Turn a deleted, reconciled document into a tombstone when the registry has room;
     completes its Delete (seed 002 "Unified document foundation")."""
     if not tombstone_room(conn, row):
@@ -225,7 +229,7 @@ def compact(conn: Connection, row: Any, now: datetime) -> bool:
     return True
 
 
-def tombstone_room(conn: Connection, row: Any) -> bool:
+def tombstone_room(conn: Connection, row: StoredSchedule) -> bool:
     """Whether the workspace's tombstone registry can take one more entry."""
     conn.execute(
         for_update(select(workspaces.c.id).where(workspaces.c.id == row.workspace_id))
@@ -238,7 +242,7 @@ def tombstone_room(conn: Connection, row: Any) -> bool:
     return bool(count < MAX_TOMBSTONES and total + tombstone_size(row) <= MAX_TOMBSTONE_BYTES)
 
 
-def tombstone_size(row: Any) -> int:
+def tombstone_size(row: StoredSchedule) -> int:
     """The bytes ``row``'s entry takes in its workspace's tombstone registry."""
     entry = {
         "id": str(row.id),

@@ -42,6 +42,7 @@ from kalends.missions.document import (
     quota_limit,
     quota_used,
 )
+from kalends.missions.rows import Schedule, ScheduleRead
 
 __all__ = ["available_actions", "block_reason", "iso", "project", "project_tombstone"]
 
@@ -110,9 +111,9 @@ def _pending(body: Body) -> dict[str, Any] | None:
     return out
 
 
-def _scheduler(row: Any, now: datetime | None) -> dict[str, Any] | None:
+def _scheduler(row: Schedule, now: datetime | None) -> dict[str, Any] | None:
     """Whether a live scheduler holds the schedule's wake (``None``: not read)."""
-    if now is None or not hasattr(row, "wake_owner"):
+    if now is None or not isinstance(row, ScheduleRead):
         return None
     live = row.wake_owner is not None and row.wake_lease is not None and row.wake_lease > now
     return {
@@ -122,14 +123,18 @@ def _scheduler(row: Any, now: datetime | None) -> dict[str, Any] | None:
     }
 
 
-def _last_error(row: Any) -> dict[str, Any] | None:
-    code = getattr(row, "last_error_code", None)
-    if code is None:
+def _last_error(row: Schedule) -> dict[str, Any] | None:
+    """The wake's last error (``None``: none, or the wake's columns not read)."""
+    if not isinstance(row, ScheduleRead) or row.last_error_code is None:
         return None
-    return {"code": code, "at": iso(row.last_error_at), "message": row.last_error_message}
+    return {
+        "code": row.last_error_code,
+        "at": iso(row.last_error_at),
+        "message": row.last_error_message,
+    }
 
 
-def project(doc: DocState, row: Any, *, now: datetime | None = None) -> dict[str, Any]:
+def project(doc: DocState, row: Schedule, *, now: datetime | None = None) -> dict[str, Any]:
     """The full detail of a live or deleting document. A running schedule with no slot
     left is displayed as finished; with ``now`` and the wake's columns on ``row``, one
     with work left that no live scheduler holds is displayed as Interrupted (seed 002:
@@ -214,7 +219,7 @@ def project(doc: DocState, row: Any, *, now: datetime | None = None) -> dict[str
     }
 
 
-def project_tombstone(row: Any) -> dict[str, Any]:
+def project_tombstone(row: Schedule) -> dict[str, Any]:
     return {
         "id": str(row.id),
         "workspaceId": str(row.workspace_id),

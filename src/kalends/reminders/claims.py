@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from operator import itemgetter
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from sqlalchemy import (
@@ -66,6 +66,7 @@ __all__ = [
     "C_TOKEN",
     "Claim",
     "ClaimRow",
+    "LeasedIntent",
     "ack_in",
     "claim_in",
     "claim_rows_in",
@@ -212,6 +213,22 @@ _CLOSE = (
     )
 )
 
+
+class LeasedIntent(NamedTuple):
+    """The intent a lease token names, as :func:`leased_row` reads it (its statement's
+    columns, in order): whether the token still holds it, and its attempts so far."""
+
+    id: UUID
+    status: str
+    attempts: int
+    lease_expires_at: datetime | None
+    lease_owner: str | None
+
+    @classmethod
+    def from_row(cls, row: Any) -> LeasedIntent:
+        return cls._make(row)
+
+
 _LEASED_ROW = select(
     ri.c.id, ri.c.status, ri.c.attempts, ri.c.lease_expires_at, ri.c.lease_owner
 ).where(ri.c.lease_token == bindparam("token"))
@@ -303,9 +320,10 @@ def release_in(conn: Connection, tokens: Sequence[str], now: datetime) -> int:
     return released
 
 
-def leased_row(conn: Connection, token: str) -> Any:
+def leased_row(conn: Connection, token: str) -> LeasedIntent | None:
     """The intent that ``token`` leased (or leases): ID, status, attempts, lease; or ``None``."""
-    return conn.execute(_LEASED_ROW, {"token": token}).first()
+    row = conn.execute(_LEASED_ROW, {"token": token}).first()
+    return None if row is None else LeasedIntent.from_row(row)
 
 
 def retry_in(conn: Connection, token: str, error: str, now: datetime) -> UUID:
@@ -314,7 +332,13 @@ def retry_in(conn: Connection, token: str, error: str, now: datetime) -> UUID:
     (kept, with ``error``) after its last attempt. Raises :class:`LeaseLost` when the token
     no longer holds it."""
     row = leased_row(conn, token)
-    if row is None or row.status != _LEASED or row.lease_expires_at <= now:
+    if (
+        row is None
+        or row.status != _LEASED
+        # (a leased intent always has its lease's expiry: the claim sets both together)
+        or row.lease_expires_at is None
+        or row.lease_expires_at <= now
+    ):
         raise lease_lost(row)
     dead = row.attempts >= MAX_ATTEMPTS
     values: dict[str, Any] = {
@@ -331,8 +355,7 @@ def retry_in(conn: Connection, token: str, error: str, now: datetime) -> UUID:
     ).rowcount
     if changed != 1:  # pragma: no cover - the row was read in this transaction
         raise lease_lost(None)
-    found: UUID = row.id
-    return found
+    return row.id
 
 
 def next_due_in(conn: Connection) -> datetime | None:
@@ -341,7 +364,7 @@ def next_due_in(conn: Connection) -> datetime | None:
     return found
 
 
-def lease_lost(row: Any) -> LeaseLost:
+def lease_lost(row: LeasedIntent | None) -> LeaseLost:
     """Why a token no longer holds its intent, given the :func:`leased_row` it names."""
     if row is None:
         return LeaseLost("reminder: no intent is leased with this token")

@@ -51,22 +51,13 @@ class TaskAnnotations(ServiceBase):
             row = conn.execute(select(attachments).where(attachments.c.id == as_id)).first()
             if row is None:
                 raise unseen
+            meta = Attachment.from_row(row)
             try:
-                task_with_role(conn, actor_id, row.task_id, Role.VIEWER, write=False)
+                task_with_role(conn, actor_id, meta.task_id, Role.VIEWER, write=False)
             except NotFound:
                 raise unseen from None
             # The bytes only once the actor may read them.
-            data = conn.execute(select(blobs.c.data).where(blobs.c.sha256 == row.sha256)).one()
-            meta = Attachment(
-                id=row.id,
-                task_id=row.task_id,
-                author_id=row.author_id,
-                name=row.name,
-                media_type=row.media_type,
-                size=row.size,
-                sha256=row.sha256,
-                created_at=row.created_at,
-            )
+            data = conn.execute(select(blobs.c.data).where(blobs.c.sha256 == meta.sha256)).one()
             return meta, bytes(data.data)
 
         return self.store.run(run, write=False)

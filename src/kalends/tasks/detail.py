@@ -54,25 +54,8 @@ def read_detail(conn: Connection, row: TaskDetailRow) -> TaskDetail:
     brings the list's revision, the section's name and the count of live children)."""
     key = {"task_id": row.id}
     task = tasks_from([row], _TAGS_OF_TASK.rows(conn, key), _REMINDERS_OF_TASK.rows(conn, key))[0]
-    found_comments = tuple(
-        Comment(
-            id=c.id, task_id=c.task_id, author_id=c.author_id, body=c.body, created_at=c.created_at
-        )
-        for c in _COMMENTS_OF.rows(conn, key)
-    )
-    found_attachments = tuple(
-        Attachment(
-            id=a.id,
-            task_id=a.task_id,
-            author_id=a.author_id,
-            name=a.name,
-            media_type=a.media_type,
-            size=a.size,
-            sha256=a.sha256,
-            created_at=a.created_at,
-        )
-        for a in _ATTACHMENTS_OF.rows(conn, key)
-    )
+    found_comments = tuple(Comment.from_row(c) for c in _COMMENTS_OF.rows(conn, key))
+    found_attachments = tuple(Attachment.from_row(a) for a in _ATTACHMENTS_OF.rows(conn, key))
     return TaskDetail(
         task=task,
         list=TaskList(

@@ -2,11 +2,17 @@
 
 Every read is a fixed number of statements, whatever the number of tasks: the
 tasks, then their tags, then their reminders.
+
+The rows are the driver's, typed by the protocols of what is read of them
+(:class:`~kalends.tasks.task_rows.ShownTask`, ``ReminderColumns``, ``TagPair``) rather
+than made into one more value each: every row is read once, here, into its
+:class:`Task` or :class:`Reminder`, in the loop the page and tree reads spend their time
+in (``bench/tasks.py`` (c), ``bench/api.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -26,11 +32,14 @@ from kalends.tasks.models import (
     reminder_from_row,
 )
 from kalends.tasks.skips import SHOWN_STATUS, SKIPPED, is_skipped
-from kalends.tasks.task_rows import TaskRow
+from kalends.tasks.task_rows import ReminderColumns, ShownTask, TagPair, TaskRow
 from kalends.tasks.values import Reminder, TaskStatus
 
+TaskIds = BindParameter[Any] | Select[Any]
+"""Which tasks a read is of: an expanding bind of their IDs, or a subquery of them."""
 
-def tags_of(ids: Any) -> Select[Any]:
+
+def tags_of(ids: TaskIds) -> Select[Any]:
     return (
         select(task_tags.c.task_id, tags.c.name)
         .join(tags, tags.c.id == task_tags.c.tag_id)
@@ -39,7 +48,7 @@ def tags_of(ids: Any) -> Select[Any]:
     )
 
 
-def reminders_of(ids: Any) -> Select[Any]:
+def reminders_of(ids: TaskIds) -> Select[Any]:
     return (
         select(task_reminders)
         .where(task_reminders.c.task_id.in_(ids))
@@ -58,7 +67,7 @@ _TASKS_OF_IDS = select(tasks, SHOWN).where(tasks.c.id.in_(_IDS))
 
 
 def _extras(
-    conn: Connection, ids: Any
+    conn: Connection, ids: list[UUID] | Select[Any]
 ) -> tuple[dict[UUID, tuple[str, ...]], dict[UUID, tuple[Reminder, ...]]]:
     """Tags and reminders of the tasks whose IDs ``ids`` selects (a list or a subquery)."""
     if isinstance(ids, list):
@@ -71,7 +80,7 @@ def _extras(
 
 
 def _by_task(
-    tag_rows: Any, reminder_rows: Any
+    tag_rows: Iterable[TagPair], reminder_rows: Iterable[ReminderColumns]
 ) -> tuple[dict[UUID, tuple[str, ...]], dict[UUID, tuple[Reminder, ...]]]:
     """Tag rows ``(task_id, name)`` and reminder rows, grouped by task in their order."""
     tag_map: dict[UUID, list[str]] = {}
@@ -86,13 +95,17 @@ def _by_task(
     )
 
 
-def tasks_from(rows: Sequence[Any], tag_rows: Any, reminder_rows: Any) -> list[Task]:
+def tasks_from(
+    rows: Sequence[ShownTask],
+    tag_rows: Iterable[TagPair],
+    reminder_rows: Iterable[ReminderColumns],
+) -> list[Task]:
     """Tasks from ``tasks`` rows with their tag and reminder rows."""
     return _with_extras(rows, *_by_task(tag_rows, reminder_rows))
 
 
 def _with_extras(
-    rows: Sequence[Any],
+    rows: Sequence[ShownTask],
     tag_map: dict[UUID, tuple[str, ...]],
     reminder_map: dict[UUID, tuple[Reminder, ...]],
 ) -> list[Task]:
@@ -106,13 +119,17 @@ def _with_extras(
                 m,
                 tag_map.get(task_id, ()),
                 reminder_map.get(task_id, ()),
-                skipped=is_skipped(getattr(row, "shown_status", None)),
+                skipped=is_skipped(row.shown_status),
             )
         )
     return built
 
 
-def build_tasks(conn: Connection, rows: Sequence[Any], ids: Any) -> list[Task]:
+def build_tasks(
+    conn: Connection, rows: Sequence[ShownTask], ids: list[UUID] | Select[Any]
+) -> list[Task]:
+    """Tasks from ``tasks`` rows, with the tags and reminders of the tasks ``ids`` selects
+    (their IDs, or a subquery of them that covers them)."""
     if not rows:
         return []
     return _with_extras(rows, *_extras(conn, ids))

@@ -10,6 +10,7 @@ from uuid import UUID
 
 from kalends.civil import format_local, parse_local_datetime
 from kalends.identity import Role
+from kalends.tasks.task_rows import ReminderColumns, TaskColumns
 from kalends.tasks.values import (
     SKIPPED,
     Channel,
@@ -136,16 +137,6 @@ TASK_COLUMNS = (
 )
 
 
-def due_from_row(row: Any) -> Due | None:
-    if row.due_date is not None:
-        return row.due_date  # type: ignore[no-any-return]
-    if row.due_local is not None:
-        return TimedValue(
-            local=parse_local_datetime(row.due_local), zone=row.due_zone, at=row.due_at
-        )
-    return None
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Task:
     """One task as stored; ``tags`` and ``reminders`` are filled where the read asks for them.
@@ -187,13 +178,14 @@ class Task:
     @classmethod
     def from_row(
         cls,
-        row: Any,
+        row: TaskColumns,
         tags: tuple[str, ...] = (),
         reminders: tuple[Reminder, ...] = (),
         *,
         skipped: bool = False,
     ) -> Task:
-        """From anything with the ``tasks`` columns as attributes (a row, a namespace)."""
+        """From anything with the ``tasks`` columns as attributes (a
+        :class:`~kalends.tasks.task_rows.TaskRow`, a driver's row)."""
         return cls.from_mapping(
             {name: getattr(row, name) for name in TASK_COLUMNS}, tags, reminders, skipped=skipped
         )
@@ -320,7 +312,7 @@ def reminder_from_json(d: Mapping[str, Any]) -> Reminder:
     )
 
 
-def reminder_from_row(row: Any) -> Reminder:
+def reminder_from_row(row: ReminderColumns) -> Reminder:
     return Reminder(
         channel=Channel(row.channel),
         time=TimedValue(local=parse_local_datetime(row.local), zone=row.zone, at=row.at),
@@ -365,6 +357,17 @@ class Comment:
     body: str
     created_at: datetime
 
+    @classmethod
+    def from_row(cls, row: Any) -> Comment:
+        """From a row of ``select(comments)``."""
+        return cls(
+            id=row.id,
+            task_id=row.task_id,
+            author_id=row.author_id,
+            body=row.body,
+            created_at=row.created_at,
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "id": str(self.id),
@@ -395,6 +398,20 @@ class Attachment:
     size: int
     sha256: str
     created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Any) -> Attachment:
+        """From a row of ``select(attachments)``."""
+        return cls(
+            id=row.id,
+            task_id=row.task_id,
+            author_id=row.author_id,
+            name=row.name,
+            media_type=row.media_type,
+            size=row.size,
+            sha256=row.sha256,
+            created_at=row.created_at,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -31,19 +31,27 @@ from kalends.tasks.series_rules import (
     MAX_CHECKLIST_TASKS,
     SeriesRule,
 )
-from kalends.tasks.series_views import SeriesStatus, SeriesView, series_view, today_in
+from kalends.tasks.series_views import (
+    SeriesStatus,
+    SeriesView,
+    outstanding_occurrence,
+    read_series,
+    series_view,
+    today_in,
+)
 from kalends.tasks.steps import ServiceBase, TaskChange, TaskRef, cancel_intents, cas
 from kalends.tasks.successors import ChecklistTooLarge
+from kalends.tasks.task_rows import OccurrenceRow, TaskRow
 from kalends.tasks.tree import subtree_ids
 from kalends.tasks.values import TaskStatus
 
 
-def _task_day(row: Any, zone: str | None) -> date | None:
+def _task_day(row: TaskRow, zone: str | None) -> date | None:
     if row.due_date is not None:
-        return row.due_date  # type: ignore[no-any-return]
+        return row.due_date
     if row.due_local is not None:
         return parse_local_datetime(row.due_local).date()
-    return row.planned_date  # type: ignore[no-any-return]
+    return row.planned_date
 
 
 class SeriesService(ServiceBase):
@@ -232,7 +240,7 @@ class SeriesService(ServiceBase):
         def run(conn: Connection) -> SeriesView:
             actor_id = resolve_actor(conn, actor)
             series_id = _find_series(conn, actor_id, series, write=True)
-            row = conn.execute(select(task_series).where(task_series.c.id == series_id)).one()
+            row = read_series(conn, series_id)
             if row.revision != expected_revision:
                 raise RevisionConflict(
                     f"the series changed: expected revision {expected_revision}, "
@@ -252,12 +260,7 @@ class SeriesService(ServiceBase):
             )
             if result.rowcount == 0:
                 raise RevisionConflict("the series changed meanwhile", expected=expected_revision)
-            outstanding = conn.execute(
-                select(series_occurrences).where(
-                    series_occurrences.c.series_id == series_id,
-                    series_occurrences.c.status == "outstanding",
-                )
-            ).first()
+            outstanding = outstanding_occurrence(conn, series_id)
             if status == SeriesStatus.STOPPED and outstanding is not None:
                 conn.execute(
                     update(series_occurrences)
@@ -270,12 +273,14 @@ class SeriesService(ServiceBase):
             kind = {"active": "series-resumed", "paused": "series-paused"}.get(
                 status, "series-stopped"
             )
-            last = conn.execute(
-                select(series_occurrences)
-                .where(series_occurrences.c.series_id == series_id)
-                .order_by(series_occurrences.c.ordinal.desc())
-                .limit(1)
-            ).one()
+            last = OccurrenceRow.from_row(
+                conn.execute(
+                    select(series_occurrences)
+                    .where(series_occurrences.c.series_id == series_id)
+                    .order_by(series_occurrences.c.ordinal.desc())
+                    .limit(1)
+                ).one()
+            )
             history.record(
                 conn,
                 actor_id,
@@ -337,13 +342,16 @@ def _find_series(conn: Connection, actor_id: UUID, ref: UUID | str, *, write: bo
             select(task_series.c.id, task_series.c.first_task_id).where(task_series.c.id == as_id)
         ).first()
         if found is not None:
+            series_id: UUID
+            first_task_id: UUID
+            series_id, first_task_id = found
             minimum = Role.EDITOR if write else Role.VIEWER
             try:
-                task_with_role(conn, actor_id, found.first_task_id, minimum, write=write)
+                task_with_role(conn, actor_id, first_task_id, minimum, write=write)
             except NotFound:
                 # Of a list the actor has no role on: told as an unknown ID is.
                 raise NotFound(f"series: no series or task {ref!s}", field="series") from None
-            return found.id  # type: ignore[no-any-return]
+            return series_id
     try:
         row = task_with_role(
             conn, actor_id, ref, Role.EDITOR if write else Role.VIEWER, write=write

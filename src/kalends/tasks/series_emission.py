@@ -18,7 +18,7 @@ from kalends.tasks.series_rules import (
     SeriesRule,
     successor_date,
 )
-from kalends.tasks.series_views import SeriesStatus, today_in
+from kalends.tasks.series_views import SeriesStatus, read_series, today_in
 from kalends.tasks.successors import Occurrence, day_exists, generate
 
 
@@ -88,7 +88,7 @@ def emit(
     actor_id: UUID,
     now: datetime,
 ) -> list[UUID]:
-    series = conn.execute(select(task_series).where(task_series.c.id == series_id)).one()
+    series = read_series(conn, series_id)
     rule = SeriesRule.parse(series.rule)
     if series.max_count is not None and series.emitted >= series.max_count:
         end_series(conn, series_id, now)

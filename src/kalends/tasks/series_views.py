@@ -21,6 +21,7 @@ from kalends.tasks.series_rules import (
     successor_date,
 )
 from kalends.tasks.successors import day_exists
+from kalends.tasks.task_rows import OccurrenceRow, SeriesRow
 
 
 class SeriesStatus:
@@ -100,19 +101,32 @@ def today_in(now: datetime, zone: str | None) -> date:
     return wall_of(now, zone or "UTC").date()
 
 
+def read_series(conn: Connection, series_id: UUID) -> SeriesRow:
+    """The series ``series_id`` (one that exists)."""
+    return SeriesRow.from_row(
+        conn.execute(select(task_series).where(task_series.c.id == series_id)).one()
+    )
+
+
+def outstanding_occurrence(conn: Connection, series_id: UUID) -> OccurrenceRow | None:
+    """The series' outstanding occurrence, if it has one (at most one)."""
+    row = conn.execute(
+        select(series_occurrences).where(
+            series_occurrences.c.series_id == series_id,
+            series_occurrences.c.status == "outstanding",
+        )
+    ).first()
+    return None if row is None else OccurrenceRow.from_row(row)
+
+
 def series_view(conn: Connection, series_id: UUID, now: datetime) -> SeriesView:
     """The series as of ``now``: its ``next_date`` is the date the next occurrence would
     get if the outstanding one were settled at ``now`` (or, with none outstanding, if the
     series resumed then), by the same computation
     :func:`~kalends.tasks.series_emission.emit` makes, catch-up included. A
     completion-relative series has none until it is settled."""
-    row = conn.execute(select(task_series).where(task_series.c.id == series_id)).one()
-    outstanding = conn.execute(
-        select(series_occurrences).where(
-            series_occurrences.c.series_id == series_id,
-            series_occurrences.c.status == "outstanding",
-        )
-    ).first()
+    row = read_series(conn, series_id)
+    outstanding = outstanding_occurrence(conn, series_id)
     rule = SeriesRule.parse(row.rule)
     upcoming = None
     live = row.status in (SeriesStatus.ACTIVE, SeriesStatus.PAUSED)

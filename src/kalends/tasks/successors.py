@@ -12,6 +12,7 @@ copied. All of it is written by set-based inserts in the caller's transaction.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -49,6 +50,7 @@ from kalends.storage.task_tables import (
 from kalends.storage.upsert import insert_missing
 from kalends.tasks.refs import new_refs
 from kalends.tasks.series_rules import MAX_CHECKLIST_TASKS
+from kalends.tasks.task_rows import ReminderColumns, SuccessorRoot, SuccessorSource
 from kalends.tasks.tree_reads import LIVE_TREE
 from kalends.tasks.values import TaskStatus
 
@@ -92,6 +94,7 @@ def day_exists(day: date, local_time: str | None, zone: str | None) -> bool:
     return kind is not Resolution.GAP
 
 
+# Their columns are SuccessorSource's and SuccessorRoot's, in order.
 _SOURCE_ROWS = select(tasks.c.id, tasks.c.due_local, tasks.c.due_zone, tasks.c.due_at).join(
     LIVE_TREE, LIVE_TREE.c.id == tasks.c.id
 )
@@ -244,13 +247,14 @@ def generate(
     Everything else is copied by INSERT … SELECT joined to a scratch map of old to new IDs.
     """
     key = {"root_id": source_root}
-    root = conn.execute(_ROOT_ROW, key).first()
+    found = conn.execute(_ROOT_ROW, key).first()
+    root = None if found is None else SuccessorRoot.from_row(found)
     if root is None or root.trashed:
         raise Conflict(
             "series: the occurrence to copy is in the trash; restore it, or stop the series",
             field="series",
         )
-    rows = conn.execute(_SOURCE_ROWS, key).all()
+    rows = [SuccessorSource.from_row(row) for row in conn.execute(_SOURCE_ROWS, key)]
     if len(rows) > MAX_CHECKLIST_TASKS:
         raise ChecklistTooLarge(
             f"the recurring checklist has {len(rows)} live tasks; a series supports "
@@ -262,6 +266,7 @@ def generate(
     if occurrence.root_due_local is not None and occurrence.zone is not None:
         root_due_at = wall_instant(occurrence.root_due_local, occurrence.zone)
     elif root.due_local is not None:
+        assert root.due_zone is not None  # a wall time has its zone (the tasks table's check)
         root_due_at = wall_instant(parse_local_datetime(root.due_local) + offset, root.due_zone)
     # Timed values keep their elapsed offset from the root's due instant when both have one.
     shift = root_due_at - root.due_at if root_due_at is not None and root.due_at else None
@@ -291,6 +296,8 @@ def generate(
             # The root's due follows the series' wall clock, replacing any date-only due.
             local, zone, at = series_due
         elif local is not None:
+            # A wall time has its zone and instant (the tasks table's check).
+            assert zone is not None and at is not None
             local, at = moved(local, zone, at)
         elif old == source_root and root.due_date is None:
             # A date-only series dates each new occurrence by its own date.
@@ -327,9 +334,9 @@ def generate(
             ("list_id", "name"),
         )
     conn.execute(_COPY_TAGS[bool(foreign)], {"list_id": occurrence.list_id})
-    reminders = conn.execute(_SOURCE_REMINDERS).all()
+    reminders: Sequence[ReminderColumns] = conn.execute(_SOURCE_REMINDERS).all()
     if reminders:
-        copied = []
+        copied: list[dict[str, Any]] = []
         for reminder in reminders:
             local, at = moved(reminder.local, reminder.zone, reminder.at)
             copied.append(

@@ -1,16 +1,22 @@
 """A forest's JSON made straight from raw task rows, and the JSON texts of the IDs,
 instants and dates as the database gives them.
+
+The rows are the driver's, typed by protocols of what is read of them
+(:class:`~kalends.tasks.task_rows.RawTaskRow`, ``RawReminderRow``, ``TagPair``), not
+made into values: each is read once, straight into its JSON, in the loop the HTTP API's
+page reads spend their time in (``bench/api.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC
 from typing import Any
 
 from kalends.tasks.models import (
     TASK_COLUMNS,
 )
+from kalends.tasks.task_rows import RawReminderRow, RawTaskRow, TagPair
 
 # A page of a list's trees is keyed by its last top-level task's sibling order.
 PageKey = tuple[int, str]
@@ -21,14 +27,17 @@ _COLUMN = {name: i for i, name in enumerate(TASK_COLUMNS)}
 
 
 def json_forest(
-    rows: Sequence[Any], tag_rows: Any, reminder_rows: Any, include_trashed: bool
+    rows: Sequence[RawTaskRow],
+    tag_rows: Iterable[TagPair],
+    reminder_rows: Iterable[RawReminderRow],
+    include_trashed: bool,
 ) -> tuple[list[dict[str, Any]], PageKey]:
     """The trees' JSON from raw task rows (a set closed under parents: every task's parent
     is among them or it is top-level) with their tags' and reminders' rows, and the sibling
     key of the last tree. Without the trash, a trashed task hides its whole subtree."""
     tag_map: dict[str | None, list[str]] = {}
-    for task_id, name in tag_rows:
-        tag_map.setdefault(uuid_text(task_id), []).append(name)
+    for tagged, name in tag_rows:
+        tag_map.setdefault(uuid_text(tagged), []).append(name)
     reminder_map: dict[str | None, list[dict[str, Any]]] = {}
     for r in reminder_rows:
         reminder_map.setdefault(uuid_text(r.task_id), []).append(

@@ -22,6 +22,7 @@ from kalends.tasks.models import (
     TreeNode,
 )
 from kalends.tasks.skips import SHOWN_STATUS
+from kalends.tasks.task_rows import ShownTask
 from kalends.tasks.tree_json import BEFORE_ALL, PageKey, json_forest
 from kalends.tasks.tree_reads import assemble
 
@@ -134,7 +135,7 @@ def read_tree_page(
     """
     page = _PAGE[include_trashed]
     key = page_key(list_id, limit, after)
-    rows = list(conn.execute(page.rows, key))
+    rows: list[ShownTask] = list(conn.execute(page.rows, key))
     tops = [r for r in rows if r.parent_id is None]
     if not tops:
         return [], None

@@ -25,6 +25,7 @@ from kalends.tasks.models import (
     TreeNode,
 )
 from kalends.tasks.skips import SHOWN_STATUS
+from kalends.tasks.task_rows import ShownTask
 
 
 def _live_tree() -> Any:
@@ -47,7 +48,7 @@ SUBTREE_REMINDERS = reminders_of(select(LIVE_TREE.c.id))
 def subtree_tree(conn: Connection, root_id: UUID) -> TreeNode:
     """The task and its live descendants as one ordered tree, in three statements."""
     key = {"root_id": root_id}
-    rows = list(conn.execute(SUBTREE_ROWS, key))
+    rows: list[ShownTask] = list(conn.execute(SUBTREE_ROWS, key))
     built = tasks_from(rows, conn.execute(_SUBTREE_TAGS, key), conn.execute(SUBTREE_REMINDERS, key))
     return assemble(built, {root_id})[0]
 
@@ -83,20 +84,24 @@ def read_tree(
     include_trashed: bool,
 ) -> list[TreeNode]:
     """The list's tasks as trees; with filters, matching tasks and their ancestors."""
-    rows = list(conn.execute(select(tasks, SHOWN).where(tasks.c.list_id == list_id)))
-    by_id = {r.id: r for r in rows}
+    rows: list[ShownTask] = list(
+        conn.execute(select(tasks, SHOWN).where(tasks.c.list_id == list_id))
+    )
+    # Asked with parent IDs, a top-level task's None among them (which no task has).
+    by_id: dict[UUID | None, ShownTask] = {r.id: r for r in rows}
     if not include_trashed:
         hidden: set[UUID] = set()
 
-        def is_hidden(row: Any) -> bool:
-            chain: list[Any] = []
-            while row is not None:
-                if row.id in hidden or row.trashed:
+        def is_hidden(row: ShownTask) -> bool:
+            chain: list[ShownTask] = []
+            current: ShownTask | None = row
+            while current is not None:
+                if current.id in hidden or current.trashed:
                     hidden.update(c.id for c in chain)
-                    hidden.add(row.id)
+                    hidden.add(current.id)
                     return True
-                chain.append(row)
-                row = by_id.get(row.parent_id)
+                chain.append(current)
+                current = by_id.get(current.parent_id)
             return False
 
         rows = [r for r in rows if not is_hidden(r)]
@@ -118,10 +123,10 @@ def read_tree(
         keep: set[UUID] = set()
         visible = {r.id for r in rows}
         for task_id in matching & visible:
-            current: Any = by_id[task_id]
-            while current is not None and current.id not in keep:
-                keep.add(current.id)
-                current = by_id.get(current.parent_id)
+            ancestor: ShownTask | None = by_id[task_id]
+            while ancestor is not None and ancestor.id not in keep:
+                keep.add(ancestor.id)
+                ancestor = by_id.get(ancestor.parent_id)
         rows = [r for r in rows if r.id in keep]
     built = build_tasks(conn, rows, select(tasks.c.id).where(tasks.c.list_id == list_id))
     return assemble(built)

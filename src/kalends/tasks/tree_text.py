@@ -21,7 +21,7 @@ from typing import Any
 from uuid import UUID
 
 import orjson
-from sqlalchemy import String, bindparam, func, literal_column, select, type_coerce
+from sqlalchemy import Select, String, bindparam, func, literal_column, select, type_coerce
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -159,7 +159,7 @@ def _task_json() -> Text:
     )
 
 
-def _rows(*where: ColumnElement[bool]) -> Any:
+def _rows(*where: ColumnElement[bool]) -> Select[Any]:
     t = tasks.c
     # The IDs as stored (only compared with one another here): no UUID made for each.
     task_id, parent_id = type_coerce(t.id, String), type_coerce(t.parent_id, String)
@@ -178,13 +178,18 @@ _PAGE_ROWS = {
 }
 _LIST_ROWS = Prepared(_rows(tasks.c.list_id == bindparam("list_id")), typed=False)
 
+_TextRow = tuple[str, str | None, int, str, int, str]
+"""A row of :func:`_rows` as SQLite gives it (no other database runs them; a plain tuple,
+as the driver makes it): the task's and its parent's IDs as stored, its sibling order
+(``position``, ``ref``), whether it is trashed (0 or 1), and its JSON text."""
 
-def _trees(rows: Iterable[Any], include_trashed: bool) -> tuple[str, PageKey | None]:
+
+def _trees(rows: Iterable[_TextRow], include_trashed: bool) -> tuple[str, PageKey | None]:
     """The trees' JSON from rows ``(id, parent_id, position, ref, trashed, body)`` in
     sibling order (a set closed under parents), and the sibling key of the last tree.
     Without the trash a trashed task and everything under it are left out."""
-    children: dict[Any, list[tuple[Any, str]]] = {}
-    tops: list[tuple[Any, str]] = []
+    children: dict[str, list[tuple[str, str]]] = {}
+    tops: list[tuple[str, str]] = []
     last: PageKey | None = None
     for task_id, parent_id, position, ref, trashed, body in rows:
         if trashed and not include_trashed:
@@ -195,7 +200,7 @@ def _trees(rows: Iterable[Any], include_trashed: bool) -> tuple[str, PageKey | N
         else:
             children.setdefault(parent_id, []).append((task_id, body))
 
-    def node(task_id: Any, body: str) -> str:
+    def node(task_id: str, body: str) -> str:
         kids = children.get(task_id)
         inner = ",".join([node(*kid) for kid in kids]) if kids else ""
         return f'{body[:-1]},"children":[{inner}]}}'
