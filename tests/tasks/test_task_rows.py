@@ -3,6 +3,7 @@ columns, in order, on both databases."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -25,6 +26,11 @@ from kalends.tasks.task_rows import (
 from .conftest import World
 
 
+def _names(row_type: Any) -> tuple[str, ...]:
+    """A frozen row dataclass's fields, in order."""
+    return tuple(f.name for f in fields(row_type))
+
+
 def _columns(statement: Prepared) -> tuple[str, ...]:
     selected: Any = statement.statement
     return tuple(c.key for c in selected.selected_columns)
@@ -32,11 +38,11 @@ def _columns(statement: Prepared) -> tuple[str, ...]:
 
 class TestTheRowTypesMatchTheirStatements:
     def test_a_task_row_has_the_role_checks_columns_in_order(self) -> None:
-        assert TaskRow._fields == _columns(access._TASK_BY_ID) == _columns(access._TASK_BY_REF)
+        assert _names(TaskRow) == _columns(access._TASK_BY_ID) == _columns(access._TASK_BY_REF)
 
     def test_a_detail_row_has_the_detail_statements_columns_in_order(self) -> None:
         by_id, by_ref = _columns(access._DETAIL_BY_ID), _columns(access._DETAIL_BY_REF)
-        assert TaskDetailRow._fields == by_id == by_ref
+        assert _names(TaskDetailRow) == by_id == by_ref
 
     def test_a_list_row_has_the_list_role_checks_columns_in_order(self) -> None:
         assert ListRow._fields == _columns(access._LIST_WITH_ROLE)
@@ -72,7 +78,7 @@ class TestTheRoleChecksReturnTypedRows:
         )
         assert (by_id.list_name, by_id.role) == ("Home", Role.EDITOR.value)
         assert type(detail) is TaskDetailRow
-        assert tuple(detail)[: len(TaskRow._fields)] == tuple(by_id)
+        assert tuple(detail)[: len(_names(TaskRow))] == tuple(by_id)
         assert (detail.live_children, detail.section_name) == (0, None)
 
     def test_a_list_read_with_the_role_is_a_list_row(self, world: World) -> None:

@@ -13,6 +13,7 @@ in (``bench/tasks.py`` (c), ``bench/api.py``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
@@ -143,7 +144,7 @@ def task_after_write(
     Only the tags are read again, so a hot write path need not read the task back (nor
     whether a skip settled it, unless it was settled before this write and still is).
     """
-    merged = row._replace(**written)
+    merged = replace(row, **written)
     tag_names = tuple(r.name for r in conn.execute(_TAGS_OF_IDS, {"ids": [row.id]}))
     skipped = (
         "status" not in written

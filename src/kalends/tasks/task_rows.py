@@ -1,10 +1,11 @@
 """The rows the task store reads, typed.
 
 The rows the role checks read (:mod:`kalends.tasks.access`), a series and its
-occurrences, and what a successor is copied from are typed immutable values: each a
-:class:`~typing.NamedTuple` made by position from the row the statement gives, in the
-statement's column order (a test holds each to its statement), by its ``from_row``: as
-cheap as the row itself, and read by name as before.
+occurrences, and what a successor is copied from are typed immutable values made by
+position from the row the statement gives, in the statement's column order (a test holds
+each to its statement), by their ``from_row``, and read by name as before: a
+:class:`~typing.NamedTuple` each, but for the task's two rows, frozen dataclasses so that
+the detail's row extends the role check's (one row a request: the cost is nothing).
 
 The reads of many tasks as values or as JSON (:mod:`kalends.tasks.loading`,
 :mod:`kalends.tasks.tree_json`) pass the driver's rows on as they come instead, each
@@ -19,12 +20,14 @@ driver's rows and the values above both meet.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, fields
 from datetime import date, datetime
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, Self
 from uuid import UUID
 
 
-class TaskRow(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class TaskRow:
     """A task as the role check reads it: the tasks table's columns in table order, then
     its list's status and name and the actor's role on that list (``None``: no member)."""
 
@@ -58,53 +61,25 @@ class TaskRow(NamedTuple):
     role: str | None
 
     @classmethod
-    def from_row(cls, row: Iterable[Any]) -> TaskRow:
+    def from_row(cls, row: Iterable[Any]) -> Self:
         """The value of a row of the role check's statement, by position."""
-        return cls._make(row)
+        return cls(*row)
+
+    def __iter__(self) -> Iterator[Any]:
+        """The columns in order, as the statement's row has them."""
+        return (getattr(self, column.name) for column in fields(self))
 
 
-class TaskDetailRow(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class TaskDetailRow(TaskRow):
     """A task as the detail's role check reads it: :class:`TaskRow`'s columns, then its
     list's revision, the status it is shown with, its section's name and how many live
     children it has."""
 
-    id: UUID
-    ref: str
-    list_id: UUID
-    section_id: UUID | None
-    parent_id: UUID | None
-    position: int
-    title: str
-    description: str
-    status: str
-    completed_at: datetime | None
-    trashed: bool
-    trashed_at: datetime | None
-    revision: int
-    schedule_revision: int
-    priority: int | None
-    planned_date: date | None
-    due_date: date | None
-    due_local: str | None
-    due_zone: str | None
-    due_at: datetime | None
-    series_id: UUID | None
-    occurrence: int | None
-    created_by: UUID
-    created_at: datetime
-    updated_at: datetime
-    list_status: str
-    list_name: str
-    role: str | None
     list_revision: int
     shown_status: str
     section_name: str | None
     live_children: int
-
-    @classmethod
-    def from_row(cls, row: Iterable[Any]) -> TaskDetailRow:
-        """The value of a row of the detail's statement, by position."""
-        return cls._make(row)
 
 
 class ListRow(NamedTuple):
