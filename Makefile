@@ -52,7 +52,13 @@ pytest: $(DEV_STAMP) $(SYSTEM_STAMP)
 
 test: lint typecheck pytest
 
-bench: $(BENCH_STAMP)
+# bench/api.py drives the server with wrk (Debian's wrk package).
+BENCH_SYSTEM_STAMP := $(VENV)/.bench-system-installed
+$(BENCH_SYSTEM_STAMP): | $(BIN)/python
+	command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+	touch $@
+
+bench: $(BENCH_STAMP) $(BENCH_SYSTEM_STAMP)
 	$(BIN)/python bench/recurrence.py
 	$(BIN)/python bench/tasks.py
 	$(BIN)/python bench/outbox.py
