@@ -21,6 +21,7 @@ from kalends.reminders.inspection import IntentQuery
 from kalends.reminders.outbox import Outbox
 from kalends.tasks import TaskService
 from kalends.tasks.changes import TaskChanges
+from kalends.tasks.series import SeriesService
 
 CALLS: list[dict[str, Any]] = []
 
@@ -118,6 +119,12 @@ SERVICE_CALLS: list[tuple[str, Callable[..., Any], tuple[Any, ...], dict[str, An
     ("TaskChanges.edit", TaskChanges.edit, (None, "actor", "task", 1), {}),
     ("TaskChanges.relocate", TaskChanges.relocate, (None, "actor", "task", 1), {}),
     ("TaskChanges.repeat", TaskChanges.repeat, (None, "actor", "task", 1, {}), {}),
+    (
+        "SeriesService.start_series",
+        SeriesService.start_series,
+        (None, "actor", "task", 1, {}),
+        {},
+    ),
 ]
 
 

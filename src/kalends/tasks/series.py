@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import date, time
-from typing import Any
+from typing import Any, Unpack
 from uuid import UUID
 
 from sqlalchemy import select, update
@@ -22,10 +22,12 @@ from sqlalchemy.engine import Connection
 from kalends.civil import check_zone_name, get_zone, parse_local_datetime
 from kalends.errors import Conflict, InvalidInput, NotFound, RevisionConflict
 from kalends.identity import ActorRef, Role, parse_uuid, resolve_actor
+from kalends.keywords import takes
 from kalends.storage.task_tables import series_occurrences, task_series, tasks
 from kalends.tasks import history
 from kalends.tasks.access import task_with_role
 from kalends.tasks.history import Event
+from kalends.tasks.keywords import RepeatKeywords
 from kalends.tasks.series_emission import emit, outstanding_of, settle
 from kalends.tasks.series_rules import (
     MAX_CHECKLIST_TASKS,
@@ -59,19 +61,18 @@ class SeriesService(ServiceBase):
 
     # --- commands ------------------------------------------------------------------------
 
+    @takes(RepeatKeywords)
     def start_series(
         self,
         actor: ActorRef,
         root_task: TaskRef,
         expected_revision: int,
         rule: SeriesRule | dict[str, Any],
-        *,
-        time_of_day: str | None = None,
-        zone: str | None = None,
-        end_date: date | None = None,
-        count: int | None = None,
+        **timing: Unpack[RepeatKeywords],
     ) -> SeriesView:
         """Makes the unfinished root task and its live checklist the first occurrence."""
+        time_of_day, zone = timing.get("time_of_day"), timing.get("zone")
+        end_date, count = timing.get("end_date"), timing.get("count")
         parsed = rule if isinstance(rule, SeriesRule) else SeriesRule.parse(rule)
         local_time = _check_time(time_of_day)
         if zone is not None:
