@@ -10,7 +10,7 @@ from uuid import UUID
 
 from kalends.civil import format_local, parse_local_datetime
 from kalends.identity import Role
-from kalends.tasks.task_rows import ReminderColumns, TaskColumns
+from kalends.tasks.task_rows import ReminderColumns, TaskRow
 from kalends.tasks.values import (
     SKIPPED,
     Channel,
@@ -178,14 +178,14 @@ class Task:
     @classmethod
     def from_row(
         cls,
-        row: TaskColumns,
+        row: TaskRow,
         tags: tuple[str, ...] = (),
         reminders: tuple[Reminder, ...] = (),
         *,
         skipped: bool = False,
     ) -> Task:
-        """From anything with the ``tasks`` columns as attributes (a
-        :class:`~kalends.tasks.task_rows.TaskRow`, a driver's row)."""
+        """From a task's row as the role check reads it, with its columns written since
+        (:func:`~kalends.tasks.loading.task_after_write`)."""
         return cls.from_mapping(
             {name: getattr(row, name) for name in TASK_COLUMNS}, tags, reminders, skipped=skipped
         )

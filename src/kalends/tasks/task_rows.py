@@ -12,7 +12,7 @@ The reads of many tasks as values or as JSON (:mod:`kalends.tasks.loading`,
 read once into a :class:`~kalends.tasks.models.Task` or a JSON object: a page or a tree
 is hundreds of rows, and one more object made per row would only add to the loop that
 the API's page reads spend their time in. Their types are protocols of what those reads
-take of a row (:class:`TaskColumns`, :class:`ShownTask`, :class:`ReminderColumns`, and as
+take of a row (:class:`ShownTask`, :class:`ReminderColumns`, and as
 the database gives them, :class:`RawTaskRow` and :class:`RawReminderRow`), which the
 driver's rows and the values above both meet.
 """
@@ -99,69 +99,23 @@ class ListRow(NamedTuple):
         return cls._make(row)
 
 
-class TaskColumns(Protocol):
-    """The ``tasks`` table's columns, by name: what :class:`TaskRow` and
-    :class:`TaskDetailRow` have, and a driver's row of ``select(tasks, ...)``."""
+class ShownTask(Protocol):
+    """A task as a read of tasks as values gives it (``select(tasks, SHOWN)``, or the
+    detail's :class:`TaskDetailRow`): the ``tasks`` columns first, in
+    :data:`~kalends.tasks.models.TASK_COLUMNS` order, which :mod:`kalends.tasks.loading`
+    reads by position; more columns may follow, ``shown_status`` among them (the status
+    the task is shown with: skipped or not). By name, the trees read only these."""
 
     @property
     def id(self) -> UUID: ...
     @property
     def ref(self) -> str: ...
     @property
-    def list_id(self) -> UUID: ...
-    @property
-    def section_id(self) -> UUID | None: ...
-    @property
     def parent_id(self) -> UUID | None: ...
     @property
     def position(self) -> int: ...
     @property
-    def title(self) -> str: ...
-    @property
-    def description(self) -> str: ...
-    @property
-    def status(self) -> str: ...
-    @property
-    def completed_at(self) -> datetime | None: ...
-    @property
     def trashed(self) -> bool: ...
-    @property
-    def trashed_at(self) -> datetime | None: ...
-    @property
-    def revision(self) -> int: ...
-    @property
-    def schedule_revision(self) -> int: ...
-    @property
-    def priority(self) -> int | None: ...
-    @property
-    def planned_date(self) -> date | None: ...
-    @property
-    def due_date(self) -> date | None: ...
-    @property
-    def due_local(self) -> str | None: ...
-    @property
-    def due_zone(self) -> str | None: ...
-    @property
-    def due_at(self) -> datetime | None: ...
-    @property
-    def series_id(self) -> UUID | None: ...
-    @property
-    def occurrence(self) -> int | None: ...
-    @property
-    def created_by(self) -> UUID: ...
-    @property
-    def created_at(self) -> datetime: ...
-    @property
-    def updated_at(self) -> datetime: ...
-
-
-class ShownTask(TaskColumns, Protocol):
-    """A task as a read of tasks as values gives it (``select(tasks, SHOWN)``, or the
-    detail's :class:`TaskDetailRow`): the ``tasks`` columns first, in
-    :data:`~kalends.tasks.models.TASK_COLUMNS` order, which :mod:`kalends.tasks.loading`
-    reads by position; more columns may follow, ``shown_status`` among them (the status
-    the task is shown with: skipped or not)."""
-
     @property
     def shown_status(self) -> str: ...
     def __iter__(self) -> Iterator[Any]: ...
@@ -299,7 +253,6 @@ __all__ = [
     "SuccessorRoot",
     "SuccessorSource",
     "TagPair",
-    "TaskColumns",
     "TaskDetailRow",
     "TaskRow",
 ]
