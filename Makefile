@@ -43,7 +43,7 @@ typecheck: $(DEV_STAMP)
 # The passage sandbox's tests need bubblewrap (Debian's bubblewrap package).
 SYSTEM_STAMP := $(VENV)/.system-installed
 $(SYSTEM_STAMP): | $(BIN)/python
-	command -v bwrap >/dev/null || { apt-get update -qq && apt-get install -y -qq bubblewrap; }
+	command -v bwrap >/dev/null && command -v git >/dev/null || { apt-get update -qq && apt-get install -y -qq bubblewrap git; }
 	touch $@
 
 # Tests run in one worker process per CPU (pytest-xdist), a test file to a worker.

@@ -21,6 +21,9 @@ __all__ = [
     "MAX_INSTRUCTION_CHARS",
     "MAX_PAGE",
     "MAX_PREVIEW",
+    "MAX_PROOF_COMMITS",
+    "MAX_PROOF_SUBJECT_CHARS",
+    "MAX_SOURCE_FILE_BYTES",
     "MAX_REASON_BYTES",
     "MAX_RESULTS",
     "MAX_SCHEDULES",
@@ -33,6 +36,7 @@ __all__ = [
     "MIN_EVERY_SECONDS",
     "MIN_REQUEST_ID",
     "MAX_REQUEST_ID",
+    "SOURCE_READ_BUDGET_SECONDS",
 ]
 
 # Seed 002 "Daily schedule document and revision", ceilings: 64 schedules per project
@@ -90,6 +94,10 @@ MAX_CONDITION_ITEMS = 64
 # a passage's checklist template keeps the same bound.
 MAX_TEMPLATE_ITEMS = 500
 
+# Seed 002 "Local file and Git reads ... share a cancellable ten-second budget": every
+# read of one observation of a source (and its revalidation) spends one such budget.
+SOURCE_READ_BUDGET_SECONDS = 10
+
 # kalends decisions (no seed names them): bounds on a runner profile and request IDs.
 MAX_COMMAND_ARGS = 256
 MAX_ARG_CHARS = 8192
@@ -101,3 +109,10 @@ MAX_REQUEST_ID = 64
 MAX_PREVIEW = 100
 # The longest elapsed end bound: a century, the civil engine's search bound.
 MAX_WITHIN = timedelta(days=36_525)
+# A file of a ``files`` source larger than this is unreadable (the condition blocks with
+# ``source-unreadable``), never digested in part.
+MAX_SOURCE_FILE_BYTES = 64 * 1024 * 1024
+# A ``git-branch`` proof lists at most this many commits between the baseline and the
+# observed commit (and says when there were more), each subject cut to this many characters.
+MAX_PROOF_COMMITS = 50
+MAX_PROOF_SUBJECT_CHARS = 200
