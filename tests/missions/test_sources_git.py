@@ -215,6 +215,28 @@ class TestEscapes:
         assert seen.reason is BlockReason.SOURCE_UNREADABLE
         assert "outside the workspace" in seen.detail
 
+    def test_a_gitdir_file_pointing_outside_the_workspace_is_refused(
+        self, tmp_path: Path, workspace: Path
+    ) -> None:
+        # What a linked worktree has: a .git file naming the repository it belongs to. A
+        # passage could write one to aim the proof at another repository of the machine.
+        elsewhere = make_repo(tmp_path / "elsewhere", "secret")
+        inside = workspace / "app"
+        inside.mkdir()
+        (inside / ".git").write_text(f"gitdir: {elsewhere / '.git'}\n")
+        seen = read_branch("main", "app", workspace, budget(), at=AT)
+        assert isinstance(seen, SourceBlocked)
+        assert seen.reason is BlockReason.SOURCE_UNREADABLE
+        assert "outside the workspace" in seen.detail
+
+    def test_a_linked_worktree_inside_the_workspace_is_read(
+        self, workspace: Path, app: Path
+    ) -> None:
+        git(app, "worktree", "add", "-q", "-b", "side", str(workspace / "side"))
+        seen = read_branch("main", "side", workspace, budget(), at=AT)
+        assert isinstance(seen, Observation)
+        assert seen.checkpoint == git(app, "rev-parse", "main")
+
     def test_a_path_leaving_through_dot_dot_is_refused(
         self, tmp_path: Path, workspace: Path
     ) -> None:

@@ -11,8 +11,10 @@ plumbing (``rev-parse``, ``rev-list``), never a command that reaches a remote:
 - **The repository at the path, never a parent's.** The path is opened beneath the
   workspace (:mod:`.beneath`), so it cannot leave it, and ``GIT_CEILING_DIRECTORIES``
   stops git's search at the path itself: a plain directory inside a checkout is not a
-  repository. (A ``.git`` file may point elsewhere, as a linked worktree's does; git
-  follows it.)
+  repository. A ``.git`` that points elsewhere (a linked worktree's ``gitdir:`` file, a
+  link, a ``commondir``) must point inside the workspace too, or the read is refused: a
+  passage could otherwise aim a condition's proof at another repository of the machine.
+  (Checked just before git runs; git then opens what it names.)
 - **Whoever owns it.** kalends' decision: the repository is trusted as a
   ``safe.directory`` for the read, so a server running as another user than the
   workspace's owner can read it. These commands run no hooks, filters, pager or
@@ -196,7 +198,44 @@ def _repository(path: str, workspace_root: str | Path) -> str | Missing | Refuse
             return Missing(f"no repository at {path!r}: it is a file")
     finally:
         os.close(opened.fd)
+    escape = _git_dir_outside(opened.path, root.path)
+    if escape is not None:
+        return Refused(f"the repository at {path!r} keeps its objects outside the workspace")
     return opened.path
+
+
+def _git_dir_outside(repository: str, root: str) -> str | None:
+    """Where the repository's ``.git`` (a link, or a ``gitdir:`` file) or its
+    ``commondir`` leads outside ``root``, if it does."""
+    git_dir = posixpath.join(repository, ".git")
+    try:
+        mode = os.lstat(git_dir).st_mode
+    except OSError:
+        git_dir = repository  # a bare repository, or none: git decides
+    else:
+        if stat.S_ISREG(mode):
+            pointed = _pointer(git_dir, "gitdir:")
+            if pointed is None:
+                return git_dir
+            git_dir = posixpath.join(repository, pointed)
+    common = _pointer(posixpath.join(git_dir, "commondir"), "")
+    for place in (git_dir, *(() if common is None else (posixpath.join(git_dir, common),))):
+        real = str(os.path.realpath(place))
+        if real != root and not real.startswith(root.rstrip("/") + "/"):
+            return real
+    return None
+
+
+def _pointer(file: str, prefix: str) -> str | None:
+    """The path a small pointer file names after ``prefix`` (its first line), if any."""
+    try:
+        with open(file, "rb") as opened:
+            first = opened.read(4096).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    if not first or not first[0].startswith(prefix):
+        return None
+    return first[0][len(prefix) :].strip() or None
 
 
 def _git(
