@@ -50,9 +50,10 @@ BAD_CONFIGS: list[tuple[dict[str, Any], str]] = [
     ({"condition": {"kind": "files", "paths": ["../secrets"]}}, "condition.paths[0]"),
     ({"template": [{"name": "no title"}]}, "template[0].name"),
     (
-        {"condition": {"kind": "conversation", "conversationIds": [f"c{i}" for i in range(65)]}},
-        "condition.conversationIds",
+        {"condition": {"kind": "files", "paths": [f"f{i}" for i in range(65)]}},
+        "condition.paths",
     ),
+    ({"condition": {"kind": "conversation", "conversationIds": ["c1"]}}, "condition.kind"),
 ]
 
 
@@ -73,7 +74,7 @@ def test_the_bounds_themselves_are_accepted(mw: MissionWorld) -> None:
         {"policy": {"kind": "calendars", "calendars": [DAILY] * 8}},
         {"objective": "o" * 10_000, "notes": "n" * 6_384},
         {"profile": {"command": ["sh"], "cwd": "a/../b", "env": {"_OK_1": ""}}},
-        {"condition": {"kind": "conversation", "conversationIds": [f"c{i}" for i in range(64)]}},
+        {"condition": {"kind": "files", "paths": [f"f{i}" for i in range(64)]}},
     ]
     for i, overrides in enumerate(accepted):
         receipt = mw.schedules.create(
@@ -82,7 +83,28 @@ def test_the_bounds_themselves_are_accepted(mw: MissionWorld) -> None:
         assert receipt.status == "created", overrides
     assert receipt.mission_id is not None
     last = mw.schedules.detail(mw.alice.id, receipt.mission_id)
-    assert len(last["condition"]["conversationIds"]) == 64
+    assert len(last["condition"]["paths"]) == 64
+
+
+def test_a_conversation_condition_is_refused_until_conversations_exist(
+    mw: MissionWorld,
+) -> None:
+    receipt = mw.schedules.create(
+        mw.bob.id, mw.home.id, daily_config(), request_id="create-conv-0001"
+    )
+    assert receipt.mission_id is not None
+    revision = mw.schedules.detail(mw.bob.id, receipt.mission_id)["revision"]
+    condition = {"kind": "conversation", "conversationIds": ["c1"]}
+    with nothing_written(mw.store), pytest.raises(InvalidInput) as caught:
+        mw.schedules.configure(
+            mw.bob.id,
+            receipt.mission_id,
+            {"condition": condition},
+            request_id="edit-conv-0001",
+            expected_revision=revision,
+        )
+    assert caught.value.field == "condition.kind"
+    assert "not available yet" in caught.value.message
 
 
 def test_unknown_zone_keeps_its_code(mw: MissionWorld) -> None:

@@ -116,10 +116,19 @@ _FIELDS = (
 )
 
 
-def config_from_json(data: object, *, new: bool = True, stored_profile: bool = False) -> Config:
+def config_from_json(
+    data: object,
+    *,
+    new: bool = True,
+    stored_profile: bool = False,
+    stored_condition: bool | None = None,
+) -> Config:
     """Parse a configuration given by a caller (``new``) or read back from storage.
     ``stored_profile``: the profile is the stored one, unchanged (see
-    :func:`~kalends.missions.config_profile.parse_profile`)."""
+    :func:`~kalends.missions.config_profile.parse_profile`); ``stored_condition``: so is
+    the condition (default: unless ``new``; see
+    :func:`~kalends.missions.config_condition.parse_condition`)."""
+    condition_given = new if stored_condition is None else not stored_condition
     if new:
         require_unicode(data, "config")
     obj = json_object(data, "", (*_FIELDS, "v") if not new else _FIELDS)
@@ -142,7 +151,7 @@ def config_from_json(data: object, *, new: bool = True, stored_profile: bool = F
         profile=parse_profile(obj["profile"], stored=stored_profile),
         template=parse_template(obj.get("template")),
         policy=parse_policy(obj["policy"]),
-        condition=parse_condition(obj.get("condition")),
+        condition=parse_condition(obj.get("condition"), given=condition_given),
         end=parse_end(obj.get("end")),
         restart=Restart(restart),
     )

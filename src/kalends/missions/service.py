@@ -449,7 +449,12 @@ def _edited(doc: DocState, changes: Mapping[str, Any]) -> Config:
         # The environment's values are never shown, so an edit that names no
         # environment keeps the current one; ``"env": {}`` clears it.
         merged["profile"] = {**profile, "env": doc.config.profile.to_json()["env"]}
-    new = config_from_json(merged, new="title" in changes, stored_profile="profile" not in changes)
+    new = config_from_json(
+        merged,
+        new="title" in changes,
+        stored_profile="profile" not in changes,
+        stored_condition="condition" not in changes,
+    )
     why = edit_refusal(doc, new)
     if why is not None:
         raise ControlConflict(f"configure: {why}", action="configure", reason=why)
