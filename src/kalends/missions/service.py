@@ -35,6 +35,7 @@ from kalends.errors import (
 from kalends.identity import Role, resolve_actor
 from kalends.keywords import takes
 from kalends.missions import repository
+from kalends.missions.condition_check import check_condition, cycle_of
 from kalends.missions.config import Config, config_from_json, config_to_json
 from kalends.missions.controls import Action, DocState, apply, edit_refusal, refusal
 from kalends.missions.document import Body, Phase, State, check_not_past
@@ -175,6 +176,7 @@ class ScheduleService(ScheduleReads):
             found = repository.read_receipt(conn, workspace_id, request_id)
             if found is not None:
                 return _repeated_create(found, digest)
+            check_condition(conn, parsed, workspace_id=workspace_id, schedule_id=None)
             live = repository.live_count(conn, workspace_id)
             if live >= MAX_SCHEDULES:
                 raise LimitReached(
@@ -338,10 +340,25 @@ class ScheduleService(ScheduleReads):
                     new_config = _edited(doc, changes)
                 except ControlConflict as exc:  # the edit is valid, but not allowed now
                     raise self._refused(conn, read, request, exc) from None
+                if "condition" in changes:
+                    # (a condition given now; a stored one is kept as it is)
+                    check_condition(
+                        conn, new_config, workspace_id=row.workspace_id, schedule_id=row.id
+                    )
                 if new_config.profile != doc.config.profile:
                     require_privilege(
                         conn, actor_id, Privilege.RUN, "changing a schedule's command, env or cwd"
                     )
+            if act is Action.PLAY and cycle_of(conn, row.id, doc.config.condition):
+                # Each edit was checked, but edits made in another order can close a cycle.
+                cycle = ControlConflict(
+                    "play: the schedule's schedule-succeeded conditions lead back to it; "
+                    "a cycle of conditions would never launch",
+                    action=act.value,
+                    reason="source-cycle",
+                    revision=row.revision,
+                )
+                raise self._refused(conn, read, request, cycle)
             if act is Action.PLAY and doc.body.first_play_at is None:
                 try:
                     check_not_past(doc.config, now)
