@@ -232,6 +232,10 @@ class LimitsOut(BaseModel):
     maxPreview: int
     maxSummaryBytes: int
     maxReasonBytes: int
+    sourceReadBudgetSeconds: int
+    maxSourceFileBytes: int
+    maxProofCommits: int
+    maxProofSubjectChars: int
 
 
 class CapabilitiesOut(BaseModel):

@@ -68,10 +68,13 @@ from kalends.missions.limits import (
     MAX_INSTRUCTION_CHARS,
     MAX_PAGE,
     MAX_PREVIEW,
+    MAX_PROOF_COMMITS,
+    MAX_PROOF_SUBJECT_CHARS,
     MAX_REASON_BYTES,
     MAX_REQUEST_ID,
     MAX_RESULTS,
     MAX_SCHEDULES,
+    MAX_SOURCE_FILE_BYTES,
     MAX_STORED_TITLE,
     MAX_SUMMARY_BYTES,
     MAX_TEMPLATE_ITEMS,
@@ -80,6 +83,7 @@ from kalends.missions.limits import (
     MAX_TOMBSTONES,
     MIN_EVERY_SECONDS,
     MIN_REQUEST_ID,
+    SOURCE_READ_BUDGET_SECONDS,
 )
 
 __all__ = ["DISPLAY_STATE", "router"]
@@ -275,6 +279,10 @@ def capabilities(workspace: WorkspaceID, ctx: ContextDep, who: PrincipalDep) -> 
             maxPreview=MAX_PREVIEW,
             maxSummaryBytes=MAX_SUMMARY_BYTES,
             maxReasonBytes=MAX_REASON_BYTES,
+            sourceReadBudgetSeconds=SOURCE_READ_BUDGET_SECONDS,
+            maxSourceFileBytes=MAX_SOURCE_FILE_BYTES,
+            maxProofCommits=MAX_PROOF_COMMITS,
+            maxProofSubjectChars=MAX_PROOF_SUBJECT_CHARS,
         ),
         pageSize=MAX_PAGE,
         runtimeKinds=list(RUNTIME_KINDS),
