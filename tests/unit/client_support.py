@@ -23,6 +23,17 @@ def parameters(cls: type, name: str) -> list[tuple[str, Any, Any]]:
     return [(p.name, p.kind, p.default) for p in found]
 
 
+def assert_same_parameters(protocol: type, local: type, http: type) -> None:
+    """Each call ``protocol`` declares is taken by ``local`` and ``http`` with the same
+    parameters (names, kinds, defaults)."""
+    methods = protocol_methods(protocol)
+    assert methods
+    for name in methods:
+        wanted = parameters(protocol, name)
+        assert parameters(local, name) == wanted, (local.__name__, name)
+        assert parameters(http, name) == wanted, (http.__name__, name)
+
+
 class RecordingWire:
     """A server that answers each request from a table and records what was sent; an
     answer that is an exception is raised."""

@@ -23,7 +23,7 @@ from kalends.cli.session import Session
 from kalends.errors import InvalidInput, NotFound
 from kalends.identity import Role
 from kalends.missions import Action, ControlOutcome, Member, ScheduleService, Workspace, Workspaces
-from unit.client_support import RecordingWire, parameters, protocol_methods
+from unit.client_support import RecordingWire, assert_same_parameters
 
 
 def local_session(s: Session) -> MissionSession:
@@ -59,12 +59,7 @@ class TestTheProtocols:
     def test_both_implementations_take_each_call_with_the_protocols_parameters(
         self, protocol: type, local: type, http: type
     ) -> None:
-        methods = protocol_methods(protocol)
-        assert methods
-        for name in methods:
-            wanted = parameters(protocol, name)
-            assert parameters(local, name) == wanted, (local.__name__, name)
-            assert parameters(http, name) == wanted, (http.__name__, name)
+        assert_same_parameters(protocol, local, http)
 
     def test_a_session_in_either_mode_offers_what_a_mission_command_asks(self) -> None:
         wanted = {"workspaces", "schedules", "server", "read_together", "local_note"}

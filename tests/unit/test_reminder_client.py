@@ -30,7 +30,7 @@ from kalends.reminders.channels import Channel
 from kalends.reminders.destinations import Destination, Destinations
 from kalends.reminders.inspection import Intent
 from kalends.reminders.intents import IntentState
-from unit.client_support import RecordingWire, parameters, protocol_methods
+from unit.client_support import RecordingWire, assert_same_parameters
 
 
 def local_session(s: Session) -> tuple[ReminderSession, AccountSession]:
@@ -72,12 +72,7 @@ class TestTheProtocols:
     def test_both_implementations_take_each_call_with_the_protocols_parameters(
         self, protocol: type, local: type, http: type
     ) -> None:
-        methods = protocol_methods(protocol)
-        assert methods
-        for name in methods:
-            wanted = parameters(protocol, name)
-            assert parameters(local, name) == wanted, (local.__name__, name)
-            assert parameters(http, name) == wanted, (http.__name__, name)
+        assert_same_parameters(protocol, local, http)
 
     def test_a_session_in_either_mode_offers_what_these_commands_ask(self) -> None:
         wanted = {"reminders", "destinations", "accounts", "local_note"}

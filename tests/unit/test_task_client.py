@@ -41,7 +41,7 @@ from kalends.errors import OpenDescendants
 from kalends.tasks import Directory, Task, TaskService, TaskStatus
 from kalends.tasks.series import SeriesService
 from kalends.tasks.series_rules import SeriesRule
-from unit.client_support import RecordingWire, parameters, protocol_methods
+from unit.client_support import RecordingWire, assert_same_parameters, protocol_methods
 
 
 def local_session(s: Session) -> TaskSession:
@@ -87,12 +87,7 @@ class TestTheProtocols:
     def test_both_implementations_take_each_call_with_the_protocols_parameters(
         self, protocol: type, local: type, http: type
     ) -> None:
-        methods = protocol_methods(protocol)
-        assert methods
-        for name in methods:
-            wanted = parameters(protocol, name)
-            assert parameters(local, name) == wanted, (local.__name__, name)
-            assert parameters(http, name) == wanted, (http.__name__, name)
+        assert_same_parameters(protocol, local, http)
 
     @pytest.mark.parametrize(("protocol", "local", "http"), PAIRS)
     def test_a_keyword_group_is_the_same_group_in_all_three(
