@@ -6,6 +6,10 @@ JSON texts, ``config`` (what Configure edits, at most 64 KiB) and ``body`` (the
 runtime part: generations, origins, counters, pending passage, results). Every
 mutation is one compare-and-swap on ``revision``. A deleted document becomes a
 tombstone: its row stays, with both texts emptied, in the key order of the list.
+
+A schedule's checklist template becomes real tasks per passage: each workspace has one
+task list for them (``workspace_lists``), and each passage's checklist root is recorded
+under the passage's ID (``passage_checklists``), which makes its creation idempotent.
 """
 
 from __future__ import annotations
@@ -27,14 +31,18 @@ from sqlalchemy import (
 from kalends.storage.schema import UTCDateTime, metadata
 
 __all__ = [
+    "passage_checklists",
     "schedule_controls",
     "schedule_wakes",
     "schedules",
+    "workspace_lists",
     "workspace_members",
     "workspaces",
 ]
 
 REQUEST_ID_LENGTH = 64
+# A passage ID as the scheduler derives it (``psg_`` and 26 hex digits), with room.
+PASSAGE_ID_LENGTH = 64
 
 workspaces = Table(
     "workspaces",
@@ -120,5 +128,35 @@ schedule_wakes = Table(
     comment=(
         "One durable wake per schedule that needs a scheduler: the Job of seed 002, held "
         "by one live scheduler under a lease; lastError lives here, outside the document."
+    ),
+)
+
+workspace_lists = Table(
+    "workspace_lists",
+    metadata,
+    Column(
+        "workspace_id", Uuid(), ForeignKey("workspaces.id", ondelete="CASCADE"), primary_key=True
+    ),
+    Column("list_id", Uuid(), ForeignKey("lists.id"), nullable=False, unique=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+    comment="The task list a workspace's passage checklists go to: one per workspace.",
+)
+
+passage_checklists = Table(
+    "passage_checklists",
+    metadata,
+    Column("passage_id", String(PASSAGE_ID_LENGTH), primary_key=True),
+    Column(
+        "schedule_id",
+        Uuid(),
+        ForeignKey("schedules.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("task_id", Uuid(), ForeignKey("tasks.id"), nullable=False, unique=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Index("ix_passage_checklists_schedule_id", "schedule_id"),
+    comment=(
+        "The checklist each passage was given: the root task of the template's items, which "
+        "the passage's own token may tick and comment."
     ),
 )
