@@ -2,7 +2,8 @@
 
 from kalends.identity import Actor, Role
 from kalends.reminders import Channel
-from kalends.tasks.directory import Directory
+from kalends.tasks.access import Delegation
+from kalends.tasks.directory import Directory, insert_list
 from kalends.tasks.models import (
     Attachment,
     Comment,
@@ -14,6 +15,7 @@ from kalends.tasks.models import (
     TreeNode,
     TreePage,
 )
+from kalends.tasks.outlines import MAX_OUTLINE_DEPTH, Outline, insert_tree, subtree_counts
 from kalends.tasks.service import AfterTaskUpdate, TaskChange, TaskService
 from kalends.tasks.values import (
     ListStatus,
@@ -25,14 +27,17 @@ from kalends.tasks.values import (
 )
 
 __all__ = [
+    "MAX_OUTLINE_DEPTH",
     "Actor",
     "AfterTaskUpdate",
     "Attachment",
     "Channel",
     "Comment",
+    "Delegation",
     "Directory",
     "HistoryEvent",
     "ListStatus",
+    "Outline",
     "Reminder",
     "Role",
     "Schedule",
@@ -46,5 +51,8 @@ __all__ = [
     "TimedValue",
     "TreeNode",
     "TreePage",
+    "insert_list",
+    "insert_tree",
     "parse_schedule",
+    "subtree_counts",
 ]

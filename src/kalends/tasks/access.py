@@ -3,10 +3,16 @@
 A list the actor has no role on is, to them, a list that does not exist: the same
 :class:`NotFound`, word for word, as an ID nobody uses, so no answer tells an outsider
 that an ID is taken. Only a member with too low a role is :class:`Forbidden`.
+
+A :class:`Delegation` is the one way past the roles: another domain that proved who is
+calling hands an actor one checklist (a task and everything below it) for the writes it
+allows, and every task outside that checklist, or that does not exist, is refused with the
+delegation's own :class:`Forbidden`, word for word the same.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal, overload
 from uuid import UUID
 
@@ -14,12 +20,13 @@ from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
-from kalends.errors import ListArchived, NotFound
+from kalends.errors import Forbidden, ListArchived, NotFound
 from kalends.identity import Role, parse_uuid, require_role
 from kalends.storage.prepared import Prepared
 from kalends.storage.task_tables import list_members, lists, sections, tasks
 from kalends.tasks.skips import SHOWN_STATUS
 from kalends.tasks.task_rows import ListRow, TaskDetailRow, TaskRow
+from kalends.tasks.tree import ancestor_ids
 from kalends.tasks.values import ListStatus
 
 # Built once and run on the driver: every list operation starts with this read.
@@ -154,3 +161,32 @@ def task_with_role(
     if write and row.list_status == ListStatus.ARCHIVED.value:
         raise ListArchived(f"the list {row.list_name!r} is archived")
     return TaskDetailRow.from_row(row) if detail else TaskRow.from_row(row)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Delegation:
+    """Writes on the checklist below ``root_id`` (itself included) by ``actor_id``, who
+    needs no role on its list; ``outside`` is the refusal for any other task."""
+
+    actor_id: UUID
+    root_id: UUID
+    outside: Forbidden
+
+
+def delegated_task(conn: Connection, delegation: Delegation, task: UUID | str) -> TaskRow:
+    """The task's row (given by ID or short reference) once it is the delegation's root or
+    lies below it, for a write: ``delegation.outside`` for any other task and for one that
+    does not exist; :class:`ListArchived` on an archived list. The row's ``role`` is the
+    delegate's own on the list, which nothing here asks for."""
+    as_id = parse_uuid(task, "task")
+    statement = _TASK_BY_ID if as_id is not None else _TASK_BY_REF
+    key = as_id if as_id is not None else str(task).upper()
+    row = statement.first(conn, {"actor_id": delegation.actor_id, "key": key})
+    if row is None:
+        raise delegation.outside
+    found = TaskRow.from_row(row)
+    if found.id != delegation.root_id and delegation.root_id not in ancestor_ids(conn, found.id):
+        raise delegation.outside
+    if found.list_status == ListStatus.ARCHIVED.value:
+        raise ListArchived(f"the list {found.list_name!r} is archived")
+    return found

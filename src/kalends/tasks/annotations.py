@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from datetime import datetime
 from uuid import UUID
 
 from sqlalchemy import insert, select
@@ -18,7 +19,7 @@ from kalends.storage.task_tables import (
 )
 from kalends.storage.upsert import insert_missing
 from kalends.tasks import history
-from kalends.tasks.access import task_with_role
+from kalends.tasks.access import Delegation, task_with_role
 from kalends.tasks.history import Event
 from kalends.tasks.media import check_media_type
 from kalends.tasks.models import (
@@ -64,27 +65,24 @@ class TaskAnnotations(ServiceBase):
 
     def comment(self, actor: ActorRef, task: TaskRef, body: str) -> Comment:
         """Adds a comment (editors only). A comment does not change the task's revision."""
-        text = check_text(body, "body", MAX_COMMENT_BYTES)
-        if not text.strip():
-            raise InvalidInput("body: a comment cannot be blank", field="body")
+        text = _comment_text(body)
 
         def run(conn: Connection) -> Comment:
             actor_id = resolve_actor(conn, actor)
             row = task_with_role(conn, actor_id, task, Role.EDITOR, write=True)
             require_live(conn, row, "task")
-            now = self.store.clock.now()
-            made = Comment(
-                id=uuid.uuid4(), task_id=row.id, author_id=actor_id, body=text, created_at=now
-            )
-            conn.execute(
-                insert(comments).values(
-                    id=made.id, task_id=row.id, author_id=actor_id, body=text, created_at=now
-                )
-            )
-            history.record(
-                conn, actor_id, now, [Event(row.id, "commented", {"comment_id": str(made.id)})]
-            )
-            return made
+            return _add_comment(conn, actor_id, row.id, text, self.store.clock.now())
+
+        return self.store.run(run)
+
+    def comment_delegated(self, delegation: Delegation, task: TaskRef, body: str) -> Comment:
+        """:meth:`comment` by a delegate, on a task of its checklist only (the delegation's
+        refusal for any other, with nothing written); the delegate is the author."""
+        text = _comment_text(body)
+
+        def run(conn: Connection) -> Comment:
+            row, now = self._delegated(conn, delegation, task, None)
+            return _add_comment(conn, delegation.actor_id, row.id, text, now)
 
         return self.store.run(run)
 
@@ -157,3 +155,23 @@ class TaskAnnotations(ServiceBase):
             return made
 
         return self.store.run(run)
+
+
+def _comment_text(body: str) -> str:
+    text = check_text(body, "body", MAX_COMMENT_BYTES)
+    if not text.strip():
+        raise InvalidInput("body: a comment cannot be blank", field="body")
+    return text
+
+
+def _add_comment(
+    conn: Connection, actor_id: UUID, task_id: UUID, text: str, now: datetime
+) -> Comment:
+    made = Comment(id=uuid.uuid4(), task_id=task_id, author_id=actor_id, body=text, created_at=now)
+    conn.execute(
+        insert(comments).values(
+            id=made.id, task_id=task_id, author_id=actor_id, body=text, created_at=now
+        )
+    )
+    history.record(conn, actor_id, now, [Event(task_id, "commented", {"comment_id": str(made.id)})])
+    return made

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
+from datetime import datetime
 from uuid import UUID
 
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
+from kalends.clock import require_aware
 from kalends.errors import Conflict, InvalidInput, NotFound, RevisionConflict
 from kalends.identity import Actor, ActorDirectory, Role, check_name, parse_uuid, resolve_actor
 from kalends.storage.identity_tables import actors
@@ -35,19 +38,8 @@ class Directory(ActorDirectory):
             created = TaskList(
                 id=uuid.uuid4(), name=checked, status=ListStatus.ACTIVE, revision=1, role=Role.OWNER
             )
-            conn.execute(
-                insert(lists).values(
-                    id=created.id,
-                    name=checked,
-                    status=created.status.value,
-                    revision=1,
-                    created_at=self.store.clock.now(),
-                )
-            )
-            conn.execute(
-                insert(list_members).values(
-                    list_id=created.id, actor_id=actor_id, role=Role.OWNER.value
-                )
+            insert_list(
+                conn, created.id, checked, {actor_id: Role.OWNER}, now=self.store.clock.now()
             )
             return created
 
@@ -210,6 +202,36 @@ class Directory(ActorDirectory):
             ]
 
         return self.store.run(run, write=False)
+
+
+def insert_list(
+    conn: Connection, list_id: UUID, name: str, members: Mapping[UUID, Role], *, now: datetime
+) -> None:
+    """Creates an active list with these members, in the caller's transaction.
+
+    The name is checked as :meth:`Directory.create_list` checks it; the members must be
+    actors that exist and include an owner (a list always has one). Who may create it is
+    the caller's question: no role is checked here.
+    """
+    checked = check_name(name, "name")
+    if Role.OWNER not in members.values():
+        raise InvalidInput("members: a list needs an owner", field="members")
+    conn.execute(
+        insert(lists).values(
+            id=list_id,
+            name=checked,
+            status=ListStatus.ACTIVE.value,
+            revision=1,
+            created_at=require_aware(now, "now"),
+        )
+    )
+    conn.execute(
+        insert(list_members),
+        [
+            {"list_id": list_id, "actor_id": actor_id, "role": Role(role).value}
+            for actor_id, role in members.items()
+        ],
+    )
 
 
 def find_list(conn: Connection, actor_id: UUID, list_ref: UUID | str) -> UUID:

@@ -24,7 +24,7 @@ from kalends.reminders import cancel_intents as cancel_intents  # noqa: PLC0414
 from kalends.storage.task_tables import lists, sections, tags, task_tags, tasks
 from kalends.storage.unit_of_work import Store
 from kalends.storage.upsert import insert_missing
-from kalends.tasks.access import task_with_role
+from kalends.tasks.access import Delegation, delegated_task, task_with_role
 from kalends.tasks.task_rows import TaskRow
 from kalends.tasks.tree import hidden_by_trash
 from kalends.tasks.values import MAX_TAG_LENGTH
@@ -63,6 +63,17 @@ class ServiceBase:
         expect_revision(row, expected_revision)
         require_live(conn, row, "task")
         return actor_id, row, self.store.clock.now()
+
+    def _delegated(
+        self, conn: Connection, delegation: Delegation, task: TaskRef, expected_revision: int | None
+    ) -> tuple[TaskRow, datetime]:
+        """The write preamble of a delegate: the task within the delegation (its refusal
+        otherwise), at ``expected_revision`` when one is given, not in the trash."""
+        row = delegated_task(conn, delegation, task)
+        if expected_revision is not None:
+            expect_revision(row, expected_revision)
+        require_live(conn, row, "task")
+        return row, self.store.clock.now()
 
     def _reread(
         self, conn: Connection, actor_id: UUID, row: TaskRow, expected_revision: int

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 from uuid import UUID
 
@@ -16,11 +16,13 @@ from kalends.reminders import IntentPlan, cancel_intents, replace_intents
 from kalends.storage.task_tables import list_members, task_reminders, tasks
 from kalends.storage.unit_of_work import for_update
 from kalends.tasks import history
+from kalends.tasks.access import Delegation
 from kalends.tasks.history import Event
 from kalends.tasks.loading import load_tasks, task_after_write
 from kalends.tasks.models import Task, reminder_from_row, reminder_to_json
 from kalends.tasks.series_state import is_recurring_root
 from kalends.tasks.steps import ServiceBase, TaskChange, TaskRef, cas
+from kalends.tasks.task_rows import TaskRow
 from kalends.tasks.tree import ancestor_ids
 from kalends.tasks.values import Reminder, Schedule, TaskStatus, TimedValue, due_to_json
 
@@ -180,56 +182,88 @@ class Transitions(ServiceBase):
 
         def run(conn: Connection) -> Task:
             actor_id, row, now = self._writable(conn, actor, task, expected_revision)
-            if row.status == TaskStatus.COMPLETED.value:
-                raise Conflict("task: the task is already completed", field="task")
-            recurring_root = row.series_id is not None and is_recurring_root(conn, row.id)
-            if not complete_subtree:
-                open_count = conn.execute(_OPEN_DESCENDANTS, {"root_id": row.id}).scalar_one()
-                if open_count or recurring_root:
-                    raise OpenDescendants.of(open_count, recurring=recurring_root)
-            if conn.dialect.name == "postgresql":
-                # Lock the checklist first, so an item reopened meanwhile is seen open below.
-                conn.execute(_LOCK_SUBTREE, {"root_id": row.id})
-            done = {"status": TaskStatus.COMPLETED.value, "completed_at": now}
-            cas(conn, row, expected_revision, now, done)
-            # One set-based statement completes the open live descendants and names them.
-            open_ids = list(
-                conn.execute(_COMPLETE_DESCENDANTS, {"root_id": row.id, "now": now}).scalars()
+            return self._complete_row(conn, actor_id, row, expected_revision, now, complete_subtree)
+
+        return self.store.run(run)
+
+    def complete_delegated(
+        self,
+        delegation: Delegation,
+        task: TaskRef,
+        expected_revision: int,
+        *,
+        complete_subtree: bool = False,
+    ) -> Task:
+        """:meth:`complete` by a delegate, on a task of its checklist only (the
+        delegation's refusal for any other, with nothing written); the history names the
+        delegate as the actor."""
+
+        def run(conn: Connection) -> Task:
+            row, now = self._delegated(conn, delegation, task, expected_revision)
+            return self._complete_row(
+                conn, delegation.actor_id, row, expected_revision, now, complete_subtree
             )
-            changed = [row.id, *open_ids]
-            subtree = conn.execute(_LIVE_SUBTREE, {"root_id": row.id}).scalars().all()
-            cancel_intents(conn, subtree, now, "task-completed")
-            history.record(
-                conn,
-                actor_id,
-                now,
-                [
-                    Event(
-                        row.id,
-                        "completed",
-                        {"complete_subtree": complete_subtree},
-                        series_id=row.series_id,
-                        occurrence=row.occurrence,
-                    )
-                ],
-            )
-            if open_ids:
-                history.record_same(
-                    conn,
-                    actor_id,
-                    now,
-                    open_ids,
+
+        return self.store.run(run)
+
+    def _complete_row(
+        self,
+        conn: Connection,
+        actor_id: UUID,
+        row: TaskRow,
+        expected_revision: int,
+        now: datetime,
+        complete_subtree: bool,
+    ) -> Task:
+        """Completes the task of ``row`` (read, and the actor allowed, by the caller)."""
+        if row.status == TaskStatus.COMPLETED.value:
+            raise Conflict("task: the task is already completed", field="task")
+        recurring_root = row.series_id is not None and is_recurring_root(conn, row.id)
+        if not complete_subtree:
+            open_count = conn.execute(_OPEN_DESCENDANTS, {"root_id": row.id}).scalar_one()
+            if open_count or recurring_root:
+                raise OpenDescendants.of(open_count, recurring=recurring_root)
+        if conn.dialect.name == "postgresql":
+            # Lock the checklist first, so an item reopened meanwhile is seen open below.
+            conn.execute(_LOCK_SUBTREE, {"root_id": row.id})
+        done = {"status": TaskStatus.COMPLETED.value, "completed_at": now}
+        cas(conn, row, expected_revision, now, done)
+        # One set-based statement completes the open live descendants and names them.
+        open_ids = list(
+            conn.execute(_COMPLETE_DESCENDANTS, {"root_id": row.id, "now": now}).scalars()
+        )
+        changed = [row.id, *open_ids]
+        subtree = conn.execute(_LIVE_SUBTREE, {"root_id": row.id}).scalars().all()
+        cancel_intents(conn, subtree, now, "task-completed")
+        history.record(
+            conn,
+            actor_id,
+            now,
+            [
+                Event(
+                    row.id,
                     "completed",
-                    {"cascade_from": str(row.id)},
+                    {"complete_subtree": complete_subtree},
                     series_id=row.series_id,
                     occurrence=row.occurrence,
                 )
-            change = TaskChange("completed", row.id, actor_id, now, complete_subtree)
-            self._notify(conn, changed, change)
-            written = done | {"revision": expected_revision + 1, "updated_at": now}
-            return task_after_write(conn, row, written, reminders=_reminders_of(conn, row.id))
-
-        return self.store.run(run)
+            ],
+        )
+        if open_ids:
+            history.record_same(
+                conn,
+                actor_id,
+                now,
+                open_ids,
+                "completed",
+                {"cascade_from": str(row.id)},
+                series_id=row.series_id,
+                occurrence=row.occurrence,
+            )
+        change = TaskChange("completed", row.id, actor_id, now, complete_subtree)
+        self._notify(conn, changed, change)
+        written = done | {"revision": expected_revision + 1, "updated_at": now}
+        return task_after_write(conn, row, written, reminders=_reminders_of(conn, row.id))
 
     def reopen(self, actor: ActorRef, task: TaskRef, expected_revision: int) -> Task:
         """Reopens a completed task and its completed ancestors. Reminders are not replayed."""

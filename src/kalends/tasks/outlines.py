@@ -1,0 +1,204 @@
+"""An outline made a task tree: a root task and nested items, written in one go inside
+the caller's transaction, and the counts of that tree's open and completed items.
+
+Another domain hands its own nested values (anything with a ``title`` and ``children``:
+:class:`Outline`) to :func:`insert_tree`; it decides who may create the tree, so no role
+is checked here. The rows are those :meth:`~kalends.tasks.TaskService.create` writes:
+open tasks at revision 1 with a fresh short reference each, in sibling order, each with
+its ``created`` history event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+from uuid import UUID
+
+from sqlalchemy import bindparam, func, insert, select
+from sqlalchemy.engine import Connection
+
+from kalends.clock import require_aware
+from kalends.errors import InvalidInput
+from kalends.storage.ids import ids_at
+from kalends.storage.task_tables import tasks
+from kalends.tasks import history
+from kalends.tasks.history import Event
+from kalends.tasks.positions import POSITION_GAP, end_position
+from kalends.tasks.refs import new_refs
+from kalends.tasks.series_rules import MAX_CHECKLIST_TASKS
+from kalends.tasks.values import TaskStatus, check_title
+
+__all__ = ["MAX_OUTLINE_DEPTH", "Outline", "insert_tree", "subtree_counts"]
+
+MAX_OUTLINE_DEPTH = 8
+"""How deep the items of an outline may nest below its root (a schedule's template's bound)."""
+
+
+class Outline(Protocol):
+    """One item of an outline and its own items, in order."""
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def children(self) -> Sequence[Outline]: ...
+
+
+def _rows(items: Sequence[Outline]) -> list[tuple[int | None, int, str]]:
+    """The items in pre-order with the index of their parent (``None``: the root)."""
+    out: list[tuple[int | None, int, str]] = []
+
+    def walk(level: Sequence[Outline], parent: int | None, depth: int) -> None:
+        if level and depth > MAX_OUTLINE_DEPTH:
+            raise InvalidInput(
+                f"items: nest at most {MAX_OUTLINE_DEPTH} levels below the root", field="items"
+            )
+        for number, item in enumerate(level):
+            here = len(out)
+            out.append((parent, number, check_title(item.title, "items.title")))
+            if len(out) > MAX_CHECKLIST_TASKS:
+                raise InvalidInput(
+                    f"items: at most {MAX_CHECKLIST_TASKS} items in all", field="items"
+                )
+            walk(item.children, here, depth + 1)
+
+    walk(items, None, 1)
+    return out
+
+
+def insert_tree(
+    conn: Connection,
+    *,
+    list_id: UUID,
+    root_id: UUID,
+    title: str,
+    items: Sequence[Outline],
+    actor_id: UUID,
+    now: datetime,
+    note: Mapping[str, Any] | None = None,
+) -> list[UUID]:
+    """Creates the task ``root_id`` titled ``title`` at the end of the list's top level,
+    with ``items`` nested below it in their order (at most :data:`MAX_OUTLINE_DEPTH`
+    levels, :data:`~kalends.tasks.series_rules.MAX_CHECKLIST_TASKS` items), all created
+    by ``actor_id`` at ``now``, in the caller's transaction; returns the items' IDs in
+    pre-order (the root's not among them).
+
+    ``note`` is added to the root's ``created`` history event (what made the tree). A
+    blank or overlong title is :class:`InvalidInput` before anything is written; the list
+    must exist, and ``root_id`` be new (the database refuses a taken one).
+    """
+    at = require_aware(now, "now")
+    checked = check_title(title)
+    flat = _rows(items)
+    item_ids = ids_at(at, len(flat))
+    refs = new_refs(conn, len(flat) + 1)
+    ids = [root_id, *item_ids]
+    rows: list[dict[str, Any]] = [
+        _row(
+            root_id,
+            refs[0],
+            list_id,
+            None,
+            end_position(conn, list_id, None),
+            checked,
+            actor_id,
+            at,
+        )
+    ]
+    events = [
+        Event(
+            root_id,
+            "created",
+            {"title": checked, "list_id": str(list_id), "tags": [], **dict(note or {})},
+        )
+    ]
+    for index, (parent, number, item_title) in enumerate(flat):
+        parent_id = root_id if parent is None else item_ids[parent]
+        task_id = ids[index + 1]
+        position = (number + 1) * POSITION_GAP
+        rows.append(
+            _row(task_id, refs[index + 1], list_id, parent_id, position, item_title, actor_id, at)
+        )
+        payload = {
+            "title": item_title,
+            "list_id": str(list_id),
+            "tags": [],
+            "parent_id": str(parent_id),
+        }
+        events.append(Event(task_id, "created", payload))
+    conn.execute(insert(tasks), rows)
+    history.record(conn, actor_id, at, events)
+    return item_ids
+
+
+def _row(
+    task_id: UUID,
+    ref: str,
+    list_id: UUID,
+    parent_id: UUID | None,
+    position: int,
+    title: str,
+    actor_id: UUID,
+    now: datetime,
+) -> dict[str, Any]:
+    return {
+        "id": task_id,
+        "ref": ref,
+        "list_id": list_id,
+        "section_id": None,
+        "parent_id": parent_id,
+        "position": position,
+        "title": title,
+        "description": "",
+        "status": TaskStatus.OPEN.value,
+        "completed_at": None,
+        "trashed": False,
+        "trashed_at": None,
+        "revision": 1,
+        "schedule_revision": 0,
+        "priority": None,
+        "planned_date": None,
+        "due_date": None,
+        "due_local": None,
+        "due_zone": None,
+        "due_at": None,
+        "series_id": None,
+        "occurrence": None,
+        "created_by": actor_id,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+def _live_items() -> Any:
+    tree = (
+        select(tasks.c.id, tasks.c.status)
+        .where(tasks.c.id == bindparam("root_id"))
+        .cte("live_items", recursive=True)
+    )
+    return tree.union_all(
+        select(tasks.c.id, tasks.c.status)
+        .join(tree, tasks.c.parent_id == tree.c.id)
+        .where(tasks.c.trashed.is_(False))
+    )
+
+
+_ITEMS = _live_items()
+# Built once: asked at every settlement of a passage with a checklist.
+_COUNTS = (
+    select(_ITEMS.c.status, func.count())
+    .where(_ITEMS.c.id != bindparam("root_id"))
+    .group_by(_ITEMS.c.status)
+)
+
+
+def subtree_counts(conn: Connection, root_id: UUID) -> tuple[int, int]:
+    """``(open, completed)`` over the root's live descendants at every level: the root
+    itself is not counted, nor a trashed item and what lies below it. A task settled by
+    a skip counts as completed (as it is stored)."""
+    found: dict[str, int] = dict(conn.execute(_COUNTS, {"root_id": root_id}).tuples().all())
+    return (
+        int(found.get(TaskStatus.OPEN.value, 0)),
+        int(found.get(TaskStatus.COMPLETED.value, 0)),
+    )
