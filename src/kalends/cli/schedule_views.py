@@ -128,6 +128,8 @@ def policy_text(p: Mapping[str, Any]) -> str:
             text = f"cron '{p['expression']}' {zone}"
         case "calendars":
             text = "; ".join(policy_text(c) for c in p["calendars"])
+        case "on-change":
+            text = "when the condition holds (checked every 15 minutes)"
         case _:
             text = json.dumps(p)
     if p.get("gap"):

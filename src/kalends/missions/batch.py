@@ -20,14 +20,19 @@ from sqlalchemy.engine import Connection
 
 from kalends.errors import KalendsError, TooLarge
 from kalends.missions import service as docs
+from kalends.missions.config_condition import Condition
 from kalends.missions.controls import DocState
 from kalends.missions.decide import Finished, Launch, Sleep, decide
 from kalends.missions.document import Body, Phase
+from kalends.missions.gate import Reading, gate
+from kalends.missions.gate_reads import BLOCKED_RETRY, READ_POLL, SourceReads
+from kalends.missions.gate_records import GateOutcome, source_key
 from kalends.missions.leases import SetWake, set_wakes
 from kalends.missions.looks import LookResult, fallback_at
 from kalends.missions.passages import admission, log_passage, reservation, start_of
 from kalends.missions.runtime.base import Presence, Runtime
 from kalends.missions.scheduler_rows import DueWake, SchedulerRow
+from kalends.missions.source_reads import RecordSource, is_workspace_source, read_records
 from kalends.storage.unit_of_work import Store
 
 __all__ = ["Batch"]
@@ -43,6 +48,32 @@ class _Reserve:
     body: Body
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Gated:
+    """A conditioned schedule whose latest missed ``slot`` waits on its source's read."""
+
+    wake: DueWake
+    row: SchedulerRow
+    doc: DocState
+    slot: datetime
+
+
+def _condition(g: _Gated) -> Condition:
+    condition = g.doc.config.condition
+    assert condition is not None
+    return condition
+
+
+def _record_source(g: _Gated) -> RecordSource:
+    condition = _condition(g)
+    return RecordSource(
+        schedule_id=g.wake.schedule_id,
+        workspace_id=g.row.workspace_id,
+        condition=condition,
+        baseline=g.doc.body.checkpoint(source_key(condition)),
+    )
+
+
 class Batch:
     """The set-based round of one scheduler (its wakes fenced by ``token``)."""
 
@@ -53,12 +84,51 @@ class Batch:
         token: str,
         exists: Callable[[str], bool],
         watch: dict[UUID, str],
+        reads: SourceReads,
     ) -> None:
         self.store = store
         self.runtime = runtime
         self.token = token
         self.exists = exists
         self.watch = watch
+        self.reads = reads
+
+    def _gated(
+        self,
+        g: _Gated,
+        reading: Reading,
+        now: datetime,
+        reserves: list[_Reserve],
+        writes: list[_Reserve],
+        wakes: list[SetWake],
+    ) -> None:
+        """What the read makes of the slot: a reservation with its proof (it joins
+        ``reserves``), or a skipped or blocked slot (a write in ``writes``, the wake set to
+        the next slot, or to a later read of a blocked source)."""
+        body, outcome = gate(g.doc, g.slot, now, reading)
+        if outcome is GateOutcome.LAUNCHED:
+            reserves.append(_Reserve(wake=g.wake, row=g.row, doc=g.doc, body=body))
+            return
+        if outcome is GateOutcome.BLOCKED:
+            last = g.doc.body.gates[-1] if g.doc.body.gates else None
+            again = now + BLOCKED_RETRY
+            if not (
+                last is not None
+                and last.slot == g.slot
+                and last.outcome is outcome
+                and last.reason == body.gates[-1].reason
+            ):
+                writes.append(_Reserve(wake=g.wake, row=g.row, doc=g.doc, body=body))
+            wakes.append(SetWake(schedule_id=g.wake.schedule_id, armed=g.wake.armed, due=again))
+            return
+        writes.append(_Reserve(wake=g.wake, row=g.row, doc=g.doc, body=body))
+        after = decide(replace(g.doc, body=body), now)
+        until = (
+            after.until
+            if isinstance(after, Sleep)
+            else (now if isinstance(after, Launch) else None)
+        )
+        wakes.append(SetWake(schedule_id=g.wake.schedule_id, armed=g.wake.armed, due=until))
 
     def run(
         self,
@@ -72,6 +142,7 @@ class Batch:
         slow: list[DueWake] = []
         wakes: list[SetWake] = []
         reserves: list[_Reserve] = []
+        gated: list[_Gated] = []
         exists: dict[str, bool] = {}
         for wake in due:
             row = rows.get(wake.schedule_id)
@@ -89,6 +160,9 @@ class Batch:
             if not exists[path]:
                 slow.append(wake)
                 continue
+            if isinstance(decision, Launch) and doc.config.condition is not None:
+                gated.append(_Gated(wake=wake, row=row, doc=doc, slot=decision.slot.at))
+                continue
             if isinstance(decision, Launch):
                 body = reservation(doc, decision.slot.at, now)
                 reserves.append(_Reserve(wake=wake, row=row, doc=doc, body=body))
@@ -97,12 +171,51 @@ class Batch:
             until = decision.until if isinstance(decision, Sleep) else None
             wakes.append(SetWake(schedule_id=wake.schedule_id, armed=wake.armed, due=until))
         reserved: list[tuple[_Reserve, int]] = []
+        gate_writes: list[_Reserve] = []  # skipped or blocked slots: a document write only
+        for g in gated:
+            condition = g.doc.config.condition
+            assert condition is not None
+            if is_workspace_source(condition):
+                reading = self.reads.request(
+                    g.row.workspace_path, condition, g.doc.body.checkpoint(source_key(condition)),
+                    g.slot, now,
+                )  # fmt: skip
+                if reading is None:  # being read: look again in a moment
+                    wakes.append(
+                        SetWake(schedule_id=g.wake.schedule_id, armed=g.wake.armed,
+                                due=now + READ_POLL)
+                    )  # fmt: skip
+                    continue
+                self._gated(g, reading, now, reserves, gate_writes, wakes)
+        records = [g for g in gated if not is_workspace_source(_condition(g))]
 
         def reserve(conn: Connection) -> None:
             reserved.clear()  # retried whole when busy: only the last attempt's writes count
             writes: list[tuple[_Reserve, int]] = []
             params: list[dict[str, Any]] = []
-            for r in reserves:
+            record_reserves: list[_Reserve] = []
+            record_writes: list[_Reserve] = []
+            record_wakes: list[SetWake] = []
+            if records:
+                readings = read_records(conn, [_record_source(g) for g in records], now)
+                for g in records:
+                    self._gated(
+                        g, readings[g.wake.schedule_id], now, record_reserves, record_writes,
+                        record_wakes,
+                    )  # fmt: skip
+            for r in (*gate_writes, *record_writes):
+                try:
+                    params.append(
+                        docs.cas_params(
+                            r.row, state=r.doc.state, phase=r.doc.phase, config=r.doc.config,
+                            body=r.body, now=now,
+                        )
+                    )  # fmt: skip
+                except TooLarge:
+                    continue  # its own look records lastError
+                writes.append((r, r.row.revision + 1))
+            gate_count = len(writes)
+            for r in (*reserves, *record_reserves):
                 try:
                     params.append(
                         docs.cas_params(
@@ -113,13 +226,24 @@ class Batch:
                 except TooLarge:
                     continue  # refused before any write: its own look records lastError
                 writes.append((r, r.row.revision + 1))
-            for write, applied in zip(writes, docs.cas_write_many(conn, params), strict=True):
-                if applied:
+            applied_all = docs.cas_write_many(conn, params)
+            lost: list[SetWake] = []
+            for i, (write, applied) in enumerate(zip(writes, applied_all, strict=True)):
+                if i < gate_count:
+                    if not applied:  # a control came first: look again at once
+                        lost.append(
+                            SetWake(schedule_id=write[0].wake.schedule_id,
+                                    armed=write[0].wake.armed, due=now)
+                        )  # fmt: skip
+                elif applied:
                     reserved.append(write)
-            set_wakes(conn, self.token, wakes)
+            set_wakes(conn, self.token, [*wakes, *record_wakes, *lost])
+            reserves_seen[:] = [*reserves, *record_reserves]
 
-        if reserves or wakes:
+        reserves_seen: list[_Reserve] = list(reserves)
+        if reserves or wakes or gate_writes or records:
             self.store.run(reserve)
+        reserves = reserves_seen
         result.reserved += len(reserved)
         for r, _revision in reserved:
             assert r.body.pending is not None

@@ -28,7 +28,7 @@ from kalends.errors import InvalidInput, TooLarge
 from kalends.missions.config_condition import CONDITION_KINDS, Condition, parse_condition
 from kalends.missions.config_end import EndBounds, parse_end
 from kalends.missions.config_fields import fail, json_object, require_unicode, text_field
-from kalends.missions.config_policy import ONE_SHOT_KINDS, POLICY_KINDS, parse_policy
+from kalends.missions.config_policy import ON_CHANGE, ONE_SHOT_KINDS, POLICY_KINDS, parse_policy
 from kalends.missions.config_profile import Profile, parse_profile
 from kalends.missions.config_template import TemplateItem, parse_template
 from kalends.missions.limits import (
@@ -76,6 +76,8 @@ class Config:
     template: tuple[TemplateItem, ...] | None = None
     policy: Rule
     condition: Condition | None = None
+    on_change: bool = False
+    """The event-only ``on-change`` policy: ``policy`` is then its 15-minute check cadence."""
     end: EndBounds = field(default_factory=EndBounds)
     restart: Restart = Restart.RESUME
 
@@ -90,7 +92,11 @@ class Config:
 
     def timing_key(self) -> tuple[Any, ...]:
         """What decides slots: a change here starts a new temporal generation."""
-        return (rule_to_json(self.policy), self.end.timing_key())
+        return (self.policy_json(), self.end.timing_key())
+
+    def policy_json(self) -> dict[str, Any]:
+        """The ``policy`` field as callers give it."""
+        return {"kind": ON_CHANGE} if self.on_change else rule_to_json(self.policy)
 
     def with_instructions(self, objective: str, notes: str) -> Config:
         return replace(self, objective=objective, notes=notes)
@@ -141,6 +147,13 @@ def config_from_json(
         raise fail(
             "notes", f"objective and notes together exceed {MAX_INSTRUCTION_CHARS} characters"
         )
+    policy, on_change = parse_policy(obj["policy"])
+    condition = parse_condition(obj.get("condition"), given=condition_given)
+    if on_change and condition is None:
+        raise fail(
+            "condition",
+            "the on-change policy launches when a source condition holds: give a condition",
+        )
     restart = obj.get("restart", "resume")
     if restart not in ("resume", "interrupt"):
         raise fail("restart", f"must be 'resume' or 'interrupt', got {restart!r}")
@@ -150,8 +163,9 @@ def config_from_json(
         notes=notes,
         profile=parse_profile(obj["profile"], stored=stored_profile),
         template=parse_template(obj.get("template")),
-        policy=parse_policy(obj["policy"]),
-        condition=parse_condition(obj.get("condition"), given=condition_given),
+        policy=policy,
+        condition=condition,
+        on_change=on_change,
         end=parse_end(obj.get("end")),
         restart=Restart(restart),
     )
@@ -167,7 +181,7 @@ def config_to_json(config: Config) -> dict[str, Any]:
         "template": None
         if config.template is None
         else [item.to_json() for item in config.template],
-        "policy": rule_to_json(config.policy),
+        "policy": config.policy_json(),
         "condition": None if config.condition is None else config.condition.to_json(),
         "end": config.end.to_json(),
         "restart": config.restart.value,

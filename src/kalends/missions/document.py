@@ -29,6 +29,7 @@ from kalends.civil import (
 from kalends.civil.search import DstNote, Slot
 from kalends.errors import InvalidInput
 from kalends.missions.config import Config
+from kalends.missions.gate_records import Checkpoint, GateRecord
 from kalends.missions.limits import MAX_REASON_BYTES, MAX_RESULTS, MAX_SUMMARY_BYTES
 from kalends.missions.stored_text import fit_stored
 
@@ -47,6 +48,7 @@ __all__ = [
     "Result",
     "State",
     "archive",
+    "consumed",
     "dump_body",
     "end_at",
     "load_body",
@@ -56,6 +58,7 @@ __all__ = [
     "one_shot_slot",
     "preview_slots",
     "quota_used",
+    "with_checkpoint",
 ]
 
 BODY_VERSION = 1
@@ -101,6 +104,16 @@ def _instant(value: object) -> datetime | None:
     return parsed.astimezone(UTC)
 
 
+def _proof(value: object) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("key"), str):
+        raise ValueError("a pending passage's proof is an object naming its source key")
+    if not isinstance(value.get("checkpoint"), str):
+        raise ValueError("a pending passage's proof names the checkpoint it consumes")
+    return value
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Pending:
     """The passage between reservation and archive, with its exact identities."""
@@ -119,9 +132,13 @@ class Pending:
     profile: dict[str, Any] = field(default_factory=dict)
     config_generation: int = 1
     temporal_generation: int = 1
+    proof: dict[str, Any] | None = None
+    """The source observation frozen at the reservation (conditioned slots): its source
+    ``key``, the ``checkpoint`` a successful settlement consumes, the ``observation`` and
+    what changed since the baseline (``change``)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "passageId": self.passage_id,
             "sessionId": self.session_id,
             "messageId": self.message_id,
@@ -137,6 +154,9 @@ class Pending:
             "configGeneration": self.config_generation,
             "temporalGeneration": self.temporal_generation,
         }
+        if self.proof is not None:
+            out["proof"] = self.proof
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Pending:
@@ -157,6 +177,7 @@ class Pending:
             profile=dict(d.get("profile") or {}),
             config_generation=int(d.get("configGeneration", 1)),
             temporal_generation=int(d.get("temporalGeneration", 1)),
+            proof=_proof(d.get("proof")),
         )
 
 
@@ -222,9 +243,23 @@ class Body:
     interrupted_at: datetime | None = None
     task_created: bool = False
     deleted_at: datetime | None = None
+    sources: tuple[tuple[str, Checkpoint], ...] = ()
+    """Every source's checkpoint by :func:`~kalends.missions.gate_records.source_key`,
+    kept when a configuration removes the source."""
+    observed: dict[str, Any] | None = None
+    """The last completed or blocked read of the current source (its ``key`` included)."""
+    gates: tuple[GateRecord, ...] = ()
+    """What the newest slots of a conditioned schedule decided, oldest first."""
+
+    def checkpoint(self, key: str) -> Checkpoint | None:
+        """The checkpoint of the source ``key``, ``None`` before its baseline."""
+        for k, c in self.sources:
+            if k == key:
+                return c
+        return None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "v": BODY_VERSION,
             "configGeneration": self.config_generation,
             "temporalGeneration": self.temporal_generation,
@@ -246,6 +281,13 @@ class Body:
             "taskCreated": self.task_created,
             "deletedAt": _iso(self.deleted_at),
         }
+        if self.sources:
+            out["sources"] = {k: c.to_json() for k, c in self.sources}
+        if self.observed is not None:
+            out["observed"] = self.observed
+        if self.gates:
+            out["gates"] = [g.to_json() for g in self.gates]
+        return out
 
 
 def dump_body(body: Body) -> str:
@@ -281,6 +323,11 @@ def load_body(text: str) -> Body:
         interrupted_at=None if interruption is None else _instant(interruption.get("at")),
         task_created=bool(d.get("taskCreated", False)),
         deleted_at=_instant(d.get("deletedAt")),
+        sources=tuple(
+            (str(k), Checkpoint.from_json(v)) for k, v in (d.get("sources") or {}).items()
+        ),
+        observed=d.get("observed"),
+        gates=tuple(GateRecord.from_json(g) for g in d.get("gates") or ()),
     )
 
 
@@ -429,6 +476,22 @@ def manual_identity(schedule_id: str, request_id: str) -> tuple[str, str, str]:
     return f"psg_{derive('passage')}", f"ses_{derive('session')}", f"msg_{derive('message')}"
 
 
+def with_checkpoint(body: Body, key: str, checkpoint: Checkpoint) -> Body:
+    """``body`` with the source ``key`` at ``checkpoint`` (added, or replacing its own)."""
+    kept = tuple((k, c) for k, c in body.sources if k != key)
+    return replace(body, sources=(*kept, (key, checkpoint)))
+
+
+def consumed(proof: dict[str, Any], result: Result) -> Checkpoint:
+    """The checkpoint a successful settlement leaves: the frozen proof's."""
+    observation = proof.get("observation")
+    return Checkpoint(
+        checkpoint=proof["checkpoint"],
+        at=result.settled_at,
+        observation=observation if isinstance(observation, dict) else None,
+    )
+
+
 def archive(body: Body, result: Result) -> Body:
     """Archive ``result``: keep the newest 30, count it, clear pending (seed 002). Its
     summary and reason are cut to their byte bounds, so the document fits whatever the
@@ -440,6 +503,12 @@ def archive(body: Body, result: Result) -> Body:
     )
     results = (*body.results, result)[-MAX_RESULTS:]
     successful = body.successful + (1 if result.outcome == "completed" else 0)
+    pending = body.pending
+    if result.outcome == "completed" and pending is not None and pending.proof is not None:
+        # Seed 002: only successful settlement consumes the frozen proof; the baseline
+        # advances to it in this same compare-and-swap. Failures leave it, so the next
+        # slot sees the change again.
+        body = with_checkpoint(body, pending.proof["key"], consumed(pending.proof, result))
     high_water = body.high_water
     if result.slot is not None and (high_water is None or result.slot > high_water):
         high_water = result.slot

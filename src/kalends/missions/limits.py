@@ -16,6 +16,7 @@ __all__ = [
     "MAX_CONDITION_ITEMS",
     "MAX_CONFIG_BYTES",
     "MAX_CONTROL_RECORDS",
+    "MAX_GATE_RECORDS",
     "MAX_DOCUMENT_BYTES",
     "MAX_ENV_VARS",
     "MAX_INSTRUCTION_CHARS",
@@ -35,6 +36,7 @@ __all__ = [
     "MAX_TOMBSTONE_BYTES",
     "MIN_EVERY_SECONDS",
     "MIN_REQUEST_ID",
+    "ON_CHANGE_CHECK_MINUTES",
     "MAX_REQUEST_ID",
     "SOURCE_READ_BUDGET_SECONDS",
 ]
@@ -97,6 +99,9 @@ MAX_TEMPLATE_ITEMS = 500
 # Seed 002 "Local file and Git reads ... share a cancellable ten-second budget": every
 # read of one observation of a source (and its revalidation) spends one such budget.
 SOURCE_READ_BUDGET_SECONDS = 10
+# Seed 002 "Event-only policies check every 15 minutes": the ``on-change`` policy reads its
+# condition at this cadence from first Play.
+ON_CHANGE_CHECK_MINUTES = 15
 
 # kalends decisions (no seed names them): bounds on a runner profile and request IDs.
 MAX_COMMAND_ARGS = 256
@@ -116,3 +121,6 @@ MAX_SOURCE_FILE_BYTES = 64 * 1024 * 1024
 # observed commit (and says when there were more), each subject cut to this many characters.
 MAX_PROOF_COMMITS = 50
 MAX_PROOF_SUBJECT_CHARS = 200
+# A conditioned schedule keeps what its last slots decided (launched, skipped with the
+# reason, blocked) as it keeps its results: the newest 30, beside them.
+MAX_GATE_RECORDS = MAX_RESULTS

@@ -43,6 +43,8 @@ from kalends.missions.decide import (
     decide,
 )
 from kalends.missions.document import Body, PassageStatus, Pending, Phase, State, archive
+from kalends.missions.gate_reads import READ_POLL, SourceReads
+from kalends.missions.gate_records import source_key
 from kalends.missions.leases import SetWake, WakeLeases
 from kalends.missions.passages import (
     admission,
@@ -57,6 +59,7 @@ from kalends.missions.passages import (
 )
 from kalends.missions.runtime.base import Observation, Presence, Runtime
 from kalends.missions.scheduler_rows import SchedulerRow, read_schedule
+from kalends.missions.source_reads import is_workspace_source
 from kalends.missions.wakes import fallback_delay
 from kalends.storage.mission_tables import schedule_controls
 from kalends.storage.unit_of_work import Store
@@ -110,12 +113,14 @@ class Look:
         leases: WakeLeases,
         exists: Callable[[str], bool],
         watch: dict[UUID, str],
+        reads: SourceReads,
     ) -> None:
         self.store = store
         self.runtime = runtime
         self.leases = leases
         self.exists = exists
         self.watch = watch
+        self.reads = reads
 
     def look_and_set(
         self, sid: UUID, armed: int, polls: int, now: datetime, result: LookResult
@@ -156,6 +161,16 @@ class Look:
                 if self.interrupt_schedule(row, doc, now, "error"):
                     return None, 0
                 continue
+            if isinstance(decision, Launch) and doc.config.condition is not None:
+                # A conditioned slot is gated in the set-based round, which reads its
+                # source off the loop: start the read now, look again in a moment.
+                condition = doc.config.condition
+                if is_workspace_source(condition):
+                    baseline = doc.body.checkpoint(source_key(condition))
+                    self.reads.request(
+                        row.workspace_path, condition, baseline, decision.slot.at, now
+                    )
+                return now + READ_POLL, 0
             if isinstance(decision, Launch):
                 if self._reserve(row, doc, decision.slot.at, now):
                     result.reserved += 1

@@ -60,9 +60,9 @@ def reserved(
 ) -> Body:
     """``doc``'s body with a passage reserved at ``now``, before any effect: its pending
     record under ``identity`` (its passage, session and message IDs), starting with the
-    profile and generations of the document as it is. A reservation counts as a check
-    where the policy has a condition (seed 002 ``checks``: explicit Run now reservations
-    count; policies without a condition contribute zero). Both triggers reserve through
+    profile and generations of the document as it is. A Run now counts as a check where
+    the policy has a condition (seed 002 ``checks``: explicit Run now reservations count;
+    policies without a condition contribute zero). Both triggers reserve through
     here: ``scheduled`` (:func:`reservation`) and ``manual`` (Run now, with its
     ``request_id``)."""
     body = doc.body
@@ -81,8 +81,10 @@ def reserved(
         config_generation=body.config_generation,
         temporal_generation=body.temporal_generation,
     )
-    checks = body.checks_count + (1 if doc.config.condition is not None else 0)
-    return replace(body, pending=pending, checks_count=checks)
+    # A scheduled slot of a conditioned schedule counts its read where the gate commits it
+    # (kalends.missions.gate); a Run now counts here.
+    counted = trigger == "manual" and doc.config.condition is not None
+    return replace(body, pending=pending, checks_count=body.checks_count + (1 if counted else 0))
 
 
 def reservation(doc: DocState, slot: datetime, now: datetime) -> Body:
@@ -130,6 +132,7 @@ def start_of(doc: DocState, pending: Pending, workspace: str) -> PassageStart:
             "trigger": pending.trigger,
             "slot": None if pending.slot is None else pending.slot.isoformat(),
             "requestId": pending.request_id,
+            "proof": pending.proof,
         },
     )
 

@@ -38,6 +38,7 @@ from sqlalchemy.engine import Connection
 
 from kalends.errors import KalendsError, StorageError
 from kalends.missions.batch import Batch
+from kalends.missions.gate_reads import SourceReads
 from kalends.missions.leases import WakeLeases
 from kalends.missions.looks import Look, LookResult
 from kalends.missions.passages import log_passage, scheduled_identity, settle_outcome
@@ -86,8 +87,9 @@ class Scheduler:
         self.token = secrets.token_hex(16)
         self._watch: dict[UUID, str] = {}
         self._leases = WakeLeases(store, self.owner, self.token, lease)
-        self._look = Look(store, runtime, self._leases, exists, self._watch)
-        self._batch = Batch(store, runtime, self.token, exists, self._watch)
+        self._reads = SourceReads()
+        self._look = Look(store, runtime, self._leases, exists, self._watch, self._reads)
+        self._batch = Batch(store, runtime, self.token, exists, self._watch, self._reads)
 
     # --- the loop ------------------------------------------------------------------------
 
@@ -108,6 +110,7 @@ class Scheduler:
             return due, read_schedules(conn, [d.schedule_id for d in due])
 
         due, rows = self.store.run(mine, write=False)
+        self._reads.forget_older(now)
         result.looked = len(due)
         for wake in self._batch.run(due, rows, now, result):
             self._guard(
@@ -166,6 +169,7 @@ class Scheduler:
                     if self._watch and self._exits_seen():
                         break
         finally:
+            self._reads.close()
             try:
                 self.release()
             except StorageError as exc:  # the leases run out on their own

@@ -17,6 +17,8 @@ reads, the transaction and the scope check are :mod:`kalends.missions.schedule_r
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import datetime
 from types import MethodType
 from typing import Any, Protocol, Unpack, overload
 from uuid import UUID
@@ -37,8 +39,9 @@ from kalends.keywords import takes
 from kalends.missions import repository
 from kalends.missions.condition_check import check_condition, cycle_of
 from kalends.missions.config import Config, config_from_json, config_to_json
-from kalends.missions.controls import Action, DocState, apply, edit_refusal, refusal
-from kalends.missions.document import Body, Phase, State, check_not_past
+from kalends.missions.controls import Action, Applied, DocState, apply, edit_refusal, refusal
+from kalends.missions.document import Body, Phase, State, check_not_past, with_checkpoint
+from kalends.missions.gate_records import source_key
 from kalends.missions.keywords import ControlKeywords, RequestKeywords
 from kalends.missions.limits import MAX_SCHEDULES
 from kalends.missions.outcomes import ControlOutcome, ControlStatus, Page, Receipt
@@ -51,6 +54,7 @@ from kalends.missions.requests import (
 )
 from kalends.missions.rows import ControlRead, ControlRecord, ScheduleRead, ScheduleRow
 from kalends.missions.schedule_reads import ScheduleReads, present, schedule_id_of, seen, unseen
+from kalends.missions.source_reads import play_baseline
 from kalends.missions.stored_documents import (
     cas_params,
     cas_write,
@@ -365,6 +369,7 @@ class ScheduleService(ScheduleReads):
                 except InvalidInput as exc:
                     raise self._refused(conn, read, request, exc) from None
             applied = apply(act, doc, now, request_id=request_id, config=new_config)
+            applied = _with_baseline(conn, row.id, row.workspace_id, applied, now)
             try:
                 complete, written = repository.write_control(conn, read, request, applied, now)
             except repository.Raced:
@@ -451,6 +456,24 @@ class ScheduleService(ScheduleReads):
             repeated=True,
             schedule=self._project(fresh),
         )
+
+
+def _with_baseline(
+    conn: Connection, schedule_id: UUID, workspace_id: UUID, applied: Applied, now: datetime
+) -> Applied:
+    """Seed 002: first Play establishes the source's baseline (and a source added to a
+    played schedule takes its own at once); Pause/Resume and edits keep every checkpoint,
+    a removed source's too. A baseline read counts no check."""
+    condition, body = applied.config.condition, applied.body
+    if condition is None or body.first_play_at is None:
+        return applied
+    key = source_key(condition)
+    if body.checkpoint(key) is not None:
+        return applied
+    taken = play_baseline(conn, schedule_id, workspace_id, condition, now)
+    if taken is None:
+        return applied
+    return replace(applied, body=with_checkpoint(body, key, taken))
 
 
 def _edited(doc: DocState, changes: Mapping[str, Any]) -> Config:

@@ -25,7 +25,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from kalends.civil import rule_to_json
 from kalends.missions.config import Profile, config_to_json
 from kalends.missions.controls import ACTIONS, DocState, refusal
 from kalends.missions.document import (
@@ -42,9 +41,17 @@ from kalends.missions.document import (
     quota_limit,
     quota_used,
 )
+from kalends.missions.gate_records import GateOutcome, source_key
 from kalends.missions.rows import Schedule, ScheduleRead
 
-__all__ = ["available_actions", "block_reason", "iso", "project", "project_tombstone"]
+__all__ = [
+    "available_actions",
+    "block_reason",
+    "iso",
+    "project",
+    "project_tombstone",
+    "source_block",
+]
 
 
 def iso(value: datetime | None) -> str | None:
@@ -77,7 +84,41 @@ def block_reason(doc: DocState, due: datetime | None = _UNSET) -> str | None:
         return "quota-exhausted"
     if (next_due(doc.config, body) if due is _UNSET else due) is None:
         return "ended"
-    return None
+    return source_block(doc)
+
+
+def source_block(doc: DocState) -> str | None:
+    """The source's ``blockReason`` when the last slot's read was blocked and that slot is
+    still waiting (``source-missing``, ``source-unreadable``, ``source-cycle``, ...)."""
+    body = doc.body
+    if doc.config.condition is None or not body.gates:
+        return None
+    last = body.gates[-1]
+    if last.outcome is not GateOutcome.BLOCKED:
+        return None
+    if body.high_water is not None and last.slot <= body.high_water:
+        return None
+    return last.reason
+
+
+def _source(doc: DocState) -> dict[str, Any] | None:
+    """What the condition's source shows: its baseline, the last read, and what the
+    newest slots decided (newest first)."""
+    condition = doc.config.condition
+    if condition is None:
+        return None
+    body = doc.body
+    key = source_key(condition)
+    baseline = body.checkpoint(key)
+    observed = body.observed if body.observed and body.observed.get("key") == key else None
+    return {
+        "key": key,
+        "baseline": None if baseline is None else baseline.to_json(),
+        "lastObservation": observed,
+        "lastSlot": body.gates[-1].to_json() if body.gates else None,
+        "slots": [g.to_json() for g in reversed(body.gates)],
+        "otherCheckpoints": sorted(k for k, _ in body.sources if k != key),
+    }
 
 
 def _display_state(
@@ -171,7 +212,7 @@ def project(doc: DocState, row: Schedule, *, now: datetime | None = None) -> dic
         "revision": row.revision,
         "configGeneration": body.config_generation,
         "temporalGeneration": body.temporal_generation,
-        "policy": rule_to_json(config.policy),
+        "policy": config.policy_json(),
         "condition": cfg["condition"],
         "end": cfg["end"],
         "restart": config.restart.value,
@@ -191,6 +232,7 @@ def project(doc: DocState, row: Schedule, *, now: datetime | None = None) -> dic
             "remaining": None if limit is None else max(0, limit - used),
         },
         "checks": {"count": body.checks_count, "since": iso(body.checks_since)},
+        "source": _source(doc),
         "pending": _pending(body),
         "latestResult": body.results[-1].to_json() if body.results else None,
         "results": [r.to_json() for r in reversed(body.results)],

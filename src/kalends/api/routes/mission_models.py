@@ -236,6 +236,8 @@ class LimitsOut(BaseModel):
     maxSourceFileBytes: int
     maxProofCommits: int
     maxProofSubjectChars: int
+    maxGateRecords: int
+    onChangeCheckMinutes: int
 
 
 class CapabilitiesOut(BaseModel):

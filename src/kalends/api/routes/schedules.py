@@ -65,6 +65,7 @@ from kalends.missions.limits import (
     MAX_DOCUMENT_BYTES,
     MAX_ENV_VALUE_CHARS,
     MAX_ENV_VARS,
+    MAX_GATE_RECORDS,
     MAX_INSTRUCTION_CHARS,
     MAX_PAGE,
     MAX_PREVIEW,
@@ -83,6 +84,7 @@ from kalends.missions.limits import (
     MAX_TOMBSTONES,
     MIN_EVERY_SECONDS,
     MIN_REQUEST_ID,
+    ON_CHANGE_CHECK_MINUTES,
     SOURCE_READ_BUDGET_SECONDS,
 )
 
@@ -283,6 +285,8 @@ def capabilities(workspace: WorkspaceID, ctx: ContextDep, who: PrincipalDep) -> 
             maxSourceFileBytes=MAX_SOURCE_FILE_BYTES,
             maxProofCommits=MAX_PROOF_COMMITS,
             maxProofSubjectChars=MAX_PROOF_SUBJECT_CHARS,
+            maxGateRecords=MAX_GATE_RECORDS,
+            onChangeCheckMinutes=ON_CHANGE_CHECK_MINUTES,
         ),
         pageSize=MAX_PAGE,
         runtimeKinds=list(RUNTIME_KINDS),
