@@ -33,12 +33,12 @@ DOMAINS = (
 # Which domain may use which other domain (through its package only). Identity is who
 # someone is and what role they hold; the task store writes its reminders' intents
 # through the reminders, which know no task store; a mission's run privilege is an
-# account's grant.
+# account's grant; a passage's checklist is tasks in its workspace's list.
 DOMAIN_DEPENDENCIES = {
     "kalends.identity": (),
     "kalends.tasks": ("kalends.identity", "kalends.reminders"),
     "kalends.reminders": ("kalends.identity",),
-    "kalends.missions": ("kalends.identity", "kalends.auth"),
+    "kalends.missions": ("kalends.identity", "kalends.auth", "kalends.tasks"),
     "kalends.auth": ("kalends.identity",),
 }
 

@@ -197,7 +197,9 @@ def subtree_counts(conn: Connection, root_id: UUID) -> tuple[int, int]:
     """``(open, completed)`` over the root's live descendants at every level: the root
     itself is not counted, nor a trashed item and what lies below it. A task settled by
     a skip counts as completed (as it is stored)."""
-    found: dict[str, int] = dict(conn.execute(_COUNTS, {"root_id": root_id}).tuples().all())
+    found: dict[str, int] = {}
+    for status, number in conn.execute(_COUNTS, {"root_id": root_id}):
+        found[status] = number
     return (
         int(found.get(TaskStatus.OPEN.value, 0)),
         int(found.get(TaskStatus.COMPLETED.value, 0)),
