@@ -215,6 +215,11 @@ class MemoryRuntime:
             p = self._passages.get(session_id)
             return max(p.launches, 0) if p else 0
 
+    def started(self, session_id: str) -> PassageStart:
+        """What the session's passage was started with (its input included)."""
+        with self._lock:
+            return self._get(session_id).start
+
     def sessions(self) -> list[str]:
         with self._lock:
             return list(self._passages)
