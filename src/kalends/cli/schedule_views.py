@@ -276,6 +276,88 @@ def _pending_status_text(pending: Mapping[str, Any]) -> str:
     return f"{status} ({reason}: {why})" if why else f"{status} ({reason})"
 
 
+def condition_text(condition: Mapping[str, Any]) -> str:
+    """A source condition in a few words."""
+    kind = condition.get("kind")
+    if kind == "git-branch":
+        return f"branch {condition.get('branch')} of {condition.get('path', '.')} moves"
+    if kind == "files":
+        paths = list(condition.get("paths") or [])
+        shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        return f"files change: {shown}"
+    if kind == "schedule-succeeded":
+        return f"schedule {condition.get('missionId')} succeeds"
+    if kind == "mission-completed":
+        return f"one-time schedule {condition.get('missionId')} completes"
+    return json.dumps(condition)
+
+
+def _checkpoint_text(kind: str, checkpoint: str) -> str:
+    if kind == "git-branch":
+        return f"commit {checkpoint[:12]}"
+    if kind == "files":
+        return f"digest {checkpoint[:12]}"
+    if kind == "schedule-succeeded":
+        return f"{checkpoint} successes"
+    return checkpoint
+
+
+def _baseline_text(baseline: Mapping[str, Any] | None, zone: str) -> str:
+    if not baseline:
+        return "none yet (the first Play or the first slot takes it)"
+    observation = baseline.get("observation") or {}
+    kind = str(observation.get("kind", ""))
+    return (
+        f"{_checkpoint_text(kind, str(baseline['checkpoint']))}, "
+        f"since {local_text(baseline.get('at'), zone)}"
+    )
+
+
+def _observation_text(observed: Mapping[str, Any] | None, zone: str) -> str:
+    if not observed:
+        return "none yet"
+    if observed.get("blockReason"):
+        return (
+            f"blocked ({observed['blockReason']}) at {local_text(observed.get('at'), zone)}: "
+            f"{observed.get('detail', '')}"
+        )
+    kind = str(observed.get("kind", ""))
+    checkpoint = observed.get("checkpoint") or observed.get("state") or observed.get("successful")
+    return (
+        f"{_checkpoint_text(kind, str(checkpoint))} at "
+        f"{local_text(observed.get('observedAt'), zone)}"
+    )
+
+
+def _gate_text(gate: Mapping[str, Any] | None, zone: str) -> str:
+    if not gate:
+        return "no slot read yet"
+    said = {
+        "launched": "launched",
+        "skipped": "skipped",
+        "blocked": "blocked, read again soon",
+    }.get(str(gate.get("outcome")), str(gate.get("outcome")))
+    detail = f": {gate['detail']}" if gate.get("detail") else ""
+    return f"{local_text(gate.get('slot'), zone)} {said} ({gate.get('reason')}){detail}"
+
+
+def _proof_text(proof: Mapping[str, Any]) -> str:
+    change = proof.get("change") or {}
+    if proof.get("kind") == "git-branch":
+        commits = change.get("commits") or []
+        more = " and more" if change.get("truncated") else ""
+        subjects = "; ".join(str(c.get("subject")) for c in commits[:3])
+        return f"{len(commits)} commit(s){more}: {subjects}"
+    if proof.get("kind") == "files":
+        parts = [
+            f"{k} {', '.join(change.get(k) or [])}"
+            for k in ("added", "modified", "removed")
+            if change.get(k)
+        ]
+        return "; ".join(parts) or "the file set changed"
+    return json.dumps(change)
+
+
 def detail_view(doc: Mapping[str, Any], *, wide: bool = False) -> Group:
     """A schedule as a person reads it: state, next slot, counters, pending, history.
     ``wide``: the history with every column, however wide."""
@@ -311,6 +393,15 @@ def detail_view(doc: Mapping[str, Any], *, wide: bool = False) -> Group:
     row("quota", _quota_text(doc))
     checks = doc.get("checks") or {}
     row("checks", f"{checks.get('count', 0)} since {local_text(checks.get('since'), zone)}")
+    source = doc.get("source")
+    if source:
+        row("condition", condition_text(doc.get("condition") or {}))
+        row("baseline", _baseline_text(source.get("baseline"), zone))
+        row("last read", _observation_text(source.get("lastObservation"), zone))
+        row("last slot", _gate_text(source.get("lastSlot"), zone))
+        proof = (doc.get("pending") or {}).get("proof")
+        if proof:
+            row("proof", _proof_text(proof))
     pending = doc.get("pending")
     if pending:
         slot = local_text(pending["slot"], zone) if pending.get("slot") else "none (run now)"
