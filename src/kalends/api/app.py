@@ -24,7 +24,12 @@ from kalends.api.docs import install_docs
 from kalends.api.errors import error_response, install_error_handlers
 from kalends.api.fast.route_index import install_route_index
 from kalends.api.routes import auth, health, missions, passages, tasks
-from kalends.api.security import SECURITY_SCHEMES, principal
+from kalends.api.security import (
+    PASSAGE_SECURITY_SCHEME,
+    SECURITY_SCHEMES,
+    principal,
+    principal_or_passage,
+)
 from kalends.tasks.values import MAX_ATTACHMENT_BYTES
 
 __all__ = ["create_app"]
@@ -134,8 +139,10 @@ def _flat_routes(router: APIRouter) -> Iterator[BaseRoute]:
             yield route
 
 
-def _needs_credentials(dependant: Dependant) -> bool:
-    return any(dep.call is principal or _needs_credentials(dep) for dep in dependant.dependencies)
+def _needs_credentials(dependant: Dependant, reader: Any = principal) -> bool:
+    return any(
+        dep.call is reader or _needs_credentials(dep, reader) for dep in dependant.dependencies
+    )
 
 
 def document_security(app: FastAPI) -> None:
@@ -145,9 +152,13 @@ def document_security(app: FastAPI) -> None:
     dependency per scheme to solve on every request), so the document is told here.
     """
     for route in app.router.routes:
-        if isinstance(route, APIRoute) and _needs_credentials(route.dependant):
+        if not isinstance(route, APIRoute):
+            continue
+        passage = _needs_credentials(route.dependant, principal_or_passage)
+        if passage or _needs_credentials(route.dependant):
             extra = dict(route.openapi_extra or {})
-            extra["security"] = [{name: []} for name in SECURITY_SCHEMES]
+            names = [*SECURITY_SCHEMES, *([PASSAGE_SECURITY_SCHEME] if passage else [])]
+            extra["security"] = [{name: []} for name in names]
             route.openapi_extra = extra
     plain = app.openapi
 

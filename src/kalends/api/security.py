@@ -5,6 +5,10 @@ looks at cookies: a token never poses as a cookie session. Otherwise the session
 cookie names a server-side session; for unsafe methods its CSRF token must come
 back in the ``X-CSRF-Token`` header. Expiry and revocation are checked on every
 request, before any service runs.
+
+A few routes also take a running passage's own token, ``Authorization: Passage <token>``
+(:func:`principal_or_passage`): the route hands it to the service that checks it and
+what it may reach. Everywhere else such a header is no credential at all.
 """
 
 from __future__ import annotations
@@ -20,15 +24,20 @@ from kalends.api.context import CSRF_HEADER, SESSION_COOKIE, ApiContext
 from kalends.auth import Principal
 from kalends.auth.accounts import Touch
 from kalends.errors import Forbidden, Unauthenticated
+from kalends.missions.runtime.server_passages import PassageTokenRefused
 
 __all__ = [
+    "PASSAGE_SECURITY_SCHEME",
     "ContextDep",
     "DeferredPrincipal",
+    "PassageCaller",
+    "PrincipalOrPassageDep",
     "PrincipalDep",
     "SECURITY_SCHEMES",
     "SessionPrincipalDep",
     "context",
     "principal",
+    "principal_or_passage",
 ]
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -151,3 +160,35 @@ async def session_principal(found: PrincipalDep) -> Principal:
 
 
 SessionPrincipalDep = Annotated[Principal, Depends(session_principal)]
+
+
+PASSAGE_SECURITY_SCHEME = "passage"
+"""The OpenAPI name of ``Authorization: Passage <token>`` (the passage report route's)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PassageCaller:
+    """A request made with a passage's token: not checked yet (the service checks it)."""
+
+    token: str
+
+
+async def principal_or_passage(request: Request) -> Principal | PassageCaller:
+    """The caller as :func:`principal` finds it, or a passage's token when the request
+    sends ``Authorization: Passage <token>`` (401 ``invalid-passage-token`` when the
+    token is missing after the scheme)."""
+    header = request.headers.get("authorization")
+    if header is not None:
+        scheme, _, secret = header.strip().partition(" ")
+        if scheme.lower() == PASSAGE_SECURITY_SCHEME:
+            token = secret.strip()
+            if not token:
+                raise PassageTokenRefused(
+                    "send the passage's token (KALENDS_PASSAGE_TOKEN) as "
+                    "`Authorization: Passage <token>`"
+                )
+            return PassageCaller(token)
+    return await principal(request)
+
+
+PrincipalOrPassageDep = Annotated[Principal | PassageCaller, Depends(principal_or_passage)]

@@ -7,7 +7,11 @@ server's runtime directory, so it speaks for that one passage only and never for
 another, nor for any person. A login session or an API token cannot report.
 
 ``GET /api/passages`` is the HTTP form of ``kalends passage ls``: the passages of this
-server's runtime directory, newest first, as a person may see them. Any authenticated
+server's runtime directory, newest first, as a person may see them.
+
+The same token also ticks and comments the items of the passage's own checklist, on the
+task routes ``POST /api/tasks/{task}/complete`` and ``POST /api/tasks/{task}/comments``
+(:func:`passage_tasks`); it is no credential anywhere else. Any authenticated
 caller may ask; the answer holds only the passages of schedules in workspaces where the
 caller has a role (viewer or more), a deleted schedule's included while its tombstone
 stays. A passage whose schedule the server's database does not know (another database's
@@ -33,6 +37,7 @@ from kalends.api.dispatch import DispatchedRoute
 from kalends.api.errors import error_responses
 from kalends.api.security import ContextDep, PrincipalDep
 from kalends.missions.limits import MAX_SUMMARY_BYTES
+from kalends.missions.passage_tasks import PassageTasks
 from kalends.missions.runtime.passages import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
 from kalends.missions.runtime.process import OUTCOMES
 from kalends.missions.runtime.server_passages import (
@@ -46,6 +51,7 @@ __all__ = [
     "NoRuntime",
     "PassageTokenRefused",
     "RuntimeDown",
+    "passage_tasks",
     "router",
     "server_passages",
 ]
@@ -75,6 +81,12 @@ def server_passages(ctx: ApiContext) -> ServerPassages:
         workspaces=services.workspaces,
         clock=services.store.clock,
     )
+
+
+def passage_tasks(ctx: ApiContext) -> PassageTasks:
+    """What a passage's token may do to tasks on this server: tick and comment its own
+    checklist's items, the token checked against this server's runtime directory."""
+    return PassageTasks(tasks=ctx.services.tasks, speaker=server_passages(ctx).speaker)
 
 
 def passage_token(header: Annotated[str | None, Depends(_passage_header)]) -> str:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from kalends.api.answers import JsonText
 from kalends.api.dispatch import DispatchedRoute, inline_read
 from kalends.api.errors import error_responses
+from kalends.api.routes.passages import passage_tasks
 from kalends.api.routes.tasks_models import (
     CommentOut,
     HistoryEventOut,
@@ -37,7 +38,7 @@ from kalends.api.routes.tasks_models import (
     answer,
     atomic,
 )
-from kalends.api.security import ContextDep, PrincipalDep
+from kalends.api.security import ContextDep, PassageCaller, PrincipalDep, PrincipalOrPassageDep
 from kalends.errors import InvalidInput
 from kalends.tasks import TaskDetail
 from kalends.tasks.keywords import TreeFilters
@@ -360,14 +361,24 @@ def list_comments(task: TaskPath, ctx: ContextDep, who: PrincipalDep) -> JSONRes
 @router.post(
     "/tasks/{task}/comments",
     summary="Comment on a task (editors and owners); the task's revision does not change",
+    description=(
+        "A running passage may comment the items of its own checklist with its token "
+        "(`Authorization: Passage <token>`); any other task is 403 `passage-scope`, a "
+        "forged or foreign token 401 `invalid-passage-token`, a settled passage's 409 "
+        "`passage-settled`, and nothing is written."
+    ),
     status_code=201,
     response_model=CommentOut,
     responses=error_responses(401, 403, 404, 409, 422),
 )
 def add_comment(
-    task: TaskPath, body: NewComment, ctx: ContextDep, who: PrincipalDep
+    task: TaskPath, body: NewComment, ctx: ContextDep, who: PrincipalOrPassageDep
 ) -> JSONResponse:
-    return answer(ctx.services.tasks.comment(who.actor_id, task, body.body).to_json(), 201)
+    if isinstance(who, PassageCaller):
+        made = passage_tasks(ctx).comment(who.token, task, body.body)
+    else:
+        made = ctx.services.tasks.comment(who.actor_id, task, body.body)
+    return answer(made.to_json(), 201)
 
 
 @router.get(

@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 
 from kalends.api.dispatch import DispatchedRoute
 from kalends.api.errors import error_responses
+from kalends.api.routes.passages import passage_tasks
 from kalends.api.routes.tasks_models import (
     CompleteBody,
     ScheduleBody,
@@ -30,7 +31,7 @@ from kalends.api.routes.tasks_models import (
     TaskRevision,
     answer,
 )
-from kalends.api.security import ContextDep, PrincipalDep
+from kalends.api.security import ContextDep, PassageCaller, PrincipalDep, PrincipalOrPassageDep
 from kalends.civil import get_zone
 from kalends.tasks import Task
 
@@ -79,17 +80,26 @@ def set_schedule(
     summary="Complete a task; with open checklist items it needs completeSubtree",
     description=(
         "The open occurrence of a recurring series always needs `completeSubtree`; its "
-        "completion creates the next occurrence in the same transaction."
+        "completion creates the next occurrence in the same transaction. A running "
+        "passage may complete the items of its own checklist with its token "
+        "(`Authorization: Passage <token>`); any other task is 403 `passage-scope`, a "
+        "forged or foreign token 401 `invalid-passage-token`, a settled passage's 409 "
+        "`passage-settled`, and nothing is written."
     ),
     response_model=TaskOut,
     responses=error_responses(401, 403, 404, 409, 422),
 )
 def complete_task(
-    task: TaskPath, body: CompleteBody, ctx: ContextDep, who: PrincipalDep
+    task: TaskPath, body: CompleteBody, ctx: ContextDep, who: PrincipalOrPassageDep
 ) -> JSONResponse:
-    done = ctx.services.tasks.complete(
-        who.actor_id, task, body.expectedRevision, complete_subtree=body.completeSubtree
-    )
+    if isinstance(who, PassageCaller):
+        done = passage_tasks(ctx).complete(
+            who.token, task, body.expectedRevision, complete_subtree=body.completeSubtree
+        )
+    else:
+        done = ctx.services.tasks.complete(
+            who.actor_id, task, body.expectedRevision, complete_subtree=body.completeSubtree
+        )
     return answer(done.to_json())
 
 

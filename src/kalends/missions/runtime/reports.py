@@ -24,6 +24,7 @@ __all__ = [
     "check_report",
     "read_report",
     "record_report",
+    "speaking_passage",
     "spool_report",
 ]
 
@@ -75,6 +76,37 @@ def record_report(
     token (:class:`InvalidToken`), a settled passage (:class:`PassageSettled`).
     """
     check_report(outcome, summary)
+    passage_id, session_id, directory = speaking_passage(
+        root, token, secret=secret, passage_dir=passage_dir, settled_ok=settled_ok
+    )
+    records.write_json_atomic(
+        directory / records.REPORT,
+        {
+            "version": 1,
+            "passageId": passage_id,
+            "sessionId": session_id,
+            "outcome": outcome,
+            "summary": summary,
+            "at": at.isoformat(),
+        },
+    )
+    return Report(outcome=outcome, summary=summary, at=at)
+
+
+def speaking_passage(
+    root: Path,
+    token: str,
+    *,
+    secret: bytes | None = None,
+    passage_dir: Path | None = None,
+    settled_ok: bool = False,
+) -> tuple[str, str, Path]:
+    """The passage ``token`` speaks for: its passage ID, session ID and directory. Reads
+    only. The token must be signed with the runtime's secret (``root/secret`` unless
+    given) and name a passage of ``root`` (the one of ``passage_dir`` when given), else
+    :class:`InvalidToken`; a passage that has settled (its command and every process of
+    its session ended) is :class:`PassageSettled` unless ``settled_ok``: its token no
+    longer speaks for it."""
     if secret is None:
         try:
             secret = read_secret(root)
@@ -98,19 +130,11 @@ def record_report(
             records.read_json(directory / records.SHIM),
         )
         if family is None or not family.members():
-            raise PassageSettled(f"passage {passage_id} has settled: its report is final")
-    records.write_json_atomic(
-        directory / records.REPORT,
-        {
-            "version": 1,
-            "passageId": passage_id,
-            "sessionId": session_id,
-            "outcome": outcome,
-            "summary": summary,
-            "at": at.isoformat(),
-        },
-    )
-    return Report(outcome=outcome, summary=summary, at=at)
+            raise PassageSettled(
+                f"passage {passage_id} has settled: its report is final, and its token "
+                "speaks for it no more"
+            )
+    return passage_id, session_id, directory
 
 
 def spool_report(spool: Path, token: str, outcome: str, summary: str, *, at: datetime) -> Report:

@@ -29,6 +29,7 @@ from kalends.missions.runtime.passages import (
     read_passage,
 )
 from kalends.missions.runtime.process import ProcessRuntime, record_report
+from kalends.missions.runtime.reports import speaking_passage
 from kalends.missions.runtime.shim import CorruptRecord
 from kalends.missions.runtime.token import InvalidToken
 
@@ -124,6 +125,23 @@ class ServerPassages:
             raise RuntimeDown(f"cannot record the report: {exc}") from None
         except OSError as exc:
             raise RuntimeDown(f"cannot record the report: {exc.strerror or exc}") from None
+
+    def speaker(self, token: str) -> str:
+        """The ID of the passage ``token`` speaks for: a passage of this directory that has
+        not settled. Reads only. A token this directory did not sign, or that names none of
+        its passages, is :class:`PassageTokenRefused`; a passage that has settled
+        :class:`~kalends.missions.runtime.reports.PassageSettled` (its token is spent); a
+        directory that cannot be read now :class:`RuntimeDown`."""
+        try:
+            secret = self.runtime.secret if self.runtime is not None else None
+            passage_id, _session, _directory = speaking_passage(self.root, token, secret=secret)
+        except InvalidToken as exc:
+            raise PassageTokenRefused(exc.message) from None
+        except CorruptRecord as exc:
+            raise RuntimeDown(f"cannot read the passage's records: {exc}") from None
+        except OSError as exc:
+            raise RuntimeDown(f"cannot read the passage's records: {exc.strerror or exc}") from None
+        return passage_id
 
     def visible(self, actor_id: UUID, limit: int) -> PassageListing:
         """The passages of schedules (tombstones included) in workspaces where the actor
