@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -20,6 +21,7 @@ from api.test_missions_refusals import (
     error,
     post_control,
     revision_of,
+    schedule,
     scheduled,
 )
 from kalends.storage.mission_tables import schedules
@@ -83,3 +85,32 @@ def test_a_cycle_closed_behind_the_checks_is_refused_at_play(api: ApiWorld) -> N
         reply = post_control(api, first, control_body("play", "play-0001", revision_of(api, first)))
     body = error(reply, 409, "recurrence-control-conflict")
     assert body["details"]["reason"] == "source-cycle", body
+
+
+def test_the_detail_shows_the_baseline_first_play_took_and_on_change(api: ApiWorld) -> None:
+    home = Path(api.home.path)
+    (home / "notes.txt").write_text("first\n")
+    condition = {"kind": "files", "paths": ["notes.txt", "later.txt"]}
+    mission = create(api, "create-0001", condition=condition, policy={"kind": "on-change"})
+    reply = post_control(api, mission, control_body("play", "play-0001", revision_of(api, mission)))
+    assert reply.status_code == 200, reply.text
+    detail = api.client.get(schedule(api.home.id, mission), headers=api.headers("carol")).json()
+    assert detail["policy"] == {"kind": "on-change"}
+    source = detail["source"]
+    assert source["key"] == 'files:["later.txt","notes.txt"]'
+    files = source["baseline"]["observation"]["files"]
+    assert files["later.txt"] is None and len(files["notes.txt"]) == 64  # a missing file is a state
+    assert source["lastSlot"] is None and source["slots"] == []
+    assert detail["checks"]["count"] == 0  # the baseline read counts zero
+    assert detail["blockReason"] is None
+    # The next check is 15 minutes after Play.
+    first_play = datetime.fromisoformat(detail["firstPlayAt"])
+    assert datetime.fromisoformat(detail["nextDueAt"]) - first_play == timedelta(minutes=15)
+
+
+def test_on_change_without_a_condition_is_422_and_writes_nothing(api: ApiWorld) -> None:
+    body = {"requestID": "create-0009", "config": daily_config(policy={"kind": "on-change"})}
+    with nothing_written(api.store):
+        reply = api.client.post(scheduled(api.home.id), json=body, headers=api.headers("bob"))
+    assert reply.status_code == 422, reply.text
+    assert reply.json()["details"]["field"] == "config.condition", reply.json()
