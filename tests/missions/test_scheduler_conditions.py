@@ -5,6 +5,7 @@ threads, the memory runtime standing in for the passages. Both databases."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import time
@@ -14,13 +15,28 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+import pytest
+from sqlalchemy import select, update
+
+from kalends.errors import ControlConflict, InvalidInput
 from kalends.missions import Body
 from kalends.missions.gate_reads import BLOCKED_RETRY
 from kalends.missions.runtime.memory import MemoryRuntime
 from kalends.missions.scheduler import Scheduler
-from missions.condition_support import Repo, decide_next, decide_slot, home, next_due, settle
-from missions.conftest import MissionWorld
+from kalends.storage.mission_tables import schedules
+from kalends.storage.testing import nothing_written
+from missions.condition_support import (
+    Repo,
+    admitted,
+    decide_next,
+    decide_slot,
+    home,
+    next_due,
+    settle,
+)
+from missions.conftest import MissionWorld, daily_config
 from missions.scheduler_support import create, play, stored_body
+from missions.surgery import control, revision
 
 GIT = {"kind": "git-branch", "branch": "main", "path": "app"}
 
@@ -241,3 +257,331 @@ def test_a_deleted_branch_blocks_its_slot_as_missing_until_it_is_back(mw: Missio
     assert (body.gates[-1].slot, body.gates[-1].reason) == (slot, "unchanged")
     assert body.checks_count == 1 and runtime.sessions() == []
     assert mw.schedules.detail(mw.bob.id, sid)["blockReason"] is None
+
+
+# --- schedule-succeeded and mission-completed ------------------------------------------
+
+EARLIER = {"kind": "daily", "time": "08:00", "zone": "Europe/Berlin"}
+
+
+def _after(sid: UUID) -> dict[str, str]:
+    return {"kind": "schedule-succeeded", "missionId": str(sid)}
+
+
+def _scheduler(mw: MissionWorld) -> tuple[Scheduler, MemoryRuntime]:
+    runtime = MemoryRuntime(clock=mw.clock)
+    return Scheduler(mw.store, runtime, owner="s1"), runtime
+
+
+def _store_condition(mw: MissionWorld, sid: UUID, condition: dict[str, str]) -> None:
+    """Write ``condition`` into ``sid``'s stored configuration, as two edits that each
+    checked the other schedule before either committed would leave it."""
+    with mw.store.transaction() as conn:
+        text = conn.execute(select(schedules.c.config).where(schedules.c.id == sid)).scalar_one()
+        data = json.loads(text)
+        data["condition"] = condition
+        conn.execute(update(schedules).where(schedules.c.id == sid).values(config=json.dumps(data)))
+
+
+def test_a_schedule_launches_after_each_success_of_the_one_it_follows(mw: MissionWorld) -> None:
+    b = create(mw, EARLIER, "create-b-0001")
+    a = create(mw, DAILY, "create-a-0001", condition=_after(b))
+    play(mw, b)
+    play(mw, a)
+    scheduler, runtime = _scheduler(mw)
+    assert mw.schedules.detail(mw.bob.id, a)["source"]["baseline"]["checkpoint"] == "0"
+
+    # B's passage completes at 08:00: A's 09:00 slot launches with the proof of it.
+    _slot, body = decide_next(mw, scheduler, b)
+    assert body.pending is not None
+    settle(mw, scheduler, runtime, b, "completed")
+    _slot, body = decide_next(mw, scheduler, a)
+    proof = _proof(body)
+    assert proof["change"] == {"missionId": str(b), "successful": 1, "since": 0}
+    assert (proof["checkpoint"], proof["baseline"]) == ("1", "0")
+    body = settle(mw, scheduler, runtime, a, "completed")
+    assert _checkpoint(body, f"schedule-succeeded:{b}") == "1"
+
+    # The next day B fails: A skips.
+    decide_next(mw, scheduler, b)
+    settle(mw, scheduler, runtime, b, "failed")
+    _slot, body = decide_next(mw, scheduler, a)
+    assert body.pending is None
+    assert (body.gates[-1].outcome, body.gates[-1].reason) == ("skipped", "unchanged")
+    assert len(runtime.sessions()) == 3  # B twice, A once
+
+    # B succeeds again: A launches again, since the count it consumed.
+    decide_next(mw, scheduler, b)
+    settle(mw, scheduler, runtime, b, "completed")
+    _slot, body = decide_next(mw, scheduler, a)
+    assert _proof(body)["change"] == {"missionId": str(b), "successful": 2, "since": 1}
+
+
+def test_a_cycle_of_successes_is_refused_and_one_left_by_racing_edits_blocks_its_slots(
+    mw: MissionWorld,
+) -> None:
+    b = create(mw, EARLIER, "create-b-0001")
+    a = create(mw, DAILY, "create-a-0001", condition=_after(b))
+    play(mw, b)
+    play(mw, a)
+    scheduler, _runtime = _scheduler(mw)
+
+    # No edit through the service closes the cycle: B naming A is refused, nothing written.
+    with nothing_written(mw.store), pytest.raises(InvalidInput) as caught:
+        mw.schedules.configure(
+            mw.bob.id, b, {"condition": _after(a)}, request_id="edit-b-0001",
+            expected_revision=revision(mw, b),
+        )  # fmt: skip
+    assert caught.value.field == "condition.missionId" and "cycle" in caught.value.message
+
+    # Two edits that each checked the other before either committed leave one behind:
+    # both slots are blocked as a cycle, and neither launches.
+    _store_condition(mw, b, _after(a))
+    slot, body = decide_next(mw, scheduler, b)
+    assert (body.gates[-1].slot, body.gates[-1].reason) == (slot, "source-cycle")
+    assert body.pending is None
+    slot, body = decide_next(mw, scheduler, a)
+    assert (body.gates[-1].slot, body.gates[-1].reason) == (slot, "source-cycle")
+    assert body.pending is None
+    assert mw.schedules.detail(mw.bob.id, a)["blockReason"] == "source-cycle"
+    assert mw.schedules.detail(mw.bob.id, b)["blockReason"] == "source-cycle"
+
+    # Paused, B cannot be played again while the cycle stands.
+    control(mw, b, "pause", "pause-b-0001")
+    with pytest.raises(ControlConflict) as refused:
+        play(mw, b)
+    assert refused.value.details["reason"] == "source-cycle"
+
+
+def test_a_deleted_followed_schedule_blocks_the_follower_as_missing(mw: MissionWorld) -> None:
+    b = create(mw, EARLIER, "create-b-0001")
+    a = create(mw, DAILY, "create-a-0001", condition=_after(b))
+    play(mw, a)
+    scheduler, runtime = _scheduler(mw)
+    water = stored_body(mw.store, a).high_water
+    mw.schedules.delete(mw.bob.id, b, request_id="delete-b-0001", expected_revision=1)
+    slot, body = decide_next(mw, scheduler, a)
+    assert (body.gates[-1].slot, body.gates[-1].reason) == (slot, "source-missing")
+    assert body.high_water == water and body.checks_count == 0 and runtime.sessions() == []
+    detail = mw.schedules.detail(mw.bob.id, a)
+    assert detail["blockReason"] == "source-missing"
+    assert detail["source"]["lastObservation"]["blockReason"] == "source-missing"
+
+
+def _completion_of(mw: MissionWorld, scheduler: Scheduler, runtime: MemoryRuntime, o: UUID) -> str:
+    """Play the one-time schedule ``o`` and complete its passage; its passage ID."""
+    play(mw, o)
+    body = decide_slot(mw, scheduler, o, mw.clock.now())
+    assert body.pending is not None
+    passage = body.pending.passage_id
+    settle(mw, scheduler, runtime, o, "completed")
+    return passage
+
+
+def test_a_schedule_launches_once_for_the_completion_of_a_one_time_schedule(
+    mw: MissionWorld,
+) -> None:
+    o = create(mw, {"kind": "immediate"}, "create-o-0001")
+    a = create(mw, DAILY, "create-a-0001",
+               condition={"kind": "mission-completed", "missionId": str(o)})  # fmt: skip
+    play(mw, a)
+    scheduler, runtime = _scheduler(mw)
+    assert mw.schedules.detail(mw.bob.id, a)["source"]["baseline"]["checkpoint"] == "pending"
+
+    # Before it completes, A skips.
+    _slot, body = decide_next(mw, scheduler, a)
+    assert body.pending is None and body.gates[-1].reason == "unchanged"
+
+    passage = _completion_of(mw, scheduler, runtime, o)
+    _slot, body = decide_next(mw, scheduler, a)
+    proof = _proof(body)
+    assert proof["change"] == {"missionId": str(o), "passageId": passage}
+    assert (proof["checkpoint"], proof["baseline"]) == ("completed", "pending")
+
+    # A fails: not consumed, so it launches again; it completes: consumed, never again.
+    settle(mw, scheduler, runtime, a, "failed")
+    _slot, body = decide_next(mw, scheduler, a)
+    assert _proof(body)["checkpoint"] == "completed"
+    body = settle(mw, scheduler, runtime, a, "completed")
+    assert _checkpoint(body, f"mission-completed:{o}") == "completed"
+    for _ in range(2):
+        _slot, body = decide_next(mw, scheduler, a)
+        assert body.pending is None and body.gates[-1].reason == "unchanged"
+    assert len(runtime.sessions()) == 3  # O once, A twice
+    assert stored_body(mw.store, a).successful == 1
+
+
+def test_a_completion_before_the_first_play_still_launches_once(mw: MissionWorld) -> None:
+    o = create(mw, {"kind": "immediate"}, "create-o-0001")
+    a = create(mw, DAILY, "create-a-0001",
+               condition={"kind": "mission-completed", "missionId": str(o)})  # fmt: skip
+    scheduler, runtime = _scheduler(mw)
+    _completion_of(mw, scheduler, runtime, o)
+    play(mw, a)
+    _slot, body = decide_next(mw, scheduler, a)
+    assert _proof(body)["checkpoint"] == "completed"
+    settle(mw, scheduler, runtime, a, "completed")
+    _slot, body = decide_next(mw, scheduler, a)
+    assert body.pending is None and body.gates[-1].reason == "unchanged"
+    assert len(runtime.sessions()) == 2
+
+
+# --- the on-change policy ----------------------------------------------------------------
+
+
+def test_on_change_checks_its_source_every_15_minutes_from_play(mw: MissionWorld) -> None:
+    repo = Repo(home(mw) / "app")
+    sid = create(mw, {"kind": "on-change"}, "create-oc-0001", condition=GIT)
+    play(mw, sid)
+    played = mw.clock.now()
+    scheduler, runtime = _scheduler(mw)
+    check = timedelta(minutes=15)
+    assert next_due(mw, sid) == played + check
+
+    # Nothing is read before the first check.
+    mw.clock.set(played + check - timedelta(seconds=1))
+    for _ in range(5):
+        scheduler.run_once()
+    assert stored_body(mw.store, sid).gates == ()
+
+    for n in (1, 2, 3):  # the branch is still: each check skips, and counts
+        slot, body = decide_next(mw, scheduler, sid)
+        assert slot == played + n * check
+        assert (body.gates[-1].reason, body.checks_count) == ("unchanged", n)
+    assert runtime.sessions() == []
+
+    repo.commit("a change to act on")
+    slot, body = decide_next(mw, scheduler, sid)
+    assert slot == played + 4 * check
+    assert [c["subject"] for c in _proof(body)["change"]["commits"]] == ["a change to act on"]
+    settle(mw, scheduler, runtime, sid, "completed")
+    slot, body = decide_next(mw, scheduler, sid)
+    assert slot == played + 5 * check
+    assert body.pending is None and body.gates[-1].reason == "unchanged"
+    assert len(runtime.sessions()) == 1 and body.checks_count == 5
+
+
+def test_on_change_without_a_condition_is_refused(mw: MissionWorld) -> None:
+    with nothing_written(mw.store), pytest.raises(InvalidInput) as caught:
+        mw.schedules.create(
+            mw.bob.id, mw.home.id, daily_config(policy={"kind": "on-change"}),
+            request_id="create-oc-0001",
+        )  # fmt: skip
+    assert caught.value.field == "condition"
+
+
+# --- baselines across Pause, Play and configuration ------------------------------------
+
+
+def test_pause_and_play_keep_the_baseline(mw: MissionWorld) -> None:
+    repo = Repo(home(mw) / "app")
+    base = repo.head()
+    sid, scheduler, _runtime = _world(mw, GIT)
+    control(mw, sid, "pause", "pause-0001")
+    moved = repo.commit("made while paused")
+    play(mw, sid)
+    assert mw.schedules.detail(mw.bob.id, sid)["source"]["baseline"]["checkpoint"] == base
+    _slot, body = decide_next(mw, scheduler, sid)
+    proof = _proof(body)
+    assert (proof["baseline"], proof["checkpoint"]) == (base, moved)
+    assert [c["subject"] for c in proof["change"]["commits"]] == ["made while paused"]
+
+
+def test_another_source_keeps_the_old_checkpoint_and_going_back_resumes_from_it(
+    mw: MissionWorld,
+) -> None:
+    app = Repo(home(mw) / "app")
+    lib = Repo(home(mw) / "lib")
+    base = app.head()
+    sid, scheduler, _runtime = _world(mw, GIT)
+    other = {**GIT, "path": "lib"}
+    control(mw, sid, "configure", "edit-0001", {"condition": other})
+    source = mw.schedules.detail(mw.bob.id, sid)["source"]
+    assert source["key"] == "git-branch:lib:main"
+    assert source["baseline"]["checkpoint"] == lib.head()  # taken at once
+    assert source["otherCheckpoints"] == ["git-branch:app:main"]
+
+    # app moves while lib is followed: lib's slot is unchanged.
+    moved = app.commit("while lib was followed")
+    _slot, body = decide_next(mw, scheduler, sid)
+    assert body.pending is None and body.gates[-1].reason == "unchanged"
+    assert _checkpoint(body, "git-branch:app:main") == base
+
+    # Back to app: its kept checkpoint is the baseline (not a read of it now).
+    control(mw, sid, "configure", "edit-0002", {"condition": GIT})
+    source = mw.schedules.detail(mw.bob.id, sid)["source"]
+    assert source["baseline"]["checkpoint"] == base
+    assert source["otherCheckpoints"] == ["git-branch:lib:main"]
+    _slot, body = decide_next(mw, scheduler, sid)
+    proof = _proof(body)
+    assert (proof["baseline"], proof["checkpoint"]) == (base, moved)
+
+
+# --- checks ------------------------------------------------------------------------------
+
+
+def test_checks_count_each_decided_slot_and_each_run_now_once(mw: MissionWorld) -> None:
+    repo = Repo(home(mw) / "app")
+    created = mw.clock.now()
+    sid, scheduler, runtime = _world(mw, {**GIT, "branch": "release"})
+    detail = mw.schedules.detail(mw.bob.id, sid)
+    assert detail["source"]["baseline"] is None  # no branch to take it from at Play
+    assert detail["checks"] == {"count": 0, "since": created.isoformat().replace("+00:00", "Z")}
+
+    def checks() -> int:
+        return stored_body(mw.store, sid).checks_count
+
+    # The branch is missing: blocked, counted zero, read again later: zero again.
+    slot, body = decide_next(mw, scheduler, sid)
+    assert body.gates[-1].reason == "source-missing" and checks() == 0
+    mw.clock.advance(BLOCKED_RETRY)
+    for _ in range(10):
+        scheduler.run_once()
+        time.sleep(0.01)
+        mw.clock.advance(timedelta(milliseconds=60))
+    assert checks() == 0
+
+    # The branch appears: the kept slot's read is its baseline, counted zero.
+    repo.git("branch", "release")
+    mw.clock.advance(BLOCKED_RETRY)
+    body = decide_slot(mw, scheduler, sid, slot, blocks=False)
+    assert (body.gates[-1].slot, body.gates[-1].reason) == (slot, "baseline")
+    assert _checkpoint(body, "git-branch:app:release") == repo.git("rev-parse", "release")
+    assert checks() == 0
+
+    # Unchanged: +1. Changed: +1 (and launched).
+    _slot, body = decide_next(mw, scheduler, sid)
+    assert body.gates[-1].reason == "unchanged" and checks() == 1
+    repo.git("checkout", "-q", "release")
+    repo.commit("on release")
+    _slot, body = decide_next(mw, scheduler, sid)
+    assert body.gates[-1].reason == "changed" and checks() == 2
+    settle(mw, scheduler, runtime, sid, "completed")
+    assert checks() == 2  # a settlement counts nothing
+
+    # Run now on a conditioned schedule: +1.
+    rev = mw.schedules.detail(mw.bob.id, sid)["revision"]
+    mw.schedules.run_now(mw.bob.id, sid, request_id="run-now-0001", expected_revision=rev)
+    assert checks() == 3
+    admitted(mw, scheduler, sid)
+    settle(mw, scheduler, runtime, sid, "completed")
+    assert checks() == 3
+
+    _slot, body = decide_next(mw, scheduler, sid)
+    assert body.gates[-1].reason == "unchanged" and checks() == 4
+    assert mw.schedules.detail(mw.bob.id, sid)["checks"]["count"] == 4
+
+
+def test_a_schedule_without_a_condition_counts_no_checks(mw: MissionWorld) -> None:
+    sid = create(mw, DAILY, "create-plain-01")
+    play(mw, sid)
+    scheduler, runtime = _scheduler(mw)
+    _slot, body = decide_next(mw, scheduler, sid)
+    assert body.pending is not None
+    settle(mw, scheduler, runtime, sid, "completed")
+    rev = mw.schedules.detail(mw.bob.id, sid)["revision"]
+    mw.schedules.run_now(mw.bob.id, sid, request_id="run-now-0001", expected_revision=rev)
+    admitted(mw, scheduler, sid)
+    body = settle(mw, scheduler, runtime, sid, "completed")
+    assert (body.admitted, body.checks_count) == (2, 0)
+    assert mw.schedules.detail(mw.bob.id, sid)["checks"]["count"] == 0
