@@ -37,20 +37,29 @@ _REST = (
 
 
 def session_command(
-    app: typer.Typer, name: str, *, anonymous: bool = False, **settings: Any
+    app: typer.Typer,
+    name: str,
+    *,
+    anonymous: bool = False,
+    passage: bool = False,
+    **settings: Any,
 ) -> Callable[[F], F]:
     """Registers ``fn(session, **its options)`` as ``name`` in ``app`` (``settings`` go to
     ``app.command``), with the session options after its own; ``anonymous``: a command
-    that acts as nobody (no ``--as``). Returns ``fn`` itself, unchanged."""
+    that acts as nobody (no ``--as``); ``passage``: a command that, run inside a passage,
+    speaks for it with its own token (:func:`~kalends.cli.remote.passage_server`).
+    Returns ``fn`` itself, unchanged."""
 
     def register(fn: F) -> F:
-        app.command(name, **settings)(as_command(fn, anonymous=anonymous))
+        app.command(name, **settings)(as_command(fn, anonymous=anonymous, passage=passage))
         return fn
 
     return register
 
 
-def as_command(fn: Callable[..., None], *, anonymous: bool = False) -> Callable[..., None]:
+def as_command(
+    fn: Callable[..., None], *, anonymous: bool = False, passage: bool = False
+) -> Callable[..., None]:
     """``fn`` as typer calls it: its own parameters after the session, then the session's."""
     # The session goes by the name of the first parameter: ``fn`` may be a command another
     # decorator rebuilt to take keywords only (:func:`~kalends.cli.schedule_options.field_flags`).
@@ -68,7 +77,7 @@ def as_command(fn: Callable[..., None], *, anonymous: bool = False) -> Callable[
         json_output: bool = options.pop("json_output")
         opened: Session | Remote
         with local_or_remote(
-            database, server, json_output, actor=actor, anonymous=anonymous
+            database, server, json_output, actor=actor, anonymous=anonymous, passage=passage
         ) as opened:
             fn(**{first.name: opened}, **options)
 

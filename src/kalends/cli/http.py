@@ -84,12 +84,20 @@ class Client:
     """JSON over HTTP to one server, as one principal (a bearer token, or nobody)."""
 
     def __init__(
-        self, server: str, token: str | None, *, transport: httpx.BaseTransport | None = None
+        self,
+        server: str,
+        token: str | None,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        scheme: str = "Bearer",
     ) -> None:
+        """``scheme`` is how the token is sent: ``Bearer`` for an API token, ``Passage``
+        for a running passage's own token (``KALENDS_PASSAGE_TOKEN``)."""
         self.server = server
+        self.scheme = scheme
         headers = {"User-Agent": f"kalends-cli/{__version__}", "Accept": "application/json"}
         if token is not None:
-            headers["Authorization"] = f"Bearer {token}"
+            headers["Authorization"] = f"{scheme} {token}"
         self._http = httpx.Client(
             base_url=server, headers=headers, timeout=TIMEOUT_SECONDS, transport=transport
         )
@@ -182,7 +190,11 @@ class Client:
             code = f"http-{status}"
             message = f"the server answered {status} {response.reason_phrase}".strip()
             details = {}
-        if status == 401 and not response.request.url.path.endswith(EXCHANGE_ROUTE):
+        if (
+            status == 401
+            and self.scheme == "Bearer"
+            and not response.request.url.path.endswith(EXCHANGE_ROUTE)
+        ):
             # The token sent was refused; an exchange refuses a password, not a token.
             message += f" (`kalends login --server {self.server}` stores a new token)"
         cls = ServerInvalid if status in _BAD_INPUT else ServerError

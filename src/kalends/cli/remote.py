@@ -61,6 +61,8 @@ __all__ = [
     "local_or_remote",
     "normalize_server",
     "open_remote",
+    "passage_server",
+    "passage_session",
     "path_part",
     "remote_session",
     "server_url",
@@ -71,6 +73,11 @@ T = TypeVar("T")
 
 ENV_SERVER = "KALENDS_SERVER"
 ENV_TOKEN = "KALENDS_TOKEN"
+# What a passage's environment holds (kalends.cli.report names them too).
+ENV_PASSAGE_TOKEN = "KALENDS_PASSAGE_TOKEN"
+ENV_PASSAGE_API_URL = "KALENDS_API_URL"
+# Who acts in a passage's session: the passage, which the server knows by its token.
+PASSAGE_ACTOR = "passage"
 
 SERVER_MODE_HELP = (
     "Server mode: --server URL (or KALENDS_SERVER, unless --database is given) runs the "
@@ -328,6 +335,34 @@ def remote_session(
         report_error(exc, json_output)
 
 
+def passage_server(server: str | None, database: str | None) -> tuple[str, str] | None:
+    """The server and token a command inside a passage sends with ``Authorization:
+    Passage <token>``: the passage's own server (``KALENDS_API_URL``) and token
+    (``KALENDS_PASSAGE_TOKEN``) when both are set and neither ``--server`` nor
+    ``--database`` names another place; else ``None``."""
+    if server is not None or database is not None:
+        return None
+    url = os.environ.get(ENV_PASSAGE_API_URL, "").strip()
+    token = os.environ.get(ENV_PASSAGE_TOKEN, "").strip()
+    if not url or not token:
+        return None
+    return url, token
+
+
+@contextmanager
+def passage_session(url: str, token: str, json_output: bool) -> Iterator[Remote]:
+    """A remote session that speaks for the running passage: the server answers only what
+    its token may do (tick and comment its own checklist's items)."""
+    try:
+        client = Client(normalize_server(url), token, scheme="Passage")
+        try:
+            yield Remote(client=client, actor=PASSAGE_ACTOR, json_output=json_output)
+        finally:
+            client.close()
+    except KalendsError as exc:
+        report_error(exc, json_output)
+
+
 @contextmanager
 def local_or_remote(
     database: str | None,
@@ -336,10 +371,19 @@ def local_or_remote(
     *,
     actor: str | None = None,
     anonymous: bool = False,
+    passage: bool = False,
 ) -> Iterator[Session | Remote]:
     """The one seam of server mode: a :class:`Remote` when a server is in effect (see
     :func:`server_url`), else the local :class:`Session` on the database (``anonymous``:
-    without an acting actor, as :func:`~kalends.cli.session.session` takes it)."""
+    without an acting actor, as :func:`~kalends.cli.session.session` takes it).
+
+    With ``passage`` (a command a passage may run with its own token), inside a passage
+    (:func:`passage_server`) the command speaks for the passage instead."""
+    inside = passage_server(server, database) if passage else None
+    if inside is not None:
+        with passage_session(*inside, json_output) as remote:
+            yield remote
+        return
     url = server_url(server, database)
     if url is not None:
         with remote_session(url, json_output, database=database, actor=actor) as remote:

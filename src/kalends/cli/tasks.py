@@ -271,7 +271,7 @@ def move_command(
     report_task(s, task, "moved")
 
 
-@session_command(task_app, "done")
+@session_command(task_app, "done", passage=True)
 def done_command(
     s: Session | Remote,
     ref: TaskArgument,
@@ -284,6 +284,10 @@ def done_command(
 
     A task with open checklist items needs --subtree, which completes them too; so does
     the open occurrence of a recurring series, whose completion creates the next one.
+
+    Inside a passage (KALENDS_PASSAGE_TOKEN and KALENDS_API_URL set, no --server or
+    --database) it speaks for the passage, which may complete its own checklist's items
+    only.
     """
     revision = expected_revision(expect)
     task = s.tasks.complete(s.actor, ref, revision, complete_subtree=subtree)
@@ -318,13 +322,18 @@ _transition(
 )
 
 
-@session_command(task_app, "comment")
+@session_command(task_app, "comment", passage=True)
 def comment_command(
     s: Session | Remote,
     ref: TaskArgument,
     text: Annotated[str, typer.Argument(metavar="TEXT", help="The comment.")],
 ) -> None:
-    """Comment on a task. Comments do not change the task's revision."""
+    """Comment on a task. Comments do not change the task's revision.
+
+    Inside a passage (KALENDS_PASSAGE_TOKEN and KALENDS_API_URL set, no --server or
+    --database) it speaks for the passage, which may comment its own checklist's items
+    only.
+    """
     made = s.tasks.comment(s.actor, ref, text)
     if s.json_output:
         emit_json(made.to_json())
