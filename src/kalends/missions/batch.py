@@ -30,6 +30,7 @@ from kalends.missions.gate_records import GateOutcome, source_key
 from kalends.missions.leases import SetWake, set_wakes
 from kalends.missions.looks import LookResult, fallback_at
 from kalends.missions.passages import admission, log_passage, reservation, start_of
+from kalends.missions.reservation_writes import write_checklist
 from kalends.missions.runtime.base import Presence, Runtime
 from kalends.missions.scheduler_rows import DueWake, SchedulerRow
 from kalends.missions.source_reads import RecordSource, is_workspace_source, read_records
@@ -237,6 +238,12 @@ class Batch:
                         )  # fmt: skip
                 elif applied:
                     reserved.append(write)
+                    pending = write[0].body.pending
+                    assert pending is not None
+                    write_checklist(
+                        conn, schedule_id=write[0].row.id, workspace_id=write[0].row.workspace_id,
+                        config=write[0].doc.config, pending=pending, now=now,
+                    )  # fmt: skip
             set_wakes(conn, self.token, [*wakes, *record_wakes, *lost])
             reserves_seen[:] = [*reserves, *record_reserves]
 

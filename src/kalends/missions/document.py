@@ -132,6 +132,8 @@ class Pending:
     profile: dict[str, Any] = field(default_factory=dict)
     config_generation: int = 1
     temporal_generation: int = 1
+    checklist_id: str | None = None
+    """The task checklist made from the template for this passage (its root task)."""
     proof: dict[str, Any] | None = None
     """The source observation frozen at the reservation (conditioned slots): its source
     ``key``, the ``checkpoint`` a successful settlement consumes, the ``observation`` and
@@ -154,6 +156,8 @@ class Pending:
             "configGeneration": self.config_generation,
             "temporalGeneration": self.temporal_generation,
         }
+        if self.checklist_id is not None:
+            out["checklistId"] = self.checklist_id
         if self.proof is not None:
             out["proof"] = self.proof
         return out
@@ -177,6 +181,7 @@ class Pending:
             profile=dict(d.get("profile") or {}),
             config_generation=int(d.get("configGeneration", 1)),
             temporal_generation=int(d.get("temporalGeneration", 1)),
+            checklist_id=d.get("checklistId"),
             proof=_proof(d.get("proof")),
         )
 
@@ -193,9 +198,11 @@ class Result:
     summary: str
     admitted_at: datetime | None
     settled_at: datetime
+    checklist: dict[str, Any] | None = None
+    """The passage's checklist at settlement: ``{"id", "open", "done"}``."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "passageId": self.passage_id,
             "trigger": self.trigger,
             "slot": _iso(self.slot),
@@ -205,6 +212,9 @@ class Result:
             "admittedAt": _iso(self.admitted_at),
             "settledAt": _iso(self.settled_at),
         }
+        if self.checklist is not None:
+            out["checklist"] = self.checklist
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Result:
@@ -219,6 +229,7 @@ class Result:
             summary=d.get("summary", ""),
             admitted_at=_instant(d.get("admittedAt")),
             settled_at=settled,
+            checklist=d.get("checklist"),
         )
 
 

@@ -57,6 +57,7 @@ from kalends.missions.passages import (
     settle_outcome,
     start_of,
 )
+from kalends.missions.reservation_writes import read_counts, write_checklist
 from kalends.missions.runtime.base import Observation, Presence, Runtime
 from kalends.missions.scheduler_rows import SchedulerRow, read_schedule
 from kalends.missions.source_reads import is_workspace_source
@@ -262,7 +263,16 @@ class Look:
     def _reserve(self, row: SchedulerRow, doc: DocState, slot: datetime, now: datetime) -> bool:
         """Write-ahead: the pending record, in one compare-and-swap."""
         body = reservation(doc, slot, now)
-        if not self._cas(row, doc, body, now):
+        pending = body.pending
+        assert pending is not None
+
+        def checklist(conn: Connection) -> None:
+            write_checklist(
+                conn, schedule_id=row.id, workspace_id=row.workspace_id, config=doc.config,
+                pending=pending, now=now,
+            )  # fmt: skip
+
+        if not self._cas(row, doc, body, now, also=checklist):
             return False
         assert body.pending is not None
         log_passage("admitted", doc, body.pending)
@@ -297,7 +307,14 @@ class Look:
         that waited on it (its Run now, Pause/Stop interrupting it)."""
         pending = doc.body.pending
         assert pending is not None
-        body = archive(doc.body, result_of(pending, outcome, reason, summary, now))
+        counts = (
+            None
+            if pending.checklist_id is None
+            else self.store.run(lambda conn: read_counts(conn, pending), write=False)
+        )
+        body = archive(
+            doc.body, result_of(pending, outcome, reason, summary, now, checklist=counts)
+        )
         waiting: list[ColumnElement[bool]] = [_C.c.action.in_(("pause", "stop", "check"))]
         if pending.request_id is not None:
             waiting.append(and_(_C.c.action == "run-now", _C.c.request_id == pending.request_id))
@@ -320,14 +337,16 @@ class Look:
         now: datetime,
         *,
         complete: list[ColumnElement[bool]] | None = None,
+        also: Callable[[Connection], None] | None = None,
     ) -> bool:
-        """One compare-and-swap of ``body``; when the document would be over its ceiling,
+        """One compare-and-swap of ``body`` (``also``: what else its transaction writes
+        once it applied); when the document would be over its ceiling,
         the oldest results are dropped until it fits. Byte-bounded results make every
         document fit (``missions/limits.py``), but one written before the bounds may not,
         and a settlement refused for good would hold Stop and Delete forever."""
         while True:
             try:
-                return self._cas_once(row, doc, body, now, complete)
+                return self._cas_once(row, doc, body, now, complete, also)
             except TooLarge:
                 if not body.results:
                     raise
@@ -344,6 +363,7 @@ class Look:
         body: Body,
         now: datetime,
         complete: list[ColumnElement[bool]] | None,
+        also: Callable[[Connection], None] | None = None,
     ) -> bool:
         def run(conn: Connection) -> bool:
             revision = docs.cas_write(
@@ -351,6 +371,8 @@ class Look:
             )
             if revision is None:
                 return False
+            if also is not None:
+                also(conn)
             if complete:
                 conn.execute(
                     update(_C)

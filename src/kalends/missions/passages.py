@@ -13,6 +13,7 @@ import logging
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
+from uuid import UUID, uuid5
 
 from kalends.missions.document import Body, PassageStatus, Pending, Phase, Result, State
 from kalends.missions.runtime.base import Observation, PassageStart
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "admission",
+    "checklist_id_of",
     "dispatch_allowed",
     "interrupt_wanted",
     "log_passage",
@@ -37,6 +39,16 @@ __all__ = [
 
 # The scheduler's log lines keep the logger they always had.
 log = logging.getLogger("kalends.missions.scheduler")
+
+
+_CHECKLISTS = UUID("6f1c2b3a-8d4e-5f60-9a7b-0c1d2e3f4a5b")
+"""The namespace of passage checklist IDs (a UUIDv5 of the passage ID)."""
+
+
+def checklist_id_of(passage_id: str) -> UUID:
+    """The ID of the passage's checklist: derived from the passage, so every retry of its
+    reservation names the same one."""
+    return uuid5(_CHECKLISTS, passage_id)
 
 
 def scheduled_identity(schedule_id: str, slot: datetime) -> tuple[str, str, str]:
@@ -67,6 +79,9 @@ def reserved(
     ``request_id``)."""
     body = doc.body
     passage, session, message = identity
+    # Seed 002 / SPEC §4: a schedule with a template gets a task checklist per passage,
+    # written with the reservation; from then on the template is locked (task_created).
+    checklist = None if doc.config.template is None else str(checklist_id_of(passage))
     pending = Pending(
         passage_id=passage,
         session_id=session,
@@ -80,7 +95,10 @@ def reserved(
         profile=doc.config.profile.to_json(),
         config_generation=body.config_generation,
         temporal_generation=body.temporal_generation,
+        checklist_id=checklist,
     )
+    if checklist is not None:
+        body = replace(body, task_created=True)
     # A scheduled slot of a conditioned schedule counts its read where the gate commits it
     # (kalends.missions.gate); a Run now counts here.
     counted = trigger == "manual" and doc.config.condition is not None
@@ -133,6 +151,7 @@ def start_of(doc: DocState, pending: Pending, workspace: str) -> PassageStart:
             "slot": None if pending.slot is None else pending.slot.isoformat(),
             "requestId": pending.request_id,
             "proof": pending.proof,
+            "checklistId": pending.checklist_id,
         },
     )
 
@@ -182,9 +201,16 @@ def settle_outcome(obs: Observation) -> tuple[str, str | None]:
 
 
 def result_of(
-    pending: Pending, outcome: str, reason: str | None, summary: str | None, now: datetime
+    pending: Pending,
+    outcome: str,
+    reason: str | None,
+    summary: str | None,
+    now: datetime,
+    *,
+    checklist: tuple[int, int] | None = None,
 ) -> Result:
-    """The archived record of the pending passage, settled at ``now``."""
+    """The archived record of the pending passage, settled at ``now``; ``checklist``: its
+    checklist's ``(open, done)`` item counts."""
     return Result(
         passage_id=pending.passage_id,
         trigger=pending.trigger,
@@ -194,6 +220,9 @@ def result_of(
         summary=summary or "",  # archive() cuts it to its byte bound
         admitted_at=pending.admitted_at,
         settled_at=now,
+        checklist=None
+        if checklist is None or pending.checklist_id is None
+        else {"id": pending.checklist_id, "open": checklist[0], "done": checklist[1]},
     )
 
 

@@ -52,6 +52,7 @@ from kalends.missions.requests import (
     check_revision,
     request_digest,
 )
+from kalends.missions.reservation_writes import write_checklist
 from kalends.missions.rows import ControlRead, ControlRecord, ScheduleRead, ScheduleRow
 from kalends.missions.schedule_reads import ScheduleReads, present, schedule_id_of, seen, unseen
 from kalends.missions.source_reads import play_baseline
@@ -372,6 +373,11 @@ class ScheduleService(ScheduleReads):
             applied = _with_baseline(conn, row.id, row.workspace_id, applied, now)
             try:
                 complete, written = repository.write_control(conn, read, request, applied, now)
+                if act is Action.RUN_NOW and applied.body.pending is not None:
+                    write_checklist(
+                        conn, schedule_id=row.id, workspace_id=row.workspace_id,
+                        config=applied.config, pending=applied.body.pending, now=now,
+                    )  # fmt: skip
             except repository.Raced:
                 # Another writer came first: perhaps with this very request.
                 raced = repository.control_record(conn, row.id, request_id)

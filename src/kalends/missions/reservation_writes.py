@@ -1,0 +1,70 @@
+"""What a passage's reservation writes beside its document: the task checklist made from
+the schedule's template (SPEC §4 "Templates"), in the reservation's own transaction, and
+the counts its settlement records.
+
+Every caller that reserves a passage (the scheduler's set-based round, a look of its own,
+Run now) calls :func:`write_checklist` in the transaction of the compare-and-swap that
+wrote the pending record, only when that write applied: the checklist and the pending
+record that names it are committed together or not at all.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID
+
+from sqlalchemy.engine import Connection
+
+from kalends.civil import Calendars
+from kalends.errors import NotFound
+from kalends.missions.checklists import checklist_counts, create_checklist, slot_title
+from kalends.missions.config import Config
+from kalends.missions.document import Pending
+
+__all__ = ["passage_zone", "read_counts", "write_checklist"]
+
+
+def passage_zone(config: Config) -> str:
+    """The zone a checklist's title shows the slot in: the policy's own (a calendar
+    union's first calendar's), UTC for elapsed and immediate policies."""
+    policy = config.policy
+    if isinstance(policy, Calendars):
+        return next((c.zone for c in policy.calendars), "UTC")
+    zone = getattr(policy, "zone", None)
+    return zone if isinstance(zone, str) else "UTC"
+
+
+def write_checklist(
+    conn: Connection,
+    *,
+    schedule_id: UUID,
+    workspace_id: UUID,
+    config: Config,
+    pending: Pending,
+    now: datetime,
+) -> None:
+    """Create the pending passage's checklist (nothing when it has none)."""
+    if pending.checklist_id is None:
+        return
+    create_checklist(
+        conn,
+        checklist_id=UUID(pending.checklist_id),
+        workspace_id=workspace_id,
+        title=slot_title(
+            config.title, pending.slot, passage_zone(config), reserved_at=pending.reserved_at
+        ),
+        template=config.template,
+        passage_id=pending.passage_id,
+        schedule_id=schedule_id,
+        now=now,
+    )
+
+
+def read_counts(conn: Connection, pending: Pending) -> tuple[int, int] | None:
+    """The ``(open, done)`` items of the passage's checklist; ``None`` when it has none."""
+    if pending.checklist_id is None:
+        return None
+    try:
+        return checklist_counts(conn, UUID(pending.checklist_id))
+    except NotFound:
+        return None
