@@ -6,13 +6,16 @@ databases."""
 
 from __future__ import annotations
 
+import io
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 from zoneinfo import ZoneInfo
 
 import pytest
+from rich.console import Console
 
+from kalends.cli.schedules import detail_view
 from kalends.errors import ControlConflict
 from kalends.missions.passage_tasks import PassageScope, PassageTasks
 from kalends.missions.runtime.memory import MemoryRuntime
@@ -93,6 +96,9 @@ def test_a_passage_gets_its_checklist_ticks_it_and_settles_with_its_counts(
     assert result.checklist == {"id": str(checklist), "open": 3, "done": 2}
     detail = mw.schedules.detail(mw.bob.id, sid)
     assert detail["latestResult"]["checklist"] == {"id": str(checklist), "open": 3, "done": 2}
+    shown = Console(width=80, record=True, file=io.StringIO())
+    shown.print(detail_view(detail), soft_wrap=True)
+    assert f"2 done, 3 open at settlement ({checklist})" in " ".join(shown.export_text().split())
     # Between passages everything may change, but the template: a task was created from it.
     assert detail["locks"]["template"] is True
     rev = detail["revision"]

@@ -416,6 +416,16 @@ def detail_view(doc: Mapping[str, Any], *, wide: bool = False) -> Group:
             row("session", f"{pending['sessionId']} (`kalends passage log {pending['passageId']}`)")
     else:
         row("pending passage", "none")
+    checklist_id = (pending or {}).get("checklistId")
+    if checklist_id:
+        row("checklist", f"{checklist_id} (`kalends task show {checklist_id}`)")
+    latest = doc.get("latestResult") or {}
+    counted = latest.get("checklist")
+    if counted:
+        row(
+            "last checklist",
+            f"{counted['done']} done, {counted['open']} open at settlement ({counted['id']})",
+        )
     row("actions", ", ".join(doc.get("availableActions") or []) or "none")
     row("blocked", doc.get("blockReason") or "no: the next slot may start a passage")
     profile = doc.get("profile") or {}
