@@ -19,6 +19,7 @@ from kalends.missions.checklists import (
     PASSAGES_ACTOR_ID,
     ChecklistTaken,
     checklist_counts,
+    checklist_items,
     checklist_of,
     create_checklist,
     slot_title,
@@ -310,6 +311,33 @@ class TestCounts:
         mw.services.tasks.trash(mw.bob.id, prepare.id, prepare.revision)
         with mw.store.transaction(write=False) as conn:
             assert checklist_counts(conn, checklist) == (0, 1)
+
+    def test_the_items_are_listed_in_order_with_what_a_tick_needs(
+        self, mw: MissionWorld, schedule: UUID
+    ) -> None:
+        checklist = make(mw, schedule)
+        with mw.store.transaction(write=False) as conn:
+            items = checklist_items(conn, checklist)
+        assert [(i["depth"], i["title"]) for i in items] == [
+            (1, "Prepare"),
+            (2, "Fetch the data"),
+            (3, "Check the mirror"),
+            (2, "Clean it"),
+            (1, "Publish"),
+        ]
+        assert {(i["status"], i["revision"]) for i in items} == {("open", 1)}
+        by_title = {i["title"]: i for i in items}
+        assert by_title["Prepare"]["parentId"] == str(checklist)
+        assert by_title["Check the mirror"]["parentId"] == by_title["Fetch the data"]["id"]
+        tree = mw.services.tasks.tree(mw.alice.id, list_of(mw))[0]
+        assert items[0]["ref"] == tree.children[0].task.ref
+        # A trashed item leaves the list, with what lies below it.
+        prepare = tree.children[0].task
+        mw.services.tasks.trash(mw.bob.id, prepare.id, prepare.revision)
+        with mw.store.transaction(write=False) as conn:
+            assert [i["title"] for i in checklist_items(conn, checklist)] == ["Publish"]
+            with pytest.raises(NotFound):
+                checklist_items(conn, uuid4())
 
     def test_a_task_that_is_no_checklist_is_not_found(
         self, mw: MissionWorld, schedule: UUID

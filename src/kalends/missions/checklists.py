@@ -53,13 +53,14 @@ from kalends.storage.mission_tables import (
     workspaces,
 )
 from kalends.storage.upsert import insert_missing
-from kalends.tasks import insert_list, insert_tree, subtree_counts
+from kalends.tasks import insert_list, insert_tree, subtree_counts, subtree_items
 
 __all__ = [
     "PASSAGES_ACTOR_HANDLE",
     "PASSAGES_ACTOR_ID",
     "ChecklistTaken",
     "checklist_counts",
+    "checklist_items",
     "checklist_of",
     "create_checklist",
     "slot_title",
@@ -285,12 +286,37 @@ def checklist_counts(conn: Connection, checklist_id: UUID) -> tuple[int, int]:
     """``(open, done)`` over the checklist's items at every level below its root; the
     root itself does not count, nor an item in the trash (or below one). An ID that is
     no passage's checklist is :class:`NotFound`."""
+    _require_checklist(conn, checklist_id)
+    return subtree_counts(conn, checklist_id)
+
+
+def _require_checklist(conn: Connection, checklist_id: UUID) -> None:
     known = conn.execute(
         select(passage_checklists.c.passage_id).where(passage_checklists.c.task_id == checklist_id)
     ).first()
     if known is None:
         raise NotFound(f"checklist: no passage checklist {checklist_id}", field="checklist")
-    return subtree_counts(conn, checklist_id)
+
+
+def checklist_items(conn: Connection, checklist_id: UUID) -> list[dict[str, Any]]:
+    """The checklist's live items in order (each before its own items), as a passage's
+    input can list them: ``id``, ``ref`` (what ``kalends task done REF`` takes),
+    ``parentId``, ``depth`` (1 below the root), ``title``, ``status`` and ``revision``
+    (what ``--expect`` takes; 1 until someone changes the item). An ID that is no
+    passage's checklist is :class:`NotFound`."""
+    _require_checklist(conn, checklist_id)
+    return [
+        {
+            "id": str(item.id),
+            "ref": item.ref,
+            "parentId": str(item.parent_id),
+            "depth": item.depth,
+            "title": item.title,
+            "status": item.status.value,
+            "revision": item.revision,
+        }
+        for item in subtree_items(conn, checklist_id)
+    ]
 
 
 def slot_title(

@@ -15,7 +15,14 @@ from kalends.tasks.models import (
     TreeNode,
     TreePage,
 )
-from kalends.tasks.outlines import MAX_OUTLINE_DEPTH, Outline, insert_tree, subtree_counts
+from kalends.tasks.outlines import (
+    MAX_OUTLINE_DEPTH,
+    Outline,
+    OutlineItem,
+    insert_tree,
+    subtree_counts,
+    subtree_items,
+)
 from kalends.tasks.service import AfterTaskUpdate, TaskChange, TaskService
 from kalends.tasks.values import (
     ListStatus,
@@ -38,6 +45,7 @@ __all__ = [
     "HistoryEvent",
     "ListStatus",
     "Outline",
+    "OutlineItem",
     "Reminder",
     "Role",
     "Schedule",
@@ -55,4 +63,5 @@ __all__ = [
     "insert_tree",
     "parse_schedule",
     "subtree_counts",
+    "subtree_items",
 ]

@@ -11,6 +11,7 @@ its ``created`` history event.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
@@ -29,10 +30,31 @@ from kalends.tasks.refs import new_refs
 from kalends.tasks.series_rules import MAX_CHECKLIST_TASKS
 from kalends.tasks.values import TaskStatus, check_title
 
-__all__ = ["MAX_OUTLINE_DEPTH", "Outline", "insert_tree", "subtree_counts"]
+__all__ = [
+    "MAX_OUTLINE_DEPTH",
+    "Outline",
+    "OutlineItem",
+    "insert_tree",
+    "subtree_counts",
+    "subtree_items",
+]
 
 MAX_OUTLINE_DEPTH = 8
 """How deep the items of an outline may nest below its root (a schedule's template's bound)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutlineItem:
+    """A live task below a root, as :func:`subtree_items` reads it: ``depth`` 1 for the
+    root's own items."""
+
+    id: UUID
+    ref: str
+    parent_id: UUID
+    depth: int
+    title: str
+    status: TaskStatus
+    revision: int
 
 
 class Outline(Protocol):
@@ -204,3 +226,43 @@ def subtree_counts(conn: Connection, root_id: UUID) -> tuple[int, int]:
         int(found.get(TaskStatus.OPEN.value, 0)),
         int(found.get(TaskStatus.COMPLETED.value, 0)),
     )
+
+
+def subtree_items(conn: Connection, root_id: UUID) -> list[OutlineItem]:
+    """The root's live descendants (not in the trash, nor below a trashed one) in
+    pre-order, each item before its own items and siblings in their order; the root is
+    not among them."""
+    rows = conn.execute(
+        select(
+            tasks.c.id,
+            tasks.c.ref,
+            tasks.c.parent_id,
+            tasks.c.position,
+            tasks.c.title,
+            tasks.c.status,
+            tasks.c.revision,
+        ).where(tasks.c.id.in_(select(_ITEMS.c.id)), tasks.c.id != bindparam("root_id")),
+        {"root_id": root_id},
+    ).all()
+    children: dict[UUID, list[Any]] = {}
+    for row in rows:
+        children.setdefault(row.parent_id, []).append(row)
+    found: list[OutlineItem] = []
+
+    def walk(parent: UUID, depth: int) -> None:
+        for row in sorted(children.get(parent, ()), key=lambda r: (r.position, r.id)):
+            found.append(
+                OutlineItem(
+                    id=row.id,
+                    ref=row.ref,
+                    parent_id=parent,
+                    depth=depth,
+                    title=row.title,
+                    status=TaskStatus(row.status),
+                    revision=row.revision,
+                )
+            )
+            walk(row.id, depth + 1)
+
+    walk(root_id, 1)
+    return found
