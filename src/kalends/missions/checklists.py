@@ -6,6 +6,8 @@ members at that moment, each with the list role of the same name (workspace owne
 list owner, editor → editor, viewer → viewer: the two scopes name their roles alike and
 rank them alike). From then on the list's members are the list's own business
 (``kalends list share``): a later change of the workspace's members does not reach it.
+An owner may archive it: checklists are still created there (a reservation never fails
+over a list's setting), but nobody, passages included, can tick them until it is active.
 
 Each admitted passage gets a checklist there (:func:`create_checklist`): a root task
 titled after the passage's slot (:func:`slot_title`) with the template's items nested
