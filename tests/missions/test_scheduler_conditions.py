@@ -10,6 +10,7 @@ import os
 import shutil
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,9 @@ from sqlalchemy import select, update
 
 from kalends.errors import ControlConflict, InvalidInput
 from kalends.missions import Body
+from kalends.missions.document import with_checkpoint
 from kalends.missions.gate_reads import BLOCKED_RETRY
+from kalends.missions.gate_records import Checkpoint
 from kalends.missions.runtime.memory import MemoryRuntime
 from kalends.missions.scheduler import Scheduler
 from kalends.storage.mission_tables import schedules
@@ -36,7 +39,7 @@ from missions.condition_support import (
 )
 from missions.conftest import MissionWorld, daily_config
 from missions.scheduler_support import create, play, stored_body
-from missions.surgery import control, revision
+from missions.surgery import control, edit_body, revision
 
 GIT = {"kind": "git-branch", "branch": "main", "path": "app"}
 
@@ -353,6 +356,29 @@ def test_a_cycle_of_successes_is_refused_and_one_left_by_racing_edits_blocks_its
     assert refused.value.details["reason"] == "source-cycle"
 
 
+def test_a_success_count_outlives_the_results_window_and_one_below_the_checkpoint_blocks(
+    mw: MissionWorld,
+) -> None:
+    b = create(mw, EARLIER, "create-b-0001")
+    a = create(mw, DAILY, "create-a-0001", condition=_after(b))
+    play(mw, a)
+    scheduler, _runtime = _scheduler(mw)
+    # B counts 45 successes though it keeps none of their results.
+    edit_body(mw, b, lambda body: replace(body, settled=45, successful=45, results=()))
+    _slot, body = decide_next(mw, scheduler, a)
+    assert _proof(body)["change"] == {"missionId": str(b), "successful": 45, "since": 0}
+
+    # A checkpoint above what B counts has no proof left behind it: blocked.
+    key = f"schedule-succeeded:{b}"
+    edit_body(mw, a, lambda body: replace(
+        with_checkpoint(body, key, Checkpoint(checkpoint="50", at=mw.clock.now())), pending=None
+    ))  # fmt: skip
+    slot, body = decide_next(mw, scheduler, a)
+    assert (body.gates[-1].slot, body.gates[-1].reason) == (slot, "source-proof-missing")
+    assert body.pending is None
+    assert mw.schedules.detail(mw.bob.id, a)["blockReason"] == "source-proof-missing"
+
+
 def test_a_deleted_followed_schedule_blocks_the_follower_as_missing(mw: MissionWorld) -> None:
     b = create(mw, EARLIER, "create-b-0001")
     a = create(mw, DAILY, "create-a-0001", condition=_after(b))
@@ -424,6 +450,48 @@ def test_a_completion_before_the_first_play_still_launches_once(mw: MissionWorld
     _slot, body = decide_next(mw, scheduler, a)
     assert body.pending is None and body.gates[-1].reason == "unchanged"
     assert len(runtime.sessions()) == 2
+
+
+def _run_past_next_slot(mw: MissionWorld, scheduler: Scheduler, sid: UUID) -> datetime:
+    """Move past ``sid``'s next slot while its passage still runs; that slot (a day after
+    the running passage's: daily, and no DST change in early March)."""
+    running = stored_body(mw.store, sid).pending
+    assert running is not None and running.slot is not None
+    slot = running.slot + timedelta(days=1)
+    mw.clock.set(slot + timedelta(seconds=1))
+    for _ in range(3):
+        scheduler.run_once()
+        mw.clock.advance(timedelta(seconds=31))
+    body = stored_body(mw.store, sid)
+    assert body.pending is not None and body.pending.slot is not None
+    assert body.pending.slot < slot and body.high_water is not None and body.high_water < slot
+    return slot
+
+
+def test_a_slot_missed_while_a_passage_ran_is_gated_once_it_settles(mw: MissionWorld) -> None:
+    repo = Repo(home(mw) / "app")
+    base = repo.head()
+    sid, scheduler, runtime = _world(mw, GIT)
+    moved = repo.commit("worked on for days")
+    _first, body = decide_next(mw, scheduler, sid)
+    assert _proof(body)["checkpoint"] == moved
+
+    # It fails after the next slot: that slot is read once it is archived, and launches
+    # again with the same change.
+    second = _run_past_next_slot(mw, scheduler, sid)
+    settle(mw, scheduler, runtime, sid, "failed")
+    body = decide_slot(mw, scheduler, sid, second)
+    assert body.pending is not None and body.pending.slot == second
+    assert (_proof(body)["baseline"], _proof(body)["checkpoint"]) == (base, moved)
+    checks = body.checks_count
+
+    # It completes after the next slot: that slot is read against the consumed proof.
+    third = _run_past_next_slot(mw, scheduler, sid)
+    settle(mw, scheduler, runtime, sid, "completed")
+    body = decide_slot(mw, scheduler, sid, third)
+    assert body.pending is None and body.high_water == third
+    assert (body.gates[-1].slot, body.gates[-1].reason) == (third, "unchanged")
+    assert body.checks_count == checks + 1 and len(runtime.sessions()) == 2
 
 
 # --- the on-change policy ----------------------------------------------------------------
@@ -563,6 +631,10 @@ def test_checks_count_each_decided_slot_and_each_run_now_once(mw: MissionWorld) 
     rev = mw.schedules.detail(mw.bob.id, sid)["revision"]
     mw.schedules.run_now(mw.bob.id, sid, request_id="run-now-0001", expected_revision=rev)
     assert checks() == 3
+    again = mw.schedules.run_now(
+        mw.bob.id, sid, request_id="run-now-0001", expected_revision=rev
+    )  # its repeat: answered, not counted
+    assert again.repeated and checks() == 3
     admitted(mw, scheduler, sid)
     settle(mw, scheduler, runtime, sid, "completed")
     assert checks() == 3
