@@ -209,6 +209,31 @@ class TestItsOwnChecklist:
         )
         assert bob.status_code == 200, bob.text
 
+    def test_an_archived_list_takes_new_checklists_but_no_ticks(
+        self, api: ApiWorld, lists: Checklists
+    ) -> None:
+        alice = api.actors["alice"].id
+        api.services.directory.archive(alice, lists.list_id)
+        lists.roots["late"] = uuid4()
+        lists.api.store.run(
+            lambda conn: create_checklist(
+                conn,
+                checklist_id=lists.roots["late"],
+                workspace_id=api.home.id,
+                title="Late",
+                template=TEMPLATE,
+                passage_id="psg_c",
+                schedule_id=lists.schedule,
+                now=api.clock.now(),
+            )
+        )
+        item = lists.tree("late").children[1].task
+        with nothing_written(api.store):
+            refused(tick(api, lists.token("c"), item.ref), (409, "list-archived"))
+            refused(comment(api, lists.token("c"), item.ref), (409, "list-archived"))
+        api.services.directory.archive(alice, lists.list_id, archived=False)
+        assert tick(api, lists.token("c"), item.ref).status_code == 200
+
 
 class TestNothingElse:
     def test_another_passages_items_an_ordinary_task_and_no_task_are_refused_alike(
