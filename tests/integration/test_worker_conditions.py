@@ -493,13 +493,20 @@ def test_a_schedule_succeeded_chain_and_its_refused_cycle(world: World) -> None:
     deploy = world.create(
         "deploy", ON_CHANGE, condition={"kind": "schedule-succeeded", "missionId": build}
     )
-    # A cycle is refused at configuration: exit 2, naming the field and why.
+    # A cycle is refused at configuration: exit 2, one error line naming the field and
+    # why, nothing written.
+    before = world.detail(build)["revision"]
     cycle = json.dumps({"condition": {"kind": "schedule-succeeded", "missionId": deploy}})
-    refused = world.cli("schedule", "edit", build, "--set-json", cycle)
+    refused = world.cli("schedule", "edit", build, "--set-json", cycle, "--json")
     assert refused.exit_code == 2, (refused.stdout, refused.stderr)
-    assert "condition.missionId" in refused.stderr
-    assert "cycle" in refused.stderr, refused.stderr
+    error = json.loads(refused.stdout)["error"]
+    assert (error["code"], error["details"]["field"]) == ("invalid-input", "condition.missionId")
+    assert refused.stderr.strip().splitlines()[-1] == (
+        f"error: condition.missionId: schedule {deploy}'s schedule-succeeded conditions lead "
+        "back to this schedule; a cycle of conditions would never launch"
+    )
     assert world.detail(build)["condition"] is None
+    assert world.detail(build)["revision"] == before
     world.play(build)
     world.play(deploy)
     world.start_worker()
