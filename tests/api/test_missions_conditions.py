@@ -26,6 +26,7 @@ from api.test_missions_refusals import (
 )
 from kalends.storage.mission_tables import schedules
 from kalends.storage.testing import nothing_written
+from missions.condition_support import Repo
 from missions.conftest import daily_config
 from missions.refusal_support import only_the_refusal_recorded
 
@@ -46,10 +47,12 @@ def test_conditions_naming_what_cannot_be_read_are_422_naming_the_field(
     home = Path(api.home.path)
     (tmp_path / "outside").mkdir()
     os.symlink(tmp_path / "outside", home / "escape")
+    Repo(home / "app")  # main only
     for condition, field in (
         ({"kind": "schedule-succeeded", "missionId": MISSING}, "config.condition.missionId"),
         ({"kind": "files", "paths": ["escape/f"]}, "config.condition.paths[0]"),
         ({"kind": "git-branch", "branch": "main", "path": "nowhere"}, "config.condition.path"),
+        ({"kind": "git-branch", "branch": "release", "path": "app"}, "config.condition.branch"),
     ):
         body = _create(api, condition)
         assert body["details"]["field"] == field, body

@@ -17,6 +17,7 @@ from kalends.bootstrap import Services, open_services
 from kalends.cli.main import app
 from kalends.storage.schema import metadata
 from kalends.storage.testing import StorageTarget
+from missions.condition_support import Repo
 
 runner = CliRunner()
 CLEAN_ENV: dict[str, str | None] = {
@@ -77,11 +78,13 @@ def test_conditions_naming_what_cannot_be_read_exit_2_naming_the_field(
     (tmp_path / "outside").mkdir()
     os.symlink(tmp_path / "outside", tmp_path / "home" / "escape")
     (tmp_path / "home" / "plain").mkdir()
+    Repo(tmp_path / "home" / "app")  # main only
     for condition, field in (
         ({"kind": "schedule-succeeded", "missionId": MISSING}, "condition.missionId"),
         ({"kind": "mission-completed", "missionId": MISSING}, "condition.missionId"),
         ({"kind": "files", "paths": ["escape/secret"]}, "condition.paths[0]"),
         ({"kind": "git-branch", "branch": "main", "path": "plain"}, "condition.path"),
+        ({"kind": "git-branch", "branch": "release", "path": "app"}, "condition.branch"),
     ):
         error = _refused(
             services, url, "schedule", "create", "home", "--config", "-", stdin=_config(condition)

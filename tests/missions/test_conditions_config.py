@@ -18,6 +18,7 @@ from sqlalchemy import select, update
 from kalends.errors import ControlConflict, InvalidInput
 from kalends.storage.mission_tables import schedules
 from kalends.storage.testing import nothing_written
+from missions.condition_support import Repo
 from missions.conftest import MissionWorld
 from missions.refusal_support import only_the_refusal_recorded
 from missions.surgery import create, revision
@@ -212,16 +213,30 @@ class TestPaths:
         assert "not a git repository" in error.message
 
     def test_git_branch_accepts_a_work_tree_and_a_bare_repository(self, mw: MissionWorld) -> None:
-        (_home(mw) / "tree" / ".git").mkdir(parents=True)
+        tree = Repo(_home(mw) / "tree")
         create(mw, condition={"kind": "git-branch", "branch": "main", "path": "tree"})
-        bare = _home(mw) / "bare.git"
-        (bare / "objects").mkdir(parents=True)
-        (bare / "refs").mkdir()
-        (bare / "HEAD").write_text("ref: refs/heads/main\n")
+        tree.git("clone", "-q", "--bare", str(tree.path), str(_home(mw) / "bare.git"))
         create(
             mw,
             "create-0002",
             condition={"kind": "git-branch", "branch": "main", "path": "bare.git"},
+        )
+
+    def test_git_branch_naming_a_branch_the_repository_lacks_is_refused(
+        self, mw: MissionWorld
+    ) -> None:
+        Repo(_home(mw) / "tree")
+        error = _refused_create(
+            mw, {"kind": "git-branch", "branch": "release", "path": "tree"}, "condition.branch"
+        )
+        assert "no local branch 'release'" in error.message
+
+    def test_a_directory_that_only_looks_like_a_repository_is_refused(
+        self, mw: MissionWorld
+    ) -> None:
+        (_home(mw) / "fake" / ".git").mkdir(parents=True)
+        _refused_create(
+            mw, {"kind": "git-branch", "branch": "main", "path": "fake"}, "condition.path"
         )
 
     def test_git_branch_through_a_symlink_leaving_the_workspace_is_refused(

@@ -15,6 +15,7 @@ Storage still loads whatever it holds: these checks run only on a condition give
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from pathlib import Path
 from uuid import UUID
 
@@ -27,6 +28,7 @@ from kalends.missions.config import Config, load_config
 from kalends.missions.config_condition import Condition
 from kalends.missions.config_fields import fail
 from kalends.missions.document import Phase
+from kalends.missions.sources import BlockReason, Budget, SourceBlocked, read_branch
 from kalends.storage.mission_tables import schedules, workspaces
 
 __all__ = ["check_condition", "cycle_of"]
@@ -35,11 +37,17 @@ _MISSION = "condition.missionId"
 
 
 def check_condition(
-    conn: Connection, config: Config, *, workspace_id: UUID, schedule_id: UUID | None
+    conn: Connection,
+    config: Config,
+    *,
+    workspace_id: UUID,
+    schedule_id: UUID | None,
+    now: datetime,
 ) -> None:
     """Refuse ``config``'s condition (:class:`InvalidInput` on the field it names) when what
     it names cannot be read from ``schedule_id``'s workspace (``None`` for a schedule not
-    created yet); nothing is written."""
+    created yet); nothing is written. A ``git-branch`` branch must exist (read with git
+    under the source read budget, at ``now``)."""
     condition = config.condition
     if condition is None:
         return
@@ -53,6 +61,10 @@ def check_condition(
             raise fail("condition.path", f"{spec['path']!r} is not a directory of the workspace")
         if not _is_repository(where):
             raise fail("condition.path", f"{spec['path']!r} is not a git repository")
+        found = read_branch(str(spec["branch"]), str(spec["path"]), root, Budget.start(), at=now)
+        if isinstance(found, SourceBlocked):
+            missing = found.reason is BlockReason.SOURCE_MISSING and "branch" in found.detail
+            raise fail("condition.branch" if missing else "condition.path", found.detail)
     elif condition.kind == "files":
         root = _workspace_root(conn, workspace_id)
         for i, path in enumerate(spec["paths"]):

@@ -181,7 +181,10 @@ class ScheduleService(ScheduleReads):
             found = repository.read_receipt(conn, workspace_id, request_id)
             if found is not None:
                 return _repeated_create(found, digest)
-            check_condition(conn, parsed, workspace_id=workspace_id, schedule_id=None)
+            check_condition(
+                conn, parsed, workspace_id=workspace_id, schedule_id=None,
+                now=self.store.clock.now(),
+            )  # fmt: skip
             live = repository.live_count(conn, workspace_id)
             if live >= MAX_SCHEDULES:
                 raise LimitReached(
@@ -348,8 +351,9 @@ class ScheduleService(ScheduleReads):
                 if "condition" in changes:
                     # (a condition given now; a stored one is kept as it is)
                     check_condition(
-                        conn, new_config, workspace_id=row.workspace_id, schedule_id=row.id
-                    )
+                        conn, new_config, workspace_id=row.workspace_id, schedule_id=row.id,
+                        now=now,
+                    )  # fmt: skip
                 if new_config.profile != doc.config.profile:
                     require_privilege(
                         conn, actor_id, Privilege.RUN, "changing a schedule's command, env or cwd"
