@@ -347,7 +347,7 @@ class World:
             found = [r for r in self.detail(sid)["results"] if r["passageId"] == wanted]
             if found:
                 return dict(found[0])
-            self.advance(2.0)
+            self.advance(1.0)  # (at most a few minutes in all: slots are 15 apart)
             time.sleep(0.1)
             return None
 
@@ -355,12 +355,13 @@ class World:
 
     def launched(self, sid: str, tag: str, count: int) -> dict[str, Any]:
         """Waits for the ``count``-th passage of ``tag`` to note its start; that note."""
-        found = wait_until(
-            lambda: (self.alive(), len(self.passages(tag)) >= count)[1],
-            f"passage {count} of {tag}",
-        )
-        assert found
-        return self.passages(tag)[count - 1]
+
+        def probe() -> dict[str, Any] | None:
+            self.alive()
+            noted = self.passages(tag)
+            return noted[count - 1] if len(noted) >= count else None
+
+        return wait_until(probe, f"passage {count} of {tag} ({sid})")
 
 
 @pytest.fixture
@@ -391,13 +392,10 @@ def commits(line: dict[str, Any]) -> list[str]:
 # --------------------------------------------------------------------------- git branch
 
 
-@pytest.mark.parametrize("policy", [EVERY, ON_CHANGE], ids=["every-15-minutes", "on-change"])
-def test_a_git_branch_gates_the_slots_of_a_real_worker(
-    world: World, policy: dict[str, Any]
-) -> None:
+def test_a_git_branch_gates_an_on_change_schedule(world: World) -> None:
     repo = Repo(world.home / "app")
     base = repo.git("rev-parse", "main")
-    sid = world.create("git", policy, condition=GIT)
+    sid = world.create("git", ON_CHANGE, condition=GIT)
     world.play(sid)
     assert world.detail(sid)["source"]["baseline"]["checkpoint"] == base  # Play took it
     world.start_worker()
@@ -455,6 +453,34 @@ def test_a_git_branch_gates_the_slots_of_a_real_worker(
     assert shown["blockReason"] is None
     assert len(world.passages()) == 3
     assert len(list((world.root / "runtime" / "passages").iterdir())) == 3
+
+
+def test_a_git_branch_gates_a_recurring_every_15_minutes_schedule(world: World) -> None:
+    repo = Repo(world.home / "app")
+    base = repo.git("rev-parse", "main")
+    sid = world.create("git", EVERY, condition=GIT)
+    world.play(sid)
+    world.start_worker()
+
+    last = world.decided(sid, world.to_slot(sid))
+    assert (last["outcome"], last["reason"]) == ("skipped", "unchanged")
+    assert world.passages() == []
+
+    moved = repo.commit("fix the parser")
+    slot = world.to_slot(sid)
+    line = world.launched(sid, "git", 1)
+    assert instant(line["slot"]) == slot and line["proof"]["baseline"] == base
+    assert line["proof"]["checkpoint"] == moved and commits(line) == ["fix the parser"]
+    assert world.settled(sid)["outcome"] == "completed"
+
+    last = world.decided(sid, world.to_slot(sid))
+    assert (last["outcome"], last["reason"]) == ("skipped", "unchanged")
+    time.sleep(0.5)
+    assert len(world.passages()) == 1
+    shown = world.show(sid)
+    assert shown["source"]["baseline"]["checkpoint"] == moved
+    assert shown["checks"]["count"] == 3
+    assert shown["counters"] == {"admitted": 1, "settled": 1, "successful": 1}
 
 
 # --------------------------------------------------------------------------- files
