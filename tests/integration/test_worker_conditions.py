@@ -456,6 +456,9 @@ def test_a_git_branch_gates_an_on_change_schedule(world: World) -> None:
 
 
 def test_a_git_branch_gates_a_recurring_every_15_minutes_schedule(world: World) -> None:
+    """The shorter journey, and a commit made while a passage is pending: the passage's
+    completion consumes only its frozen proof, so the next slot launches for the newer
+    commit alone."""
     repo = Repo(world.home / "app")
     base = repo.git("rev-parse", "main")
     sid = world.create("git", EVERY, condition=GIT)
@@ -471,16 +474,24 @@ def test_a_git_branch_gates_a_recurring_every_15_minutes_schedule(world: World) 
     line = world.launched(sid, "git", 1)
     assert instant(line["slot"]) == slot and line["proof"]["baseline"] == base
     assert line["proof"]["checkpoint"] == moved and commits(line) == ["fix the parser"]
-    assert world.settled(sid)["outcome"] == "completed"
+    later = repo.commit("speed up the lexer")  # while the passage is pending
+    assert world.settled(sid, line)["outcome"] == "completed"
+    assert world.detail(sid)["source"]["baseline"]["checkpoint"] == moved
+
+    slot = world.to_slot(sid)
+    line = world.launched(sid, "git", 2)
+    assert (line["proof"]["baseline"], line["proof"]["checkpoint"]) == (moved, later)
+    assert commits(line) == ["speed up the lexer"] and instant(line["slot"]) == slot
+    assert world.settled(sid, line)["outcome"] == "completed"
 
     last = world.decided(sid, world.to_slot(sid))
     assert (last["outcome"], last["reason"]) == ("skipped", "unchanged")
     time.sleep(0.5)
-    assert len(world.passages()) == 1
+    assert len(world.passages()) == 2
     shown = world.show(sid)
-    assert shown["source"]["baseline"]["checkpoint"] == moved
-    assert shown["checks"]["count"] == 3
-    assert shown["counters"] == {"admitted": 1, "settled": 1, "successful": 1}
+    assert shown["source"]["baseline"]["checkpoint"] == later
+    assert shown["checks"]["count"] == 4
+    assert shown["counters"] == {"admitted": 2, "settled": 2, "successful": 2}
 
 
 # --------------------------------------------------------------------------- files
