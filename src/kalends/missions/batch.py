@@ -24,16 +24,18 @@ from kalends.missions.config_condition import Condition
 from kalends.missions.controls import DocState
 from kalends.missions.decide import Finished, Launch, Sleep, decide
 from kalends.missions.document import Body, Phase
-from kalends.missions.gate import Reading, gate
+from kalends.missions.gate import Blocked, Observed, Reading, gate
 from kalends.missions.gate_reads import BLOCKED_RETRY, READ_POLL, SourceReads
 from kalends.missions.gate_records import GateOutcome, source_key
 from kalends.missions.leases import SetWake, set_wakes
+from kalends.missions.limits import MAX_DOCUMENT_BYTES
 from kalends.missions.looks import LookResult, fallback_at
 from kalends.missions.passages import admission, log_passage, reservation, start_of
 from kalends.missions.reservation_writes import write_checklist
 from kalends.missions.runtime.base import Presence, Runtime
 from kalends.missions.scheduler_rows import DueWake, SchedulerRow
 from kalends.missions.source_reads import RecordSource, is_workspace_source, read_records
+from kalends.missions.sources import BlockReason
 from kalends.storage.unit_of_work import Store
 
 __all__ = ["Batch"]
@@ -75,6 +77,17 @@ def _record_source(g: _Gated) -> RecordSource:
     )
 
 
+def _fits(g: _Gated, body: Body, now: datetime) -> bool:
+    """Whether ``g``'s document with ``body`` stays under its ceiling."""
+    try:
+        docs.cas_params(
+            g.row, state=g.doc.state, phase=g.doc.phase, config=g.doc.config, body=body, now=now
+        )
+    except TooLarge:
+        return False
+    return True
+
+
 class Batch:
     """The set-based round of one scheduler (its wakes fenced by ``token``)."""
 
@@ -107,6 +120,17 @@ class Batch:
         ``reserves``), or a skipped or blocked slot (a write in ``writes``, the wake set to
         the next slot, or to a later read of a blocked source)."""
         body, outcome = gate(g.doc, g.slot, now, reading)
+        if outcome is not GateOutcome.BLOCKED and not _fits(g, body, now):
+            # The read's observation and proof would take the document over its ceiling:
+            # block the slot (shown, read again later) rather than refuse it on every look.
+            assert isinstance(reading, Observed)
+            too_large = Blocked(
+                key=reading.key, kind=reading.kind, at=now,
+                reason=BlockReason.SOURCE_UNREADABLE.value,
+                detail="the observation and its proof would take the document over its "
+                f"{MAX_DOCUMENT_BYTES}-byte ceiling",
+            )  # fmt: skip
+            body, outcome = gate(g.doc, g.slot, now, too_large)
         if outcome is GateOutcome.LAUNCHED:
             reserves.append(_Reserve(wake=g.wake, row=g.row, doc=g.doc, body=body))
             return
