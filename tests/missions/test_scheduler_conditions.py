@@ -24,6 +24,7 @@ from kalends.missions import Body
 from kalends.missions.document import with_checkpoint
 from kalends.missions.gate_reads import BLOCKED_RETRY
 from kalends.missions.gate_records import Checkpoint
+from kalends.missions.limits import MAX_DOCUMENT_BYTES
 from kalends.missions.runtime.memory import MemoryRuntime
 from kalends.missions.scheduler import Scheduler
 from kalends.storage.mission_tables import schedules
@@ -590,10 +591,14 @@ def test_another_source_keeps_the_old_checkpoint_and_going_back_resumes_from_it(
 
 def test_checks_count_each_decided_slot_and_each_run_now_once(mw: MissionWorld) -> None:
     repo = Repo(home(mw) / "app")
+    repo.git("branch", "release")
     created = mw.clock.now()
-    sid, scheduler, runtime = _world(mw, {**GIT, "branch": "release"})
+    sid = create(mw, DAILY, "create-cond-1", condition={**GIT, "branch": "release"})
+    repo.git("branch", "-D", "release")  # gone by Play: no baseline to take
+    play(mw, sid)
+    scheduler, runtime = _scheduler(mw)
     detail = mw.schedules.detail(mw.bob.id, sid)
-    assert detail["source"]["baseline"] is None  # no branch to take it from at Play
+    assert detail["source"]["baseline"] is None
     assert detail["checks"] == {"count": 0, "since": created.isoformat().replace("+00:00", "Z")}
 
     def checks() -> int:
@@ -657,3 +662,41 @@ def test_a_schedule_without_a_condition_counts_no_checks(mw: MissionWorld) -> No
     body = settle(mw, scheduler, runtime, sid, "completed")
     assert (body.admitted, body.checks_count) == (2, 0)
     assert mw.schedules.detail(mw.bob.id, sid)["checks"]["count"] == 0
+
+
+# --- a proof too large for the document --------------------------------------------------
+
+
+def test_a_change_whose_proof_would_not_fit_the_document_blocks_its_slot(
+    mw: MissionWorld,
+) -> None:
+    # 64 paths of about 700 characters. The baseline and the last observation each keep
+    # every path (and the source's key lists them): that fits. A pending proof keeps them
+    # once more, with the change: that would take the document over MAX_DOCUMENT_BYTES.
+    deep = "/".join(c * 230 for c in "cde")
+    paths = [f"{deep}/f{i:02d}" for i in range(64)]
+    sid, scheduler, runtime = _world(mw, {"kind": "files", "paths": paths})
+    _slot, body = decide_next(mw, scheduler, sid)
+    assert (body.gates[-1].outcome, body.gates[-1].reason) == ("skipped", "unchanged")
+    water = body.high_water
+
+    root = home(mw)
+    (root / deep).mkdir(parents=True)
+    for path in paths:
+        (root / path).write_text("now here\n")
+    slot, body = decide_next(mw, scheduler, sid)
+    assert body.pending is None and runtime.sessions() == []
+    assert body.high_water == water  # the slot is kept
+    last = body.gates[-1]
+    assert (last.slot, last.outcome, last.reason) == (slot, "blocked", "source-unreadable")
+    assert "ceiling" in last.detail
+    detail = mw.schedules.detail(mw.bob.id, sid)
+    assert detail["blockReason"] == "source-unreadable"
+    assert detail["size"] <= MAX_DOCUMENT_BYTES
+
+    # The files gone again: the kept slot is read after the retry, unchanged.
+    shutil.rmtree(root / ("c" * 230))
+    mw.clock.advance(BLOCKED_RETRY)
+    body = decide_slot(mw, scheduler, sid, slot, blocks=False)
+    assert (body.gates[-1].slot, body.gates[-1].reason) == (slot, "unchanged")
+    assert body.high_water == slot and body.pending is None
