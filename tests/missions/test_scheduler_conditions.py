@@ -556,6 +556,34 @@ def test_pause_and_play_keep_the_baseline(mw: MissionWorld) -> None:
     assert [c["subject"] for c in proof["change"]["commits"]] == ["made while paused"]
 
 
+def test_a_passage_interrupted_by_pause_leaves_the_baseline(mw: MissionWorld) -> None:
+    repo = Repo(home(mw) / "app")
+    base = repo.head()
+    sid, scheduler, runtime = _world(mw, GIT)
+    moved = repo.commit("to act on")
+    _slot, body = decide_next(mw, scheduler, sid)
+    assert _proof(body)["checkpoint"] == moved
+    admitted(mw, scheduler, sid)
+
+    # Pause interrupts the passage: it ends without a report, and consumes nothing.
+    control(mw, sid, "pause", "pause-0001")
+    for _ in range(20):
+        scheduler.run_once()
+        mw.clock.advance(timedelta(seconds=31))
+        body = stored_body(mw.store, sid)
+        if body.pending is None:
+            break
+    assert body.pending is None
+    assert body.results[-1].outcome == "ended-without-report"
+    assert _checkpoint(body, "git-branch:app:main") == base
+
+    # After Play the next slot sees the change again.
+    play(mw, sid)
+    _slot, body = decide_next(mw, scheduler, sid)
+    assert (_proof(body)["baseline"], _proof(body)["checkpoint"]) == (base, moved)
+    assert len(runtime.sessions()) == 2
+
+
 def test_another_source_keeps_the_old_checkpoint_and_going_back_resumes_from_it(
     mw: MissionWorld,
 ) -> None:
