@@ -64,7 +64,16 @@ def test_a_passage_gets_its_checklist_ticks_it_and_settles_with_its_counts(
     assert body.pending is not None and body.task_created
     checklist = UUID(str(body.pending.checklist_id))
     (session,) = runtime.sessions()
-    assert runtime.started(session).input["checklistId"] == str(checklist)
+    given = runtime.started(session).input
+    assert given["checklistId"] == str(checklist)
+    listed = [(i["depth"], i["title"], i["revision"]) for i in given["checklist"]]
+    assert listed == [
+        (1, "Prepare", 1),
+        (2, "Fetch the data", 1),
+        (3, "Check the mirror", 1),
+        (2, "Clean it", 1),
+        (1, "Publish", 1),
+    ]
 
     # The checklist: in the workspace's list, titled with the slot in the schedule's zone.
     (tree,) = [

@@ -31,7 +31,7 @@ from kalends.missions.leases import SetWake, set_wakes
 from kalends.missions.limits import MAX_DOCUMENT_BYTES
 from kalends.missions.looks import LookResult, fallback_at
 from kalends.missions.passages import admission, log_passage, reservation, start_of
-from kalends.missions.reservation_writes import write_checklist
+from kalends.missions.reservation_writes import read_items, write_checklist
 from kalends.missions.runtime.base import Presence, Runtime
 from kalends.missions.scheduler_rows import DueWake, SchedulerRow
 from kalends.missions.source_reads import RecordSource, is_workspace_source, read_records
@@ -282,11 +282,22 @@ class Batch:
         won = {r.wake.schedule_id for r, _ in reserved}
         slow.extend(r.wake for r in reserves if r.wake.schedule_id not in won)
         started: list[tuple[_Reserve, int]] = []
+        listed = [r.body.pending for r, _ in reserved if r.body.pending is not None]
+        items = (
+            self.store.run(lambda conn: read_items(conn, listed), write=False)
+            if any(p.checklist_id is not None for p in listed)
+            else {}
+        )
         for r, revision in reserved:
             pending = r.body.pending
             assert pending is not None
             try:
-                presence = self.runtime.start(start_of(r.doc, pending, r.row.workspace_path))
+                presence = self.runtime.start(
+                    start_of(
+                        r.doc, pending, r.row.workspace_path,
+                        checklist=items.get(pending.passage_id),
+                    )
+                )  # fmt: skip
             except Exception:
                 slow.append(r.wake)  # its own look marks it uncertain and records lastError
                 continue

@@ -57,8 +57,8 @@ from kalends.missions.passages import (
     settle_outcome,
     start_of,
 )
-from kalends.missions.reservation_writes import read_counts, write_checklist
-from kalends.missions.runtime.base import Observation, Presence, Runtime
+from kalends.missions.reservation_writes import read_counts, read_items, write_checklist
+from kalends.missions.runtime.base import Observation, PassageStart, Presence, Runtime
 from kalends.missions.scheduler_rows import SchedulerRow, read_schedule
 from kalends.missions.source_reads import is_workspace_source
 from kalends.missions.wakes import fallback_delay
@@ -217,7 +217,7 @@ class Look:
                         result.not_started += 1
                     return _AGAIN
                 try:
-                    presence = self.runtime.start(start_of(doc, pending, row.workspace_path))
+                    presence = self.runtime.start(self._start_of(row, doc, pending))
                 except Exception:
                     self._mark(row, doc, pending, now, PassageStatus.UNCERTAIN, "admission-failing")
                     raise
@@ -242,7 +242,7 @@ class Look:
         if not obs.launched and not obs.exited and dispatch_allowed(doc, pending):
             # Admitted, never launched (a crash between the two): ``start`` is idempotent
             # and launches it exactly once; the admission is never made again.
-            self.runtime.start(start_of(doc, pending, row.workspace_path))
+            self.runtime.start(self._start_of(row, doc, pending))
             obs = self.runtime.observe(pending.session_id)
         if interrupt_wanted(doc, pending) and not obs.settled and not obs.interrupted:
             self.runtime.interrupt(pending.session_id)
@@ -259,6 +259,15 @@ class Look:
         if pending.status is not status or pending.reason is not None:
             self._mark(row, doc, pending, now, status, None)
         return None
+
+    def _start_of(self, row: SchedulerRow, doc: DocState, pending: Pending) -> PassageStart:
+        """What the pending passage starts with, its checklist's items read first."""
+        items = (
+            {}
+            if pending.checklist_id is None
+            else self.store.run(lambda conn: read_items(conn, [pending]), write=False)
+        )
+        return start_of(doc, pending, row.workspace_path, checklist=items.get(pending.passage_id))
 
     def _reserve(self, row: SchedulerRow, doc: DocState, slot: datetime, now: datetime) -> bool:
         """Write-ahead: the pending record, in one compare-and-swap."""

@@ -12,7 +12,7 @@ import hashlib
 import logging
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from uuid import UUID, uuid5
 
 from kalends.missions.document import Body, PassageStatus, Pending, Phase, Result, State
@@ -123,8 +123,16 @@ def admission(body: Body, now: datetime) -> Body:
     return replace(body, pending=admitted, admitted=body.admitted + 1)
 
 
-def start_of(doc: DocState, pending: Pending, workspace: str) -> PassageStart:
-    """What the runtime starts the pending passage with, in ``workspace``."""
+def start_of(
+    doc: DocState,
+    pending: Pending,
+    workspace: str,
+    *,
+    checklist: list[dict[str, Any]] | None = None,
+) -> PassageStart:
+    """What the runtime starts the pending passage with, in ``workspace``; ``checklist``:
+    its checklist's items as the input lists them (ref and revision for
+    ``kalends task done REF --expect REV``)."""
     profile = pending.profile
     config = doc.config
     return PassageStart(
@@ -152,6 +160,7 @@ def start_of(doc: DocState, pending: Pending, workspace: str) -> PassageStart:
             "requestId": pending.request_id,
             "proof": pending.proof,
             "checklistId": pending.checklist_id,
+            "checklist": checklist,
         },
     )
 

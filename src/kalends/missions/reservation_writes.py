@@ -11,17 +11,23 @@ record that names it are committed together or not at all.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from sqlalchemy.engine import Connection
 
 from kalends.civil import Calendars
 from kalends.errors import NotFound
-from kalends.missions.checklists import checklist_counts, create_checklist, slot_title
+from kalends.missions.checklists import (
+    checklist_counts,
+    checklist_items,
+    create_checklist,
+    slot_title,
+)
 from kalends.missions.config import Config
 from kalends.missions.document import Pending
 
-__all__ = ["passage_zone", "read_counts", "write_checklist"]
+__all__ = ["passage_zone", "read_counts", "read_items", "write_checklist"]
 
 
 def passage_zone(config: Config) -> str:
@@ -68,3 +74,17 @@ def read_counts(conn: Connection, pending: Pending) -> tuple[int, int] | None:
         return checklist_counts(conn, UUID(pending.checklist_id))
     except NotFound:
         return None
+
+
+def read_items(conn: Connection, pendings: list[Pending]) -> dict[str, list[dict[str, Any]]]:
+    """The checklist items of those passages that have a checklist, by passage ID, for
+    their input files."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for pending in pendings:
+        if pending.checklist_id is None:
+            continue
+        try:
+            out[pending.passage_id] = checklist_items(conn, UUID(pending.checklist_id))
+        except NotFound:
+            continue
+    return out
