@@ -187,6 +187,12 @@ def test_a_file_set_launches_once_per_change_and_a_link_leaving_the_workspace_bl
     assert detail["source"]["lastSlot"]["outcome"] == "blocked"
     assert datetime.fromisoformat(detail["source"]["lastSlot"]["slot"]) == slot
     assert detail["source"]["lastObservation"]["blockReason"] == "source-unreadable"
+    shown = detail["source"]["slots"]  # newest first
+    assert shown[0] == detail["source"]["lastSlot"]
+    assert [(s["outcome"], s["reason"]) for s in shown] == [
+        ("blocked", "source-unreadable"), ("launched", "changed"), ("skipped", "unchanged"),
+        ("launched", "changed"), ("launched", "changed"), ("skipped", "unchanged"),
+    ]  # fmt: skip
     assert detail["highWater"] is not None
     assert datetime.fromisoformat(detail["highWater"]) == water
 
