@@ -49,6 +49,8 @@ FALLBACK = timedelta(seconds=31)
 """Past an admitted passage's first pending fallback: the look that observes it."""
 LEASE_OVER = timedelta(seconds=61)
 ANSWER_WITHIN = 60.0
+ROUNDS = 200
+"""Rounds a slot may take at most (a loaded machine reads the branch slowly)."""
 
 
 @dataclass
@@ -113,7 +115,7 @@ def run_slot(mw: MissionWorld, proc: Process, sid: UUID, slot: datetime, start: 
     (fine steps while the source is read, then past the pending fallbacks); False when
     the process died on the way."""
     at = start
-    for _ in range(60):
+    for _ in range(ROUNDS):
         if not proc.step(at):
             return False
         body = stored_body(mw.store, sid)
