@@ -327,6 +327,38 @@ def test_a_schedule_launches_after_each_success_of_the_one_it_follows(mw: Missio
     assert _proof(body)["change"] == {"missionId": str(b), "successful": 2, "since": 1}
 
 
+def test_a_success_while_the_follower_runs_is_left_for_its_next_slot(mw: MissionWorld) -> None:
+    b = create(mw, EARLIER, "create-b-0001")
+    a = create(mw, DAILY, "create-a-0001", condition=_after(b))
+    play(mw, b)
+    play(mw, a)
+    scheduler, runtime = _scheduler(mw)
+    decide_next(mw, scheduler, b)
+    settle(mw, scheduler, runtime, b, "completed")
+    _slot, body = decide_next(mw, scheduler, a)
+    assert _proof(body)["checkpoint"] == "1"
+
+    # A still runs the next day when B succeeds again, and past its own next slot.
+    running = body.pending
+    assert running is not None and running.slot is not None
+    b_slot, _body = decide_next(mw, scheduler, b)
+    settle(mw, scheduler, runtime, b, "completed")
+    missed = running.slot + timedelta(days=1)
+    assert b_slot < missed
+    mw.clock.set(missed + timedelta(seconds=1))
+    for _ in range(3):
+        scheduler.run_once()
+    body = stored_body(mw.store, a)
+    assert body.pending is not None and body.pending.slot == running.slot
+
+    # It completes: it consumes the count it froze, so the missed slot launches for the other.
+    body = settle(mw, scheduler, runtime, a, "completed")
+    assert _checkpoint(body, f"schedule-succeeded:{b}") == "1"
+    body = decide_slot(mw, scheduler, a, missed)
+    assert body.pending is not None and body.pending.slot == missed
+    assert _proof(body)["change"] == {"missionId": str(b), "successful": 2, "since": 1}
+
+
 def test_a_cycle_of_successes_is_refused_and_one_left_by_racing_edits_blocks_its_slots(
     mw: MissionWorld,
 ) -> None:
