@@ -642,14 +642,18 @@ def test_another_source_keeps_the_old_checkpoint_and_going_back_resumes_from_it(
     assert body.pending is None and body.gates[-1].reason == "unchanged"
     assert _checkpoint(body, "git-branch:app:main") == base
 
-    # Back to app: its kept checkpoint is the baseline (not a read of it now).
+    # Back to app: its kept checkpoint is the baseline (not a read of it now); the checks
+    # counted so far are kept too.
     control(mw, sid, "configure", "edit-0002", {"condition": GIT})
-    source = mw.schedules.detail(mw.bob.id, sid)["source"]
-    assert source["baseline"]["checkpoint"] == base
-    assert source["otherCheckpoints"] == ["git-branch:lib:main"]
+    detail = mw.schedules.detail(mw.bob.id, sid)
+    assert detail["source"]["baseline"]["checkpoint"] == base
+    assert detail["source"]["otherCheckpoints"] == ["git-branch:lib:main"]
+    assert detail["source"]["lastObservation"] is None  # the last read was of lib
+    assert detail["checks"]["count"] == 1
     _slot, body = decide_next(mw, scheduler, sid)
     proof = _proof(body)
     assert (proof["baseline"], proof["checkpoint"]) == (base, moved)
+    assert body.checks_count == 2
 
 
 # --- checks ------------------------------------------------------------------------------
