@@ -231,3 +231,40 @@ def test_sigkill_around_a_failed_settlement_keeps_the_baseline(
     calls = start_calls(sorted(tmp_path.glob("starts-*.log")))
     sessions = [scheduled_identity(str(sid), s)[1] for s in (SLOT, SLOT + DAY)]
     assert {s: sum(c.values()) for s, c in calls.items()} == dict.fromkeys(sessions, 1)
+
+
+def test_a_commit_after_a_reservation_that_outlived_its_process_waits_for_the_next_slot(
+    mw: MissionWorld, storage_target: StorageTarget, tmp_path: Path
+) -> None:
+    """The process dies right after the reservation commits; the branch moves again before
+    a fresh process takes over. The fresh process starts the reserved passage with its
+    frozen proof (not a new read): its completion consumes the first commit only, and
+    the next slot launches for the second."""
+    repo = Repo(Path(mw.home.path) / "app")
+    sid = create(mw, DAILY, "create-0001", condition=GIT)
+    play(mw, sid)
+    moved = repo.commit("fix the parser")
+    url = storage_target.url
+
+    with scheduler_process(url, tmp_path, "doomed", "reserved") as doomed:
+        assert doomed.step(mw.clock.now())
+        assert not run_slot(mw, doomed, sid, SLOT, SLOT + timedelta(seconds=1))
+        doomed.process.join(30)
+        assert doomed.process.exitcode == -signal.SIGKILL
+    frozen = stored_body(mw.store, sid).pending
+    assert frozen is not None and frozen.proof is not None
+    assert frozen.proof["checkpoint"] == moved
+    later = repo.commit("speed up the lexer")
+
+    with scheduler_process(url, tmp_path, "fresh") as fresh:
+        assert run_slot(mw, fresh, sid, SLOT, SLOT + timedelta(minutes=10) + LEASE_OVER)
+        check_consumed(mw, sid, moved, slots=1, passages=1)
+        assert run_slot(mw, fresh, sid, SLOT + DAY, SLOT + DAY + timedelta(seconds=1))
+        body = check_consumed(mw, sid, later, slots=2, passages=2)
+        [gate] = [g for g in body.gates if g.slot == SLOT + DAY]
+        assert (gate.outcome, gate.reason) == ("launched", "changed")
+        assert gate.detail.startswith("1 new commit(s)")
+
+    calls = start_calls(sorted(tmp_path.glob("starts-*.log")))
+    sessions = [scheduled_identity(str(sid), s)[1] for s in (SLOT, SLOT + DAY)]
+    assert {s: sum(c.values()) for s, c in calls.items()} == dict.fromkeys(sessions, 1)
