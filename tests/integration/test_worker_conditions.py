@@ -494,6 +494,47 @@ def test_a_git_branch_gates_a_recurring_every_15_minutes_schedule(world: World) 
     assert shown["counters"] == {"admitted": 2, "settled": 2, "successful": 2}
 
 
+def test_a_missing_branch_blocks_the_slot_until_it_is_back(world: World) -> None:
+    """The branch is gone at the slot: the slot is kept and blocked (the detail read says
+    why), nothing runs and no check is counted; once the branch is back, the kept slot is
+    read again a minute later and launches for what changed since the baseline."""
+    repo = Repo(world.home / "app")
+    base = repo.git("rev-parse", "main")
+    sid = world.create("git", ON_CHANGE, condition=GIT)
+    world.play(sid)
+    world.start_worker()
+    repo.git("checkout", "-q", "-b", "elsewhere")
+    repo.git("branch", "-q", "-D", "main")
+
+    slot = world.next_slot(sid)
+    world.jump_to(slot + timedelta(seconds=1))
+
+    def blocked() -> dict[str, Any] | None:
+        world.alive()
+        detail = world.detail(sid)
+        last = detail["source"]["lastSlot"]
+        return detail if last is not None and last["outcome"] == "blocked" else None
+
+    detail = wait_until(blocked, "the slot to be blocked")
+    last = detail["source"]["lastSlot"]
+    assert (instant(last["slot"]), last["reason"]) == (slot, "source-missing")
+    assert detail["blockReason"] == "source-missing"
+    assert detail["checks"]["count"] == 0 and detail["pending"] is None
+    assert detail["source"]["baseline"]["checkpoint"] == base
+
+    repo.git("checkout", "-q", "-b", "main")
+    back = repo.commit("restore the branch")
+    world.advance(61.0)  # past the blocked source's next read
+    line = world.launched(sid, "git", 1)
+    assert instant(line["slot"]) == slot  # the kept slot, not a later one
+    assert (line["proof"]["baseline"], line["proof"]["checkpoint"]) == (base, back)
+    assert world.settled(sid, line)["outcome"] == "completed"
+    detail = world.detail(sid)
+    assert detail["blockReason"] is None and detail["checks"]["count"] == 1
+    assert detail["source"]["baseline"]["checkpoint"] == back
+    assert [s["outcome"] for s in detail["source"]["slots"]] == ["launched", "blocked"]
+
+
 # --------------------------------------------------------------------------- files
 
 
