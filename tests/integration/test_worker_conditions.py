@@ -535,6 +535,39 @@ def test_a_missing_branch_blocks_the_slot_until_it_is_back(world: World) -> None
     assert [s["outcome"] for s in detail["source"]["slots"]] == ["launched", "blocked"]
 
 
+def test_a_worker_killed_during_the_passage_leaves_the_proof_to_be_consumed_once(
+    world: World,
+) -> None:
+    """SIGKILL of the worker while the conditioned passage runs; a second worker takes its
+    wakes over once the lease has run out, settles the passage, and consumes the proof:
+    one passage for the commit, none at the next slot."""
+    repo = Repo(world.home / "app")
+    sid = world.create("git", ON_CHANGE, condition=GIT)
+    world.play(sid)
+    moved = repo.commit("fix the parser")
+    first = world.start_worker("w1")
+    slot = world.to_slot(sid)
+    line = world.launched(sid, "git", 1)
+    first.kill()  # SIGKILL: its leases stay until they run out
+    first.wait(timeout=DEADLINE)
+    world.workers.remove(first)
+    assert world.detail(sid)["pending"] is not None
+
+    world.start_worker("w2")
+    world.advance(61.0)  # past the dead worker's lease
+    result = world.settled(sid, line)
+    assert (result["outcome"], instant(result["slot"])) == ("completed", slot)
+    assert world.detail(sid)["source"]["baseline"]["checkpoint"] == moved
+
+    last = world.decided(sid, world.to_slot(sid))
+    assert (last["outcome"], last["reason"]) == ("skipped", "unchanged")
+    time.sleep(0.5)
+    assert len(world.passages()) == 1
+    detail = world.detail(sid)
+    assert detail["checks"]["count"] == 2
+    assert detail["counters"] == {"admitted": 1, "settled": 1, "successful": 1}
+
+
 # --------------------------------------------------------------------------- files
 
 
