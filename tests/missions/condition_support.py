@@ -62,7 +62,7 @@ def decide_slot(
     sid: UUID,
     slot: datetime,
     *,
-    rounds: int = 200,
+    rounds: int = 500,
     blocks: bool = True,
 ) -> Body:
     """Run the scheduler (the fake clock stepping 60 ms a round, the real one waiting for
