@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 import pytest
 from sqlalchemy.engine import Connection
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from kalends.bootstrap import Services, open_services
 from kalends.cli.main import app
@@ -165,12 +165,12 @@ class World:
     home: Path
     shift: Path
     offset: float = 0.0
-    workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    workers: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     nudges: int = 0
 
     # --- the CLI, in-process on the real clock (used before the clock is shifted) -----
 
-    def cli(self, *args: str, stdin: str | None = None) -> Any:
+    def cli(self, *args: str, stdin: str | None = None) -> Result:
         return CliRunner().invoke(
             app, [*args, "--as", "alice", "--database", self.url], env=CLEAN_ENV, input=stdin
         )
@@ -232,20 +232,17 @@ class World:
                 stderr=err,
                 env=env,
             )
-        self.workers.append(process)
+        self.workers[owner] = process
         return process
 
     def log(self, owner: str = "w1") -> str:
         return (self.root / f"{owner}.err").read_text(errors="replace")
 
     def alive(self) -> None:
-        for process in self.workers:
+        """Fails the test when a worker it started has exited."""
+        for owner, process in self.workers.items():
             if process.poll() is not None:
-                pytest.fail(f"a worker exited ({process.returncode}):\n{self.log()}")
-
-    def now(self) -> datetime:
-        """The workers' now."""
-        return datetime.now(UTC) + timedelta(seconds=self.offset)
+                pytest.fail(f"worker {owner} exited ({process.returncode}):\n{self.log(owner)}")
 
     def jump_to(self, at: datetime) -> None:
         """Moves the workers' clock forward to ``at`` and wakes them."""
@@ -278,7 +275,7 @@ class World:
         self.services.store.run(write)  # (retried while another writer holds SQLite)
 
     def close(self) -> None:
-        for process in self.workers:
+        for process in self.workers.values():
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
                 try:
@@ -550,7 +547,7 @@ def test_a_worker_killed_during_the_passage_leaves_the_proof_to_be_consumed_once
     line = world.launched(sid, "git", 1)
     first.kill()  # SIGKILL: its leases stay until they run out
     first.wait(timeout=DEADLINE)
-    world.workers.remove(first)
+    del world.workers["w1"]
     assert world.detail(sid)["pending"] is not None
 
     world.start_worker("w2")

@@ -27,7 +27,7 @@ from kalends.clock import FakeClock
 from kalends.missions import batch as batch_module
 from kalends.missions.controls import DocState
 from kalends.missions.document import Body, load_body
-from kalends.missions.gate import Reading
+from kalends.missions.gate import Reading, gate
 from kalends.missions.gate_records import GateOutcome
 from kalends.missions.runtime.base import Observation, Report
 from kalends.missions.scheduler import Scheduler
@@ -124,7 +124,6 @@ def install_condition_kill(
             crash()
 
     if point == "read":
-        gate = batch_module.gate
 
         def gated(
             doc: DocState, slot: datetime, now: datetime, reading: Reading
@@ -134,7 +133,7 @@ def install_condition_kill(
                 once()
             return body, outcome
 
-        batch_module.gate = gated  # (this process's batch module only)
+        batch_module.gate = gated  # type: ignore[attr-defined]  # (this process's only)
         return
     settled_before = store.run(lambda conn: _settled(_bodies(conn)), write=False)
     if point == "reserving":

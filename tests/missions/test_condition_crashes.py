@@ -131,11 +131,15 @@ def run_slot(mw: MissionWorld, proc: Process, sid: UUID, slot: datetime, start: 
     raise AssertionError(f"slot {slot} not finished: {stored_body(mw.store, sid)}")
 
 
+def checkpoint(body: Body) -> str | None:
+    found = body.checkpoint(KEY)
+    return None if found is None else found.checkpoint
+
+
 def check_consumed(mw: MissionWorld, sid: UUID, commit: str, slots: int, passages: int) -> Body:
     body = stored_body(mw.store, sid)
     assert body.pending is None
-    baseline = body.checkpoint(KEY)
-    assert baseline is not None and baseline.checkpoint == commit
+    assert checkpoint(body) == commit
     assert body.checks_count == slots  # one per decided slot, never twice
     assert (body.admitted, body.settled) == (passages, passages)
     return body
@@ -162,10 +166,10 @@ def test_sigkill_around_the_proof_consumes_it_exactly_once(
         assert left.pending is None and left.checks_count == 0 and not left.gates
         assert left.high_water is not None and left.high_water < SLOT
     elif point == "archived":  # consumed and archived, once
-        assert left.pending is None and left.checkpoint(KEY).checkpoint == moved
+        assert left.pending is None and checkpoint(left) == moved
     else:  # reserved, the archive not committed: the proof is not consumed yet
         assert left.pending is not None and left.high_water == SLOT
-        assert left.checks_count == 1 and left.checkpoint(KEY).checkpoint != moved
+        assert left.checks_count == 1 and checkpoint(left) != moved
 
     fresh_at = SLOT + timedelta(minutes=10) + LEASE_OVER
     with scheduler_process(url, tmp_path, "fresh") as fresh:
