@@ -252,3 +252,39 @@ class TestPaths:
         sid = create(mw)
         error = _refused_edit(mw, sid, {"kind": "git-branch", "branch": "main", "path": "."})
         assert error.field == "condition.path"
+
+
+class TestPolicies:
+    def test_an_immediate_schedule_with_a_condition_is_refused(self, mw: MissionWorld) -> None:
+        (_home(mw) / "notes.txt").write_text("x\n")
+        with nothing_written(mw.store), pytest.raises(InvalidInput) as caught:
+            mw.schedules.create(
+                mw.bob.id,
+                mw.home.id,
+                {
+                    **_config(),
+                    "policy": {"kind": "immediate"},
+                    "condition": {"kind": "files", "paths": ["notes.txt"]},
+                },
+                request_id="create-bad",
+            )
+        assert caught.value.field == "condition"
+        assert "could never hold" in caught.value.message
+
+    def test_a_cycle_through_a_mission_completed_link_is_refused(self, mw: MissionWorld) -> None:
+        once = mw.schedules.create(
+            mw.bob.id,
+            mw.home.id,
+            {**_config(), "policy": {"kind": "after", "minutes": 30}},
+            request_id="create-once",
+        ).mission_id
+        follower = mw.schedules.create(
+            mw.bob.id,
+            mw.home.id,
+            {**_config(), "condition": {"kind": "mission-completed", "missionId": str(once)}},
+            request_id="create-follower",
+        ).mission_id
+        assert once is not None and follower is not None
+        error = _refused_edit(mw, once, {"kind": "schedule-succeeded", "missionId": str(follower)})
+        assert error.field == "condition.missionId"
+        assert "lead back" in error.message

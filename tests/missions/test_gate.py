@@ -35,7 +35,7 @@ from kalends.missions.gate_records import (
     GateRecord,
     source_key,
 )
-from kalends.missions.limits import MAX_GATE_RECORDS
+from kalends.missions.limits import MAX_GATE_RECORDS, MAX_SOURCE_CHECKPOINTS
 from missions.conftest import daily_config
 
 GIT = {"kind": "git-branch", "branch": "main", "path": "app"}
@@ -275,3 +275,18 @@ class TestConsumption:
         taken = done.checkpoint(KEY)
         assert taken is not None and taken.checkpoint == BASE
         assert done.pending is None
+
+
+def test_a_document_keeps_the_newest_source_checkpoints_only() -> None:
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    body = Body()
+    for i in range(MAX_SOURCE_CHECKPOINTS + 3):
+        body = with_checkpoint(body, f'files:["f{i}"]', Checkpoint(checkpoint=str(i), at=at))
+    keys = [k for k, _ in body.sources]
+    assert len(keys) == MAX_SOURCE_CHECKPOINTS
+    assert keys[-1] == f'files:["f{MAX_SOURCE_CHECKPOINTS + 2}"]'
+    assert keys[0] == 'files:["f3"]'
+    # Re-taking a kept source's checkpoint moves it to the newest place, dropping nothing.
+    body = with_checkpoint(body, 'files:["f3"]', Checkpoint(checkpoint="again", at=at))
+    assert [k for k, _ in body.sources][-1] == 'files:["f3"]'
+    assert len(body.sources) == MAX_SOURCE_CHECKPOINTS

@@ -34,6 +34,7 @@ from kalends.storage.mission_tables import schedules, workspaces
 __all__ = ["check_condition", "cycle_of"]
 
 _MISSION = "condition.missionId"
+_FOLLOWING = ("schedule-succeeded", "mission-completed")
 
 
 def check_condition(
@@ -74,10 +75,11 @@ def check_condition(
 
 def cycle_of(conn: Connection, schedule_id: UUID, condition: Condition | None) -> bool:
     """Whether ``schedule_id``, with ``condition``, closes a chain of ``schedule-succeeded``
-    conditions back to itself. The walk follows stored documents of any state; a chain
+    or ``mission-completed`` conditions back to itself (each link waits on the next's
+    success, so a loop would never launch). The walk follows stored documents of any state; a chain
     that loops elsewhere, or leads to a missing or unreadable document, ends the walk."""
     seen: set[UUID] = set()
-    while condition is not None and condition.kind == "schedule-succeeded":
+    while condition is not None and condition.kind in _FOLLOWING:
         target = parse_uuid(dict(condition.spec)["missionId"], _MISSION)
         if target is None or target in seen:
             return False
@@ -125,14 +127,10 @@ def _check_mission(
             f"schedule {target} is recurring ({named.policy.kind}); a mission-completed "
             "condition names a one-shot schedule (immediate, at or after)",
         )
-    if (
-        condition.kind == "schedule-succeeded"
-        and schedule_id is not None
-        and cycle_of(conn, schedule_id, condition)
-    ):
+    if schedule_id is not None and cycle_of(conn, schedule_id, condition):
         raise fail(
             _MISSION,
-            f"schedule {target}'s schedule-succeeded conditions lead back to this schedule; "
+            f"schedule {target}'s conditions lead back to this schedule; "
             "a cycle of conditions would never launch",
         )
 

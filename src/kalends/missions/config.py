@@ -149,6 +149,12 @@ def config_from_json(
         )
     policy, on_change = parse_policy(obj["policy"])
     condition = parse_condition(obj.get("condition"), given=condition_given)
+    if isinstance(policy, Immediate) and condition is not None and new:
+        raise fail(
+            "condition",
+            "an immediate schedule launches at its first Play, the instant its condition's "
+            "baseline is taken, so the condition could never hold; use at or after",
+        )
     if on_change and condition is None:
         raise fail(
             "condition",

@@ -30,7 +30,12 @@ from kalends.civil.search import DstNote, Slot
 from kalends.errors import InvalidInput
 from kalends.missions.config import Config
 from kalends.missions.gate_records import Checkpoint, GateRecord
-from kalends.missions.limits import MAX_REASON_BYTES, MAX_RESULTS, MAX_SUMMARY_BYTES
+from kalends.missions.limits import (
+    MAX_REASON_BYTES,
+    MAX_RESULTS,
+    MAX_SOURCE_CHECKPOINTS,
+    MAX_SUMMARY_BYTES,
+)
 from kalends.missions.stored_text import fit_stored
 
 __all__ = [
@@ -488,8 +493,11 @@ def manual_identity(schedule_id: str, request_id: str) -> tuple[str, str, str]:
 
 
 def with_checkpoint(body: Body, key: str, checkpoint: Checkpoint) -> Body:
-    """``body`` with the source ``key`` at ``checkpoint`` (added, or replacing its own)."""
+    """``body`` with the source ``key`` at ``checkpoint`` (added, or replacing its own, and
+    then the newest); the checkpoints of removed sources beyond the newest
+    :data:`~kalends.missions.limits.MAX_SOURCE_CHECKPOINTS` are dropped, oldest first."""
     kept = tuple((k, c) for k, c in body.sources if k != key)
+    kept = kept[max(0, len(kept) - (MAX_SOURCE_CHECKPOINTS - 1)) :]
     return replace(body, sources=(*kept, (key, checkpoint)))
 
 

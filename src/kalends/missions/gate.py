@@ -122,6 +122,8 @@ def gate(
         body = replace(body, observed=observed, high_water=slot)
         return _recorded(body, record), GateOutcome.SKIPPED
     checks = body.checks_count + 1
+    if body.checks_since is None:  # (seed 002: a document without tracking begins here)
+        body = replace(body, checks_since=now)
     if not changed:
         record = GateRecord(
             slot=slot, at=now, outcome=GateOutcome.SKIPPED, reason="unchanged",

@@ -24,6 +24,7 @@ __all__ = [
     "MAX_PREVIEW",
     "MAX_PROOF_COMMITS",
     "MAX_PROOF_SUBJECT_CHARS",
+    "MAX_SOURCE_CHECKPOINTS",
     "MAX_SOURCE_FILE_BYTES",
     "MAX_REASON_BYTES",
     "MAX_RESULTS",
@@ -124,3 +125,7 @@ MAX_PROOF_SUBJECT_CHARS = 200
 # A conditioned schedule keeps what its last slots decided (launched, skipped with the
 # reason, blocked) as it keeps its results: the newest 30, beside them.
 MAX_GATE_RECORDS = MAX_RESULTS
+# Seed 002 "configuration retains removed source checkpoints": a document keeps the
+# checkpoints of its current source and of the 7 sources removed most recently (a
+# document's size stays bounded however often its condition is edited).
+MAX_SOURCE_CHECKPOINTS = 8

@@ -102,7 +102,10 @@ def reserved(
     # A scheduled slot of a conditioned schedule counts its read where the gate commits it
     # (kalends.missions.gate); a Run now counts here.
     counted = trigger == "manual" and doc.config.condition is not None
-    return replace(body, pending=pending, checks_count=body.checks_count + (1 if counted else 0))
+    body = replace(body, pending=pending, checks_count=body.checks_count + (1 if counted else 0))
+    if counted and body.checks_since is None:  # (a document without tracking begins here)
+        body = replace(body, checks_since=now)
+    return body
 
 
 def reservation(doc: DocState, slot: datetime, now: datetime) -> Body:

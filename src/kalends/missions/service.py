@@ -361,7 +361,7 @@ class ScheduleService(ScheduleReads):
             if act is Action.PLAY and cycle_of(conn, row.id, doc.config.condition):
                 # Each edit was checked, but edits made in another order can close a cycle.
                 cycle = ControlConflict(
-                    "play: the schedule's schedule-succeeded conditions lead back to it; "
+                    "play: the schedule's conditions lead back to it; "
                     "a cycle of conditions would never launch",
                     action=act.value,
                     reason="source-cycle",

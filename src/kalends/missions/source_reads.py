@@ -178,10 +178,10 @@ def _record_reading(
     row = None if target is None else targets.get(target)
     if row is None or row.workspace_id != item.workspace_id or row.phase != Phase.LIVE.value:
         return blocked(BlockReason.SOURCE_MISSING, f"no schedule {target} in this workspace")
-    if kind == "schedule-succeeded" and cycle_of(conn, item.schedule_id, condition):
+    if cycle_of(conn, item.schedule_id, condition):
         return blocked(
             BlockReason.SOURCE_CYCLE,
-            f"schedule {target}'s schedule-succeeded conditions lead back to this schedule",
+            f"schedule {target}'s conditions lead back to this schedule",
         )
     try:
         body = json.loads(row.body)

@@ -237,6 +237,7 @@ class LimitsOut(BaseModel):
     maxProofCommits: int
     maxProofSubjectChars: int
     maxGateRecords: int
+    maxSourceCheckpoints: int
     onChangeCheckMinutes: int
 
 

@@ -39,7 +39,7 @@ class BlockReason(StrEnum):
     """The read did not complete: budget spent or cancelled, permission, a file too large
     or not a regular file, a path leaving the workspace, git failing."""
     SOURCE_CYCLE = "source-cycle"
-    """The schedule-succeeded conditions lead back to the schedule itself."""
+    """The schedule-succeeded or mission-completed conditions lead back to the schedule."""
     SOURCE_PROOF_MISSING = "source-proof-missing"
     """A followed schedule's success cannot be proved (its counter reads less than the
     checkpoint, or its document cannot be read)."""
