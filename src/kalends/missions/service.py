@@ -39,9 +39,10 @@ from kalends.keywords import takes
 from kalends.missions import repository
 from kalends.missions.condition_check import check_condition, cycle_of
 from kalends.missions.config import Config, config_from_json, config_to_json
+from kalends.missions.config_condition import Condition, parse_condition
 from kalends.missions.controls import Action, Applied, DocState, apply, edit_refusal, refusal
 from kalends.missions.document import Body, Phase, State, check_not_past, with_checkpoint
-from kalends.missions.gate_records import source_key
+from kalends.missions.gate_records import Checkpoint, source_key
 from kalends.missions.keywords import ControlKeywords, RequestKeywords
 from kalends.missions.limits import MAX_SCHEDULES
 from kalends.missions.outcomes import ControlOutcome, ControlStatus, Page, Receipt
@@ -55,7 +56,7 @@ from kalends.missions.requests import (
 from kalends.missions.reservation_writes import write_checklist
 from kalends.missions.rows import ControlRead, ControlRecord, ScheduleRead, ScheduleRow
 from kalends.missions.schedule_reads import ScheduleReads, present, schedule_id_of, seen, unseen
-from kalends.missions.source_reads import play_baseline
+from kalends.missions.source_reads import first_baseline, play_baseline, read_ahead, read_workspace
 from kalends.missions.stored_documents import (
     cas_params,
     cas_write,
@@ -311,6 +312,8 @@ class ScheduleService(ScheduleReads):
             digest=request_digest(act.value, dict(changes) if changes is not None else None),
         )
 
+        ahead = self._read_ahead(actor, act, schedule_id, changes)
+
         def run(conn: Connection) -> ControlOutcome:
             actor_id = resolve_actor(conn, actor)
             read = repository.read_for_control(conn, actor_id, schedule_id, request_id)
@@ -374,7 +377,7 @@ class ScheduleService(ScheduleReads):
                 except InvalidInput as exc:
                     raise self._refused(conn, read, request, exc) from None
             applied = apply(act, doc, now, request_id=request_id, config=new_config)
-            applied = _with_baseline(conn, row.id, row.workspace_id, applied, now)
+            applied = _with_baseline(conn, row.id, row.workspace_id, applied, now, ahead)
             try:
                 complete, written = repository.write_control(conn, read, request, applied, now)
                 if act is Action.RUN_NOW and applied.body.pending is not None:
@@ -413,6 +416,47 @@ class ScheduleService(ScheduleReads):
             )
 
         return self._run(run)
+
+    def _read_ahead(
+        self,
+        actor: UUID | str,
+        act: Action,
+        schedule_id: UUID,
+        changes: Mapping[str, Any] | None,
+    ) -> dict[str, Checkpoint]:
+        """A workspace source's baseline, read before the control's transaction when the
+        control may take it (Play, or a Configure giving a condition): by source key,
+        empty when there is none to take or it could not be read. The transaction uses it
+        only for the same source, still without a checkpoint; nothing is decided here."""
+        condition = None
+        if act is Action.CONFIGURE:
+            if not changes or "condition" not in changes:
+                return {}
+            try:
+                condition = parse_condition(changes["condition"])
+            except InvalidInput:
+                return {}  # (the transaction refuses it)
+            if condition is None:
+                return {}
+        elif act is not Action.PLAY:
+            return {}
+        def ahead(conn: Connection) -> tuple[UUID, str, Condition] | None:
+            found = read_ahead(conn, schedule_id, condition)
+            if found is not None:
+                # Only for whom the control may act: nobody else makes the server read.
+                workspace_role(conn, resolve_actor(conn, actor), found[0], Role.EDITOR)
+            return found
+
+        try:
+            found = self._run(ahead, write=False)
+        except KalendsError:
+            return {}  # (the transaction answers with its own error)
+        if found is None:
+            return {}
+        _, path, wanted = found
+        now = self.store.clock.now()
+        taken = first_baseline(read_workspace(wanted, path, None, now), now)
+        return {} if taken is None else {source_key(wanted): taken}
 
     def _refused(
         self,
@@ -469,7 +513,12 @@ class ScheduleService(ScheduleReads):
 
 
 def _with_baseline(
-    conn: Connection, schedule_id: UUID, workspace_id: UUID, applied: Applied, now: datetime
+    conn: Connection,
+    schedule_id: UUID,
+    workspace_id: UUID,
+    applied: Applied,
+    now: datetime,
+    ahead: Mapping[str, Checkpoint],
 ) -> Applied:
     """Seed 002: first Play establishes the source's baseline (and a source added to a
     played schedule takes its own at once); Pause/Resume and edits keep every checkpoint,
@@ -480,7 +529,9 @@ def _with_baseline(
     key = source_key(condition)
     if body.checkpoint(key) is not None:
         return applied
-    taken = play_baseline(conn, schedule_id, workspace_id, condition, now)
+    taken = play_baseline(
+        conn, schedule_id, workspace_id, condition, now, read_before=ahead.get(key)
+    )
     if taken is None:
         return applied
     return replace(applied, body=with_checkpoint(body, key, taken))

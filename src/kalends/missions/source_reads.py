@@ -33,8 +33,9 @@ from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
 from kalends.missions.condition_check import cycle_of
+from kalends.missions.config import load_config
 from kalends.missions.config_condition import Condition
-from kalends.missions.document import Phase
+from kalends.missions.document import Phase, load_body
 from kalends.missions.gate import Blocked, Observed, Reading
 from kalends.missions.gate_records import COMPLETED, NOT_COMPLETED, Checkpoint, source_key
 from kalends.missions.limits import SOURCE_READ_BUDGET_SECONDS
@@ -55,6 +56,7 @@ __all__ = [
     "first_baseline",
     "play_baseline",
     "is_workspace_source",
+    "read_ahead",
     "read_records",
     "read_workspace",
 ]
@@ -219,25 +221,54 @@ def _record_reading(
 
 
 def play_baseline(
-    conn: Connection, schedule_id: UUID, workspace_id: UUID, condition: Condition, now: datetime
+    conn: Connection,
+    schedule_id: UUID,
+    workspace_id: UUID,
+    condition: Condition,
+    now: datetime,
+    *,
+    read_before: Checkpoint | None = None,
 ) -> Checkpoint | None:
-    """The baseline a first Play (or a source added to a played schedule) takes, read in
-    the control's transaction: a workspace source under its ten-second budget, a record
-    source from the followed schedule. ``None`` when the source cannot be read now: the
-    first slot then takes the baseline (and launches nothing)."""
+    """The baseline a first Play (or a source added to a played schedule) takes: a
+    workspace source's is ``read_before``, read before the control's transaction (so no
+    file or git read holds the database's write lock), a record source's is read from the
+    followed schedule in it. ``None`` when the source could not be read: the first slot
+    then takes the baseline (and launches nothing)."""
     if is_workspace_source(condition):
-        path = conn.execute(
-            select(workspaces.c.path).where(workspaces.c.id == workspace_id)
-        ).scalar()
-        if path is None:
-            return None
-        reading = read_workspace(condition, path, None, now)
+        return read_before
     else:
         item = RecordSource(
             schedule_id=schedule_id, workspace_id=workspace_id, condition=condition, baseline=None
         )
         reading = read_records(conn, [item], now)[schedule_id]
     return first_baseline(reading, now)
+
+
+def read_ahead(
+    conn: Connection, schedule_id: UUID, condition: Condition | None
+) -> tuple[UUID, str, Condition] | None:
+    """What a control reads before its transaction to take a workspace source's baseline
+    outside it: the workspace's ID and path and the condition to read (``condition``, else the
+    stored one), or ``None`` when there is nothing to read (no such schedule, no
+    workspace source, or its checkpoint is kept already)."""
+    row = conn.execute(
+        select(workspaces.c.id, workspaces.c.path, schedules.c.config, schedules.c.body)
+        .join(workspaces, workspaces.c.id == schedules.c.workspace_id)
+        .where(schedules.c.id == schedule_id)
+    ).first()
+    if row is None or row.config is None or row.body is None:
+        return None
+    try:
+        stored = load_config(row.config)
+        body = load_body(row.body)
+    except (ValueError, KeyError, TypeError):
+        return None
+    wanted = condition if condition is not None else stored.condition
+    if wanted is None or not is_workspace_source(wanted):
+        return None
+    if body.checkpoint(source_key(wanted)) is not None:
+        return None
+    return row.id, str(row.path), wanted
 
 
 def first_baseline(reading: Reading, now: datetime) -> Checkpoint | None:
