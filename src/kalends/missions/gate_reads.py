@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from kalends.missions.config_condition import Condition
@@ -33,9 +34,22 @@ READ_POLL = timedelta(milliseconds=50)
 BLOCKED_RETRY = timedelta(minutes=1)
 """How soon a blocked source is read again (its slot is kept meanwhile)."""
 FRESH = timedelta(seconds=5)
-"""How long a finished reading stands for a slot (after that it is read again)."""
+"""How long a finished reading stands for a slot once the loop saw it finished (after
+that it is read again)."""
 
 _Key = tuple[str, str, str | None]  # (workspace root, source key, baseline checkpoint)
+
+
+@dataclass(slots=True)
+class _Entry:
+    """One read: when it started (scheduler time: it serves slots not after it), its budget,
+    its result to come, and when the loop first saw it finished (what :data:`FRESH` counts
+    from, so a read that took longer than ``FRESH`` is still used)."""
+
+    started: datetime
+    budget: Budget
+    future: Future[Reading]
+    seen_done: datetime | None = None
 
 
 class SourceReads:
@@ -44,7 +58,7 @@ class SourceReads:
     def __init__(self, *, threads: int = READ_THREADS, git: str = "git") -> None:
         self._git = git
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="kalends-source")
-        self._reads: dict[_Key, tuple[datetime, Budget, Future[Reading]]] = {}
+        self._reads: dict[_Key, _Entry] = {}
         self._lock = threading.Lock()
         self._closed = False
 
@@ -63,12 +77,12 @@ class SourceReads:
         with self._lock:
             entry = self._reads.get(key)
             if entry is not None:
-                started, _budget, future = entry
-                if not future.done():
+                if not entry.future.done():
                     return None
-                usable = started >= slot and now - started <= FRESH
-                if usable:
-                    return future.result()
+                if entry.seen_done is None:
+                    entry.seen_done = now  # (freshness counts from here, however long it took)
+                if entry.started >= slot and now - entry.seen_done <= FRESH:
+                    return entry.future.result()
                 del self._reads[key]
             if self._closed:
                 return None
@@ -76,22 +90,26 @@ class SourceReads:
             future = self._pool.submit(
                 _read, condition, workspace_root, baseline, now, budget, self._git
             )
-            self._reads[key] = (now, budget, future)
+            self._reads[key] = _Entry(started=now, budget=budget, future=future)
             return None
 
     def forget_older(self, now: datetime) -> None:
         """Drop finished readings that are no longer fresh (called once per round)."""
         with self._lock:
-            for key, (started, _budget, future) in list(self._reads.items()):
-                if future.done() and now - started > FRESH:
+            for key, entry in list(self._reads.items()):
+                if not entry.future.done():
+                    continue
+                if entry.seen_done is None:
+                    entry.seen_done = now
+                elif now - entry.seen_done > FRESH:
                     del self._reads[key]
 
     def close(self) -> None:
         """Cancel the reads under way and stop the threads (a stopping scheduler)."""
         with self._lock:
             self._closed = True
-            for _started, budget, _future in self._reads.values():
-                budget.cancel()
+            for entry in self._reads.values():
+                entry.budget.cancel()
             self._reads.clear()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
