@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID, uuid4
@@ -17,11 +18,13 @@ from kalends.errors import Forbidden, InvalidInput, NotFound, UnknownZone
 from kalends.identity import Role
 from kalends.missions.checklists import (
     PASSAGES_ACTOR_ID,
+    ChecklistSpec,
     ChecklistTaken,
     checklist_counts,
     checklist_items,
     checklist_of,
     create_checklist,
+    create_checklists,
     slot_title,
     workspace_list,
 )
@@ -387,3 +390,62 @@ class TestSlotTitle:
     ) -> None:
         with pytest.raises(error):
             slot_title(title, slot, zone, reserved_at=reserved_at)
+
+
+class TestCreatingManyAtOnce:
+    def test_a_rounds_checklists_are_made_together_in_order_with_their_items(
+        self, mw: MissionWorld, schedule: UUID
+    ) -> None:
+        first = make(mw, schedule, passage="psg_before")  # an earlier passage's
+        specs = [
+            ChecklistSpec(
+                checklist_id=uuid4(),
+                workspace_id=mw.home.id,
+                title=f"Nightly review — run {n}",
+                template=TEMPLATE if n != 1 else None,
+                passage_id=f"psg_{n}",
+                schedule_id=schedule,
+            )
+            for n in range(3)
+        ]
+        made = mw.store.run(lambda conn: create_checklists(conn, specs, mw.clock.now()))
+        assert sorted(made) == ["psg_0", "psg_1", "psg_2"]
+        assert made["psg_1"] == []
+        roots = [t.task.id for t in mw.services.tasks.tree(mw.alice.id, list_of(mw))]
+        assert roots == [first, *(s.checklist_id for s in specs)]  # at the end, in order
+        for spec in specs:
+            read = mw.store.run(lambda conn, s=spec: checklist_items(conn, s.checklist_id))
+            assert made[spec.passage_id] == read  # as the read lists them
+        assert [i["depth"] for i in made["psg_0"]] == [1, 2, 3, 2, 1]
+
+    def test_the_same_round_again_writes_nothing_and_another_id_is_refused(
+        self, mw: MissionWorld, schedule: UUID
+    ) -> None:
+        spec = ChecklistSpec(
+            checklist_id=uuid4(), workspace_id=mw.home.id, title="Nightly review — run",
+            template=TEMPLATE, passage_id="psg_again", schedule_id=schedule,
+        )  # fmt: skip
+        mw.store.run(lambda conn: create_checklists(conn, [spec], mw.clock.now()))
+        with nothing_written(mw.store):
+            again = mw.store.run(lambda conn: create_checklists(conn, [spec], mw.clock.now()))
+        assert again == {}
+        other = replace(spec, checklist_id=uuid4())
+        with nothing_written(mw.store), pytest.raises(ChecklistTaken):
+            mw.store.run(lambda conn: create_checklists(conn, [other], mw.clock.now()))
+
+    def test_a_schedule_of_another_workspace_refuses_the_whole_round(
+        self, mw: MissionWorld, schedule: UUID
+    ) -> None:
+        specs = [
+            ChecklistSpec(
+                checklist_id=uuid4(),
+                workspace_id=workspace,
+                title="Nightly review — run",
+                template=TEMPLATE,
+                passage_id=f"psg_{n}",
+                schedule_id=schedule,
+            )
+            for n, workspace in enumerate((mw.home.id, mw.away.id))
+        ]
+        with nothing_written(mw.store), pytest.raises(NotFound):
+            mw.store.run(lambda conn: create_checklists(conn, specs, mw.clock.now()))

@@ -31,7 +31,7 @@ from kalends.missions.leases import SetWake, set_wakes
 from kalends.missions.limits import MAX_DOCUMENT_BYTES
 from kalends.missions.looks import LookResult, fallback_at
 from kalends.missions.passages import admission, log_passage, reservation, start_of
-from kalends.missions.reservation_writes import read_items, write_checklist
+from kalends.missions.reservation_writes import Reserved, read_items, write_checklists
 from kalends.missions.runtime.base import Presence, Runtime
 from kalends.missions.scheduler_rows import DueWake, SchedulerRow
 from kalends.missions.source_reads import RecordSource, is_workspace_source, read_records
@@ -262,16 +262,27 @@ class Batch:
                         )  # fmt: skip
                 elif applied:
                     reserved.append(write)
-                    pending = write[0].body.pending
-                    assert pending is not None
-                    write_checklist(
-                        conn, schedule_id=write[0].row.id, workspace_id=write[0].row.workspace_id,
-                        config=write[0].doc.config, pending=pending, now=now,
-                    )  # fmt: skip
+            made = write_checklists(
+                conn,
+                [
+                    Reserved(
+                        schedule_id=r.row.id,
+                        workspace_id=r.row.workspace_id,
+                        config=r.doc.config,
+                        pending=r.body.pending,
+                    )
+                    for r, _ in reserved
+                    if r.body.pending is not None
+                ],
+                now,
+            )
+            checklists.clear()
+            checklists.update(made)
             set_wakes(conn, self.token, [*wakes, *record_wakes, *lost])
             reserves_seen[:] = [*reserves, *record_reserves]
 
         reserves_seen: list[_Reserve] = list(reserves)
+        checklists: dict[str, list[dict[str, Any]]] = {}
         if reserves or wakes or gate_writes or records:
             self.store.run(reserve)
         reserves = reserves_seen
@@ -283,11 +294,12 @@ class Batch:
         slow.extend(r.wake for r in reserves if r.wake.schedule_id not in won)
         started: list[tuple[_Reserve, int]] = []
         listed = [r.body.pending for r, _ in reserved if r.body.pending is not None]
-        items = (
-            self.store.run(lambda conn: read_items(conn, listed), write=False)
-            if any(p.checklist_id is not None for p in listed)
-            else {}
-        )
+        unlisted = [
+            p for p in listed if p.checklist_id is not None and p.passage_id not in checklists
+        ]
+        items = dict(checklists)
+        if unlisted:  # (made by an earlier attempt of this reservation: read back)
+            items.update(self.store.run(lambda conn: read_items(conn, unlisted), write=False))
         for r, revision in reserved:
             pending = r.body.pending
             assert pending is not None

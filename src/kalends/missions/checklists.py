@@ -29,6 +29,7 @@ transaction that reserves the passage.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -55,16 +56,26 @@ from kalends.storage.mission_tables import (
     workspaces,
 )
 from kalends.storage.upsert import insert_missing
-from kalends.tasks import insert_list, insert_tree, subtree_counts, subtree_items
+from kalends.tasks import (
+    OutlineItem,
+    TreeSpec,
+    insert_list,
+    insert_tree,
+    insert_trees,
+    subtree_counts,
+    subtree_items,
+)
 
 __all__ = [
     "PASSAGES_ACTOR_HANDLE",
     "PASSAGES_ACTOR_ID",
+    "ChecklistSpec",
     "ChecklistTaken",
     "checklist_counts",
     "checklist_items",
     "checklist_of",
     "create_checklist",
+    "create_checklists",
     "slot_title",
     "workspace_list",
 ]
@@ -268,6 +279,121 @@ def create_checklist(
     savepoint.commit()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChecklistSpec:
+    """One passage's checklist for :func:`create_checklists` (the arguments of
+    :func:`create_checklist`)."""
+
+    checklist_id: UUID
+    workspace_id: UUID
+    title: str
+    template: Sequence[TemplateItem] | None
+    passage_id: str
+    schedule_id: UUID
+
+
+def create_checklists(
+    conn: Connection, specs: Sequence[ChecklistSpec], now: datetime
+) -> dict[str, list[dict[str, Any]]]:
+    """:func:`create_checklist` for many passages at once (a scheduler's round reserves many
+    together): a constant number of statements for the trees, plus one per workspace that
+    has no list yet. Returns the items of each checklist it created, by passage, as
+    :func:`checklist_items` lists them (a passage whose checklist existed already is not
+    among them). Idempotent by passage like :func:`create_checklist`; when another
+    transaction recorded one of them meanwhile, they are created one by one instead."""
+    at = require_aware(now, "now")
+    checked = [
+        (spec, _check_passage_id(spec.passage_id), _check_template(spec.template)) for spec in specs
+    ]
+    if not checked:
+        return {}
+    recorded = {
+        row.passage_id: row.task_id
+        for row in conn.execute(
+            select(passage_checklists.c.passage_id, passage_checklists.c.task_id).where(
+                passage_checklists.c.passage_id.in_([p for _, p, _ in checked])
+            )
+        )
+    }
+    todo = []
+    for spec, passage, items in checked:
+        if passage in recorded:
+            _same(recorded[passage], spec.checklist_id, passage)
+            continue
+        todo.append((spec, passage, items))
+    if not todo:
+        return {}
+    holders = dict(
+        conn.execute(
+            select(schedules.c.id, schedules.c.workspace_id).where(
+                schedules.c.id.in_(sorted({spec.schedule_id for spec, _, _ in todo}))
+            )
+        ).all()
+    )
+    for spec, _, _ in todo:
+        if holders.get(spec.schedule_id) != spec.workspace_id:
+            raise NotFound(
+                f"schedule: no schedule {spec.schedule_id} in workspace {spec.workspace_id}",
+                field="schedule",
+            )
+    lists = {ws: workspace_list(conn, ws, at) for ws in {spec.workspace_id for spec, _, _ in todo}}
+    actor_id = passages_actor(conn, at)
+    trees = [
+        TreeSpec(
+            list_id=lists[spec.workspace_id],
+            root_id=spec.checklist_id,
+            title=spec.title,
+            items=items,
+            note={"passage_id": passage, "schedule_id": str(spec.schedule_id)},
+        )
+        for spec, passage, items in todo
+    ]
+    savepoint = conn.begin_nested()
+    try:
+        made = insert_trees(conn, trees, actor_id=actor_id, now=at)
+        conn.execute(
+            passage_checklists.insert(),
+            [
+                {
+                    "passage_id": passage,
+                    "schedule_id": spec.schedule_id,
+                    "task_id": spec.checklist_id,
+                    "created_at": at,
+                }
+                for spec, passage, _ in todo
+            ],
+        )
+    except IntegrityError:
+        savepoint.rollback()
+        for spec, passage, _ in todo:
+            create_checklist(
+                conn, checklist_id=spec.checklist_id, workspace_id=spec.workspace_id,
+                title=spec.title, template=spec.template, passage_id=passage,
+                schedule_id=spec.schedule_id, now=at,
+            )  # fmt: skip
+        return {}
+    except BaseException:
+        savepoint.rollback()
+        raise
+    savepoint.commit()
+    return {
+        passage: [_item_json(item) for item in items]
+        for (_, passage, _), items in zip(todo, made, strict=True)
+    }
+
+
+def _item_json(item: OutlineItem) -> dict[str, Any]:
+    return {
+        "id": str(item.id),
+        "ref": item.ref,
+        "parentId": str(item.parent_id),
+        "depth": item.depth,
+        "title": item.title,
+        "status": item.status.value,
+        "revision": item.revision,
+    }
+
+
 def _same(recorded: UUID, checklist_id: UUID, passage_id: str) -> None:
     if recorded != checklist_id:
         raise ChecklistTaken(
@@ -307,18 +433,7 @@ def checklist_items(conn: Connection, checklist_id: UUID) -> list[dict[str, Any]
     (what ``--expect`` takes; 1 until someone changes the item). An ID that is no
     passage's checklist is :class:`NotFound`."""
     _require_checklist(conn, checklist_id)
-    return [
-        {
-            "id": str(item.id),
-            "ref": item.ref,
-            "parentId": str(item.parent_id),
-            "depth": item.depth,
-            "title": item.title,
-            "status": item.status.value,
-            "revision": item.revision,
-        }
-        for item in subtree_items(conn, checklist_id)
-    ]
+    return [_item_json(item) for item in subtree_items(conn, checklist_id)]
 
 
 def slot_title(

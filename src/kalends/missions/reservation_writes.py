@@ -10,6 +10,7 @@ record that names it are committed together or not at all.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -19,15 +20,24 @@ from sqlalchemy.engine import Connection
 from kalends.civil import Calendars
 from kalends.errors import NotFound
 from kalends.missions.checklists import (
+    ChecklistSpec,
     checklist_counts,
     checklist_items,
     create_checklist,
+    create_checklists,
     slot_title,
 )
 from kalends.missions.config import Config
 from kalends.missions.document import Pending
 
-__all__ = ["passage_zone", "read_counts", "read_items", "write_checklist"]
+__all__ = [
+    "Reserved",
+    "passage_zone",
+    "read_counts",
+    "read_items",
+    "write_checklist",
+    "write_checklists",
+]
 
 
 def passage_zone(config: Config) -> str:
@@ -64,6 +74,41 @@ def write_checklist(
         schedule_id=schedule_id,
         now=now,
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reserved:
+    """A reservation just written: its schedule, workspace, configuration and passage."""
+
+    schedule_id: UUID
+    workspace_id: UUID
+    config: Config
+    pending: Pending
+
+
+def write_checklists(
+    conn: Connection, reserved: list[Reserved], now: datetime
+) -> dict[str, list[dict[str, Any]]]:
+    """:func:`write_checklist` for a round's reservations at once; the items of the
+    checklists made, by passage (for the passages' input files)."""
+    specs = [
+        ChecklistSpec(
+            checklist_id=UUID(r.pending.checklist_id),
+            workspace_id=r.workspace_id,
+            title=slot_title(
+                r.config.title,
+                r.pending.slot,
+                passage_zone(r.config),
+                reserved_at=r.pending.reserved_at,
+            ),
+            template=r.config.template,
+            passage_id=r.pending.passage_id,
+            schedule_id=r.schedule_id,
+        )
+        for r in reserved
+        if r.pending.checklist_id is not None
+    ]
+    return create_checklists(conn, specs, now) if specs else {}
 
 
 def read_counts(conn: Connection, pending: Pending) -> tuple[int, int] | None:

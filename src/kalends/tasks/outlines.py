@@ -34,7 +34,9 @@ __all__ = [
     "MAX_OUTLINE_DEPTH",
     "Outline",
     "OutlineItem",
+    "TreeSpec",
     "insert_tree",
+    "insert_trees",
     "subtree_counts",
     "subtree_items",
 ]
@@ -89,6 +91,19 @@ def _rows(items: Sequence[Outline]) -> list[tuple[int | None, int, str]]:
     return out
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TreeSpec:
+    """One tree for :func:`insert_trees`: its root ``root_id`` titled ``title`` at the end
+    of the list's top level, ``items`` nested below it, ``note`` added to the root's
+    ``created`` event."""
+
+    list_id: UUID
+    root_id: UUID
+    title: str
+    items: Sequence[Outline]
+    note: Mapping[str, Any] | None = None
+
+
 def insert_tree(
     conn: Connection,
     *,
@@ -110,48 +125,68 @@ def insert_tree(
     blank or overlong title is :class:`InvalidInput` before anything is written; the list
     must exist, and ``root_id`` be new (the database refuses a taken one).
     """
+    spec = TreeSpec(list_id=list_id, root_id=root_id, title=title, items=items, note=note)
+    (made,) = insert_trees(conn, [spec], actor_id=actor_id, now=now)
+    return [item.id for item in made]
+
+
+def insert_trees(
+    conn: Connection, trees: Sequence[TreeSpec], *, actor_id: UUID, now: datetime
+) -> list[list[OutlineItem]]:
+    """:func:`insert_tree` for many trees in three statements whatever their number (the
+    references drawn, the tasks, their history), the roots placed at the end of their
+    lists in the given order; returns each tree's items in pre-order, as
+    :func:`subtree_items` would read them. Every title and outline is checked before
+    anything is written."""
     at = require_aware(now, "now")
-    checked = check_title(title)
-    flat = _rows(items)
-    item_ids = ids_at(at, len(flat))
-    refs = new_refs(conn, len(flat) + 1)
-    ids = [root_id, *item_ids]
-    rows: list[dict[str, Any]] = [
-        _row(
-            root_id,
-            refs[0],
-            list_id,
-            None,
-            end_position(conn, list_id, None),
-            checked,
-            actor_id,
-            at,
-        )
-    ]
-    events = [
-        Event(
-            root_id,
-            "created",
-            {"title": checked, "list_id": str(list_id), "tags": [], **dict(note or {})},
-        )
-    ]
-    for index, (parent, number, item_title) in enumerate(flat):
-        parent_id = root_id if parent is None else item_ids[parent]
-        task_id = ids[index + 1]
-        position = (number + 1) * POSITION_GAP
+    planned = [(spec, check_title(spec.title), _rows(spec.items)) for spec in trees]
+    total = sum(len(flat) + 1 for _, _, flat in planned)
+    if total == 0:
+        return []
+    refs = iter(new_refs(conn, total))
+    item_ids = iter(ids_at(at, total - len(planned)))
+    ends: dict[UUID, int] = {}
+    rows: list[dict[str, Any]] = []
+    events: list[Event] = []
+    made: list[list[OutlineItem]] = []
+    for spec, checked, flat in planned:
+        if spec.list_id not in ends:
+            ends[spec.list_id] = end_position(conn, spec.list_id, None)
+        else:
+            ends[spec.list_id] += POSITION_GAP
         rows.append(
-            _row(task_id, refs[index + 1], list_id, parent_id, position, item_title, actor_id, at)
-        )
-        payload = {
-            "title": item_title,
-            "list_id": str(list_id),
-            "tags": [],
-            "parent_id": str(parent_id),
-        }
-        events.append(Event(task_id, "created", payload))
+            _row(spec.root_id, next(refs), spec.list_id, None, ends[spec.list_id], checked,
+                 actor_id, at)
+        )  # fmt: skip
+        note = {"title": checked, "list_id": str(spec.list_id), "tags": [], **dict(spec.note or {})}
+        events.append(Event(spec.root_id, "created", note))
+        items: list[OutlineItem] = []
+        for parent, number, item_title in flat:
+            parent_item = None if parent is None else items[parent]
+            parent_id = spec.root_id if parent_item is None else parent_item.id
+            task_id, ref = next(item_ids), next(refs)
+            rows.append(
+                _row(task_id, ref, spec.list_id, parent_id, (number + 1) * POSITION_GAP,
+                     item_title, actor_id, at)
+            )  # fmt: skip
+            payload = {
+                "title": item_title,
+                "list_id": str(spec.list_id),
+                "tags": [],
+                "parent_id": str(parent_id),
+            }
+            events.append(Event(task_id, "created", payload))
+            items.append(
+                OutlineItem(
+                    id=task_id, ref=ref, parent_id=parent_id,
+                    depth=1 if parent_item is None else parent_item.depth + 1,
+                    title=item_title, status=TaskStatus.OPEN, revision=1,
+                )
+            )  # fmt: skip
+        made.append(items)
     conn.execute(insert(tasks), rows)
     history.record(conn, actor_id, at, events)
-    return item_ids
+    return made
 
 
 def _row(
