@@ -41,6 +41,9 @@ __all__ = [
     "subtree_items",
 ]
 
+_INSERT_SLICE = 500
+"""Rows bound per INSERT of :func:`insert_trees` (each task with its ``created`` event)."""
+
 MAX_OUTLINE_DEPTH = 8
 """How deep the items of an outline may nest below its root (a schedule's template's bound)."""
 
@@ -184,8 +187,11 @@ def insert_trees(
                 )
             )  # fmt: skip
         made.append(items)
-    conn.execute(insert(tasks), rows)
-    history.record(conn, actor_id, at, events)
+    # In slices: a round's thousands of rows bound at once would hold their parameters
+    # (and the driver's copies) in memory together.
+    for start in range(0, len(rows), _INSERT_SLICE):
+        conn.execute(insert(tasks), rows[start : start + _INSERT_SLICE])
+        history.record(conn, actor_id, at, events[start : start + _INSERT_SLICE])
     return made
 
 
