@@ -3,7 +3,8 @@
 A real git repository (and real files) in the workspace, commits made by the test, a real
 ``kalends worker`` running real passages under the process runtime, on SQLite and (when
 reachable) PostgreSQL. Slots come every 15 minutes at the soonest (an ``every`` policy
-or the event-only ``on-change`` one), so the worker runs on a shifted wall clock: it is
+or the event-only ``on-change`` one), daily for a daily calendar, so the worker runs
+on a shifted wall clock: it is
 started through a small launcher that adds to the system clock the offset written in a
 file, and the test moves that offset forward to each slot, then wakes the worker the
 way another process's write does (a commit it sees on SQLite, a notification on
@@ -47,6 +48,7 @@ DEADLINE = 45.0
 CHECKS = timedelta(minutes=15)
 """The cadence of both policies here: ``every`` 15 minutes, and ``on-change`` checks."""
 EVERY = {"kind": "every", "minutes": 15}
+DAILY = {"kind": "daily", "time": "09:00", "zone": "Europe/Berlin"}
 ON_CHANGE = {"kind": "on-change"}
 GIT = {"kind": "git-branch", "branch": "main", "path": "app"}
 CLEAN_ENV: dict[str, str | None] = {
@@ -452,13 +454,13 @@ def test_a_git_branch_gates_an_on_change_schedule(world: World) -> None:
     assert len(list((world.root / "runtime" / "passages").iterdir())) == 3
 
 
-def test_a_git_branch_gates_a_recurring_every_15_minutes_schedule(world: World) -> None:
-    """The shorter journey, and a commit made while a passage is pending: the passage's
-    completion consumes only its frozen proof, so the next slot launches for the newer
-    commit alone."""
+def test_a_git_branch_gates_a_daily_schedule(world: World) -> None:
+    """The shorter journey on a daily calendar, and a commit made while a passage is
+    pending: the passage's completion consumes only its frozen proof, so the next day's
+    slot launches for the newer commit alone."""
     repo = Repo(world.home / "app")
     base = repo.git("rev-parse", "main")
-    sid = world.create("git", EVERY, condition=GIT)
+    sid = world.create("git", DAILY, condition=GIT)
     world.play(sid)
     world.start_worker()
 
