@@ -40,6 +40,7 @@ from kalends.cli.main import app
 from kalends.missions.wakes import MISSIONS_CHANNEL
 from kalends.storage.testing import StorageTarget
 from kalends.storage.wake import notify
+from missions.condition_support import Repo
 
 T = TypeVar("T")
 
@@ -101,43 +102,6 @@ PASSAGE = textwrap.dedent(
     )
     """
 )
-
-_GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Test",
-    "GIT_AUTHOR_EMAIL": "test@example.com",
-    "GIT_COMMITTER_NAME": "Test",
-    "GIT_COMMITTER_EMAIL": "test@example.com",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "HOME": "/nonexistent",
-}
-
-
-class Repo:
-    """A git repository with a ``main`` branch, committed to by the test."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.mkdir(parents=True)
-        self.git("init", "-q", "-b", "main")
-        self.commit("first")
-
-    def git(self, *args: str) -> str:
-        done = subprocess.run(
-            ["git", *args],
-            cwd=self.path,
-            env={**os.environ, **_GIT_ENV},
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return done.stdout.strip()
-
-    def commit(self, subject: str) -> str:
-        with (self.path / "log.txt").open("a") as log:
-            log.write(subject + "\n")
-        self.git("add", "log.txt")
-        self.git("commit", "-q", "-m", subject)
-        return self.git("rev-parse", "main")
 
 
 def wait_until(probe: Callable[[], T | None], what: str, within: float = DEADLINE) -> T:

@@ -228,19 +228,9 @@ class Batch:
                         g, readings[g.wake.schedule_id], now, record_reserves, record_writes,
                         record_wakes,
                     )  # fmt: skip
-            for r in (*gate_writes, *record_writes):
-                try:
-                    params.append(
-                        docs.cas_params(
-                            r.row, state=r.doc.state, phase=r.doc.phase, config=r.doc.config,
-                            body=r.body, now=now,
-                        )
-                    )  # fmt: skip
-                except TooLarge:
-                    continue  # its own look records lastError
-                writes.append((r, r.row.revision + 1))
-            gate_count = len(writes)
-            for r in (*reserves, *record_reserves):
+            gated_writes = (*gate_writes, *record_writes)  # (written first: gate_count)
+            gate_count = 0
+            for i, r in enumerate((*gated_writes, *reserves, *record_reserves)):
                 try:
                     params.append(
                         docs.cas_params(
@@ -251,6 +241,7 @@ class Batch:
                 except TooLarge:
                     continue  # refused before any write: its own look records lastError
                 writes.append((r, r.row.revision + 1))
+                gate_count += 1 if i < len(gated_writes) else 0
             applied_all = docs.cas_write_many(conn, params)
             lost: list[SetWake] = []
             for i, (write, applied) in enumerate(zip(writes, applied_all, strict=True)):

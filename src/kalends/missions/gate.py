@@ -26,7 +26,7 @@ makes the :data:`Reading`, the scheduler writes the body this module returns.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from kalends.missions.controls import DocState
@@ -34,6 +34,7 @@ from kalends.missions.document import Body, with_checkpoint
 from kalends.missions.gate_records import NOT_COMPLETED, Checkpoint, GateOutcome, GateRecord
 from kalends.missions.limits import MAX_GATE_RECORDS
 from kalends.missions.passages import reservation
+from kalends.missions.sources.outcomes import instant_text
 
 __all__ = ["Blocked", "Observed", "Reading", "gate", "holds"]
 
@@ -103,7 +104,7 @@ def gate(
             "kind": reading.kind,
             "blockReason": reading.reason,
             "detail": reading.detail,
-            "at": _iso(reading.at),
+            "at": instant_text(reading.at),
         }
         record = GateRecord(
             slot=slot, at=now, outcome=GateOutcome.BLOCKED, reason=reading.reason,
@@ -168,7 +169,3 @@ def _said(reading: Observed) -> str:
     if reading.kind == "schedule-succeeded":
         return f"the followed schedule succeeded (success count {reading.checkpoint})"
     return "the followed one-time schedule completed"
-
-
-def _iso(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")

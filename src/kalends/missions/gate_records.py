@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 from kalends.missions.config_condition import Condition
+from kalends.missions.sources.outcomes import instant_text, parse_instant
 
 __all__ = ["COMPLETED", "NOT_COMPLETED", "Checkpoint", "GateOutcome", "GateRecord", "source_key"]
 
@@ -26,19 +27,6 @@ COMPLETED = "completed"
 NOT_COMPLETED = "pending"
 """A ``mission-completed`` source's baseline: nothing consumed (a completion before the
 first Play still launches once)."""
-
-
-def _iso(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def _instant(value: object) -> datetime:
-    if not isinstance(value, str):
-        raise ValueError(f"not an instant: {value!r}")
-    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    if parsed.tzinfo is None:
-        raise ValueError(f"instant without an offset: {value!r}")
-    return parsed.astimezone(UTC)
 
 
 def source_key(condition: Condition) -> str:
@@ -66,7 +54,7 @@ class Checkpoint:
     observation: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"checkpoint": self.checkpoint, "at": _iso(self.at)}
+        out: dict[str, Any] = {"checkpoint": self.checkpoint, "at": instant_text(self.at)}
         if self.observation is not None:
             out["observation"] = dict(self.observation)
         return out
@@ -79,7 +67,7 @@ class Checkpoint:
         observation = d.get("observation")
         if observation is not None and not isinstance(observation, Mapping):
             raise ValueError("a checkpoint's observation is an object")
-        return cls(checkpoint=checkpoint, at=_instant(d["at"]), observation=observation)
+        return cls(checkpoint=checkpoint, at=parse_instant(d["at"]), observation=observation)
 
 
 class GateOutcome(StrEnum):
@@ -108,8 +96,8 @@ class GateRecord:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "slot": _iso(self.slot),
-            "at": _iso(self.at),
+            "slot": instant_text(self.slot),
+            "at": instant_text(self.at),
             "outcome": self.outcome.value,
             "reason": self.reason,
             "detail": self.detail,
@@ -118,8 +106,8 @@ class GateRecord:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> GateRecord:
         return cls(
-            slot=_instant(d["slot"]),
-            at=_instant(d["at"]),
+            slot=parse_instant(d["slot"]),
+            at=parse_instant(d["at"]),
             outcome=GateOutcome(d["outcome"]),
             reason=str(d["reason"]),
             detail=str(d.get("detail", "")),

@@ -24,6 +24,8 @@ __all__ = [
     "Observation",
     "SourceBlocked",
     "files_change",
+    "instant_text",
+    "parse_instant",
 ]
 
 VERSION = 1
@@ -45,11 +47,14 @@ class BlockReason(StrEnum):
     checkpoint, or its document cannot be read)."""
 
 
-def _iso(value: datetime) -> str:
+def instant_text(value: datetime) -> str:
+    """``value`` as stored: ISO 8601 in UTC with a ``Z``."""
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def _instant(value: object) -> datetime:
+def parse_instant(value: object) -> datetime:
+    """A stored instant back (:func:`instant_text`'s, or any ISO 8601 with an offset);
+    ``ValueError`` for anything else."""
     if not isinstance(value, str):
         raise ValueError(f"not an instant: {value!r}")
     parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -89,7 +94,7 @@ class Observation:
             "version": VERSION,
             "kind": self.kind,
             "checkpoint": self.checkpoint,
-            "observedAt": _iso(self.observed_at),
+            "observedAt": instant_text(self.observed_at),
         }
         if self.kind == "files":
             out["files"] = dict(self.files)
@@ -109,7 +114,7 @@ class Observation:
         return cls(
             kind=kind,
             checkpoint=checkpoint,
-            observed_at=_instant(d["observedAt"]),
+            observed_at=parse_instant(d["observedAt"]),
             files=tuple(sorted(files.items())),
         )
 
@@ -130,7 +135,7 @@ class SourceBlocked:
             "kind": self.kind,
             "blockReason": self.reason.value,
             "detail": self.detail,
-            "observedAt": _iso(self.observed_at),
+            "observedAt": instant_text(self.observed_at),
         }
 
     @classmethod
@@ -140,7 +145,7 @@ class SourceBlocked:
             kind=str(d["kind"]),
             reason=BlockReason(d["blockReason"]),
             detail=str(d["detail"]),
-            observed_at=_instant(d["observedAt"]),
+            observed_at=parse_instant(d["observedAt"]),
         )
 
 
