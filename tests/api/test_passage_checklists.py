@@ -18,26 +18,15 @@ from kalends.missions.checklists import (
     create_checklist,
     workspace_list,
 )
-from kalends.missions.config_template import parse_template
 from kalends.missions.runtime import PassageStart
 from kalends.missions.runtime.process import ProcessRuntime
 from kalends.missions.runtime.token import sign
 from kalends.storage.testing import nothing_written
 from kalends.tasks import TreeNode
+from missions.checklist_support import THREE_LEVELS_TEMPLATE
 from runtime.support import kill_families
 
-TEMPLATE = parse_template(
-    [
-        {
-            "title": "Prepare",
-            "children": [
-                {"title": "Fetch the data", "children": [{"title": "Check the mirror"}]},
-                {"title": "Clean it"},
-            ],
-        },
-        {"title": "Publish"},
-    ]
-)
+TEMPLATE = THREE_LEVELS_TEMPLATE
 ITEMS = 5
 SCOPE = (403, "passage-scope")
 

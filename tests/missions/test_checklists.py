@@ -28,25 +28,15 @@ from kalends.missions.checklists import (
     slot_title,
     workspace_list,
 )
-from kalends.missions.config_template import TemplateItem, parse_template
+from kalends.missions.config_template import TemplateItem
 from kalends.storage.task_tables import lists, tasks
 from kalends.storage.testing import nothing_written
 from kalends.tasks import Delegation, TaskStatus, TreeNode
+from missions.checklist_support import THREE_LEVELS_TEMPLATE
 from missions.conftest import MissionWorld, daily_config
 
 # Three levels: two items at the top, the first with two, its first with one.
-TEMPLATE = parse_template(
-    [
-        {
-            "title": "Prepare",
-            "children": [
-                {"title": "Fetch the data", "children": [{"title": "Check the mirror"}]},
-                {"title": "Clean it"},
-            ],
-        },
-        {"title": "Publish"},
-    ]
-)
+TEMPLATE = THREE_LEVELS_TEMPLATE
 ITEMS = 5
 
 

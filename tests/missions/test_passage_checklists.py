@@ -21,20 +21,12 @@ from kalends.missions.passage_tasks import PassageScope, PassageTasks
 from kalends.missions.runtime.memory import MemoryRuntime
 from kalends.missions.scheduler import Scheduler
 from kalends.storage.testing import nothing_written
+from missions.checklist_support import THREE_LEVELS
 from missions.condition_support import settle
 from missions.conftest import MissionWorld
 from missions.scheduler_support import create, play, stored_body
 
-TEMPLATE = [
-    {
-        "title": "Prepare",
-        "children": [
-            {"title": "Fetch the data", "children": [{"title": "Check the mirror"}]},
-            {"title": "Clean it"},
-        ],
-    },
-    {"title": "Publish"},
-]
+TEMPLATE = THREE_LEVELS
 
 
 def _shape(node: Any) -> tuple[str, list[Any]]:
