@@ -403,9 +403,12 @@ class TestCreatingManyAtOnce:
         assert made["psg_1"] == []
         roots = [t.task.id for t in mw.services.tasks.tree(mw.alice.id, list_of(mw))]
         assert roots == [first, *(s.checklist_id for s in specs)]  # at the end, in order
+
+        def items_of(spec: ChecklistSpec) -> list[dict[str, Any]]:
+            return mw.store.run(lambda conn: checklist_items(conn, spec.checklist_id))
+
         for spec in specs:
-            read = mw.store.run(lambda conn, s=spec: checklist_items(conn, s.checklist_id))
-            assert made[spec.passage_id] == read  # as the read lists them
+            assert made[spec.passage_id] == items_of(spec)  # as the read lists them
         assert [i["depth"] for i in made["psg_0"]] == [1, 2, 3, 2, 1]
 
     def test_the_same_round_again_writes_nothing_and_another_id_is_refused(

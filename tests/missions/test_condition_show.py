@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 from datetime import datetime, timedelta
 from pathlib import Path
+from uuid import UUID
 
 from rich.console import Console
 
@@ -18,7 +19,7 @@ from missions.conftest import MissionWorld
 from missions.scheduler_support import create, play
 
 
-def _shown(mw: MissionWorld, sid: object) -> str:
+def _shown(mw: MissionWorld, sid: UUID) -> str:
     out = Console(width=80, record=True, file=io.StringIO())
     out.print(detail_view(mw.schedules.detail(mw.bob.id, sid)), soft_wrap=True)
     return out.export_text()

@@ -440,6 +440,7 @@ class ScheduleService(ScheduleReads):
                 return {}
         elif act is not Action.PLAY:
             return {}
+
         def ahead(conn: Connection) -> tuple[UUID, str, Condition] | None:
             found = read_ahead(conn, schedule_id, condition)
             if found is not None:
