@@ -134,3 +134,22 @@ def _list_of(mw: MissionWorld, checklist: UUID) -> UUID:
 
 def _berlin() -> ZoneInfo:
     return ZoneInfo("Europe/Berlin")
+
+
+def test_a_schedule_given_a_template_makes_its_workspaces_list_at_once(mw: MissionWorld) -> None:
+    def lists_of_home() -> list[str]:
+        return [
+            found.name for found in mw.services.directory.lists(mw.alice.id) if found.name == "home"
+        ]
+
+    create(mw, {"kind": "daily", "time": "09:00", "zone": "UTC"}, "create-plain")
+    assert lists_of_home() == []  # no template: no list
+    sid = create(mw, {"kind": "daily", "time": "09:00", "zone": "UTC"}, "create-tmpl-3",
+                 template=[{"title": "Only item"}])  # fmt: skip
+    assert lists_of_home() == ["home"]  # before any passage
+    rev = mw.schedules.detail(mw.bob.id, sid)["revision"]
+    mw.schedules.configure(
+        mw.bob.id, sid, {"template": [{"title": "Other"}]}, request_id="edit-tmpl-3",
+        expected_revision=rev,
+    )  # fmt: skip
+    assert lists_of_home() == ["home"]  # one list, however many schedules need it

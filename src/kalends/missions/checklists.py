@@ -1,7 +1,8 @@
 """A schedule's checklist template made real tasks, once per passage (SPEC §4 "Templates").
 
 Each workspace has one task list for its passages' checklists (:func:`workspace_list`),
-made on first need and named after the workspace. Its members are the workspace's
+made on first need (a schedule given a template, or else its first checklist) and named
+after the workspace. Its members are the workspace's
 members at that moment, each with the list role of the same name (workspace owner →
 list owner, editor → editor, viewer → viewer: the two scopes name their roles alike and
 rank them alike). From then on the list's members are the list's own business

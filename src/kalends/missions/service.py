@@ -37,6 +37,7 @@ from kalends.errors import (
 from kalends.identity import Role, resolve_actor
 from kalends.keywords import takes
 from kalends.missions import repository
+from kalends.missions.checklists import workspace_list
 from kalends.missions.condition_check import check_condition, cycle_of
 from kalends.missions.config import Config, config_from_json, config_to_json
 from kalends.missions.config_condition import Condition, parse_condition
@@ -208,6 +209,10 @@ class ScheduleService(ScheduleReads):
             )
             if first is not None:
                 return _repeated_create(first, digest)
+            if parsed.template is not None:
+                # The workspace's checklist list is needed from now on: made here, not in
+                # the scheduler's round that reserves the first passage.
+                workspace_list(conn, workspace_id, now)
             # (the actor's role was checked on the workspace, in this transaction)
             row = present(repository.read_schedule(conn, actor_id, schedule_id), schedule_id)
             return Receipt(
@@ -357,6 +362,8 @@ class ScheduleService(ScheduleReads):
                         conn, new_config, workspace_id=row.workspace_id, schedule_id=row.id,
                         now=now,
                     )  # fmt: skip
+                if new_config.template is not None and "template" in changes:
+                    workspace_list(conn, row.workspace_id, now)
                 if new_config.profile != doc.config.profile:
                     require_privilege(
                         conn, actor_id, Privilege.RUN, "changing a schedule's command, env or cwd"

@@ -25,7 +25,7 @@ from kalends.storage.ids import ids_at
 from kalends.storage.task_tables import tasks
 from kalends.tasks import history
 from kalends.tasks.history import Event
-from kalends.tasks.positions import POSITION_GAP, end_position
+from kalends.tasks.positions import POSITION_GAP
 from kalends.tasks.refs import new_refs
 from kalends.tasks.series_rules import MAX_CHECKLIST_TASKS
 from kalends.tasks.values import TaskStatus, check_title
@@ -148,15 +148,21 @@ def insert_trees(
         return []
     refs = iter(new_refs(conn, total))
     item_ids = iter(ids_at(at, total - len(planned)))
-    ends: dict[UUID, int] = {}
+    # Each root goes at the end of its list's top level: one query for every list.
+    lists = sorted({spec.list_id for spec, _, _ in planned})
+    last = dict(
+        conn.execute(
+            select(tasks.c.list_id, func.max(tasks.c.position))
+            .where(tasks.c.list_id.in_(lists), tasks.c.parent_id.is_(None))
+            .group_by(tasks.c.list_id)
+        ).all()
+    )
+    ends: dict[UUID, int] = {list_id: last.get(list_id) or 0 for list_id in lists}
     rows: list[dict[str, Any]] = []
     events: list[Event] = []
     made: list[list[OutlineItem]] = []
     for spec, checked, flat in planned:
-        if spec.list_id not in ends:
-            ends[spec.list_id] = end_position(conn, spec.list_id, None)
-        else:
-            ends[spec.list_id] += POSITION_GAP
+        ends[spec.list_id] += POSITION_GAP
         rows.append(
             _row(spec.root_id, next(refs), spec.list_id, None, ends[spec.list_id], checked,
                  actor_id, at)
