@@ -23,7 +23,6 @@ from kalends.missions.checklists import (
     ChecklistSpec,
     checklist_counts,
     checklist_items,
-    create_checklist,
     create_checklists,
     slot_title,
 )
@@ -59,21 +58,12 @@ def write_checklist(
     pending: Pending,
     now: datetime,
 ) -> None:
-    """Create the pending passage's checklist (nothing when it has none)."""
-    if pending.checklist_id is None:
-        return
-    create_checklist(
-        conn,
-        checklist_id=UUID(pending.checklist_id),
-        workspace_id=workspace_id,
-        title=slot_title(
-            config.title, pending.slot, passage_zone(config), reserved_at=pending.reserved_at
-        ),
-        template=config.template,
-        passage_id=pending.passage_id,
-        schedule_id=schedule_id,
-        now=now,
+    """Create the pending passage's checklist (nothing when it has none): one
+    reservation's :func:`write_checklists`."""
+    reserved = Reserved(
+        schedule_id=schedule_id, workspace_id=workspace_id, config=config, pending=pending
     )
+    write_checklists(conn, [reserved], now)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

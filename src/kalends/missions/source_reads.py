@@ -49,6 +49,7 @@ from kalends.missions.sources import (
     files_change,
     observe,
 )
+from kalends.missions.sources.outcomes import instant_text
 from kalends.storage.mission_tables import schedules, workspaces
 
 __all__ = [
@@ -191,7 +192,7 @@ def _record_reading(
         results = body.get("results") or []
     except (ValueError, KeyError, TypeError):
         return blocked(BlockReason.SOURCE_PROOF_MISSING, f"schedule {target} cannot be read")
-    observed_at = at.isoformat().replace("+00:00", "Z")
+    observed_at = instant_text(at)
     if kind == "schedule-succeeded":
         base = None if item.baseline is None else item.baseline.checkpoint
         if base is not None and (not base.isdigit() or successful < int(base)):
