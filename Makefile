@@ -46,8 +46,14 @@ $(SYSTEM_STAMP): | $(BIN)/python
 	command -v bwrap >/dev/null && command -v git >/dev/null || { apt-get update -qq && apt-get install -y -qq bubblewrap git; }
 	touch $@
 
+# The web pages' browser tests drive Debian's chromium through Playwright.
+BROWSER_STAMP := $(VENV)/.browser-installed
+$(BROWSER_STAMP): | $(BIN)/python
+	command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
+	touch $@
+
 # Tests run in one worker process per CPU (pytest-xdist), a test file to a worker.
-pytest: $(DEV_STAMP) $(SYSTEM_STAMP)
+pytest: $(DEV_STAMP) $(SYSTEM_STAMP) $(BROWSER_STAMP)
 	$(BIN)/pytest -n auto --dist loadfile
 
 test: lint typecheck pytest
