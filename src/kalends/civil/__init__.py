@@ -1,6 +1,7 @@
 """The civil-time engine: zones, wall times, recurrence rules and slot search. Pure code."""
 
 from kalends.civil.cron import CronSpec, parse_cron
+from kalends.civil.describe import describe
 from kalends.civil.rules import (
     MAX_CALENDARS,
     MAX_TIMES,
@@ -73,6 +74,7 @@ __all__ = [
     "Weekdays",
     "Zone",
     "check_zone_name",
+    "describe",
     "format_local",
     "get_zone",
     "latest_due",
