@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from itertools import pairwise
 
 from kalends.civil.cron import CronSpec
 from kalends.civil.rules import (
@@ -79,7 +80,11 @@ def _one(rule: Rule, gap: GapPolicy | None) -> str:
             every = "hour" if rule.seconds == 3600 else _duration(rule.seconds)
             return f"Every {every}, the first one interval after Play"
         case CompletionRelative(days=days, time=time, zone=zone):
-            when = "on the day of completion" if days == 0 else f"{_count(days, 'day')} after completion"
+            when = (
+                "on the day of completion"
+                if days == 0
+                else f"{_count(days, 'day')} after completion"
+            )
             return f"Once, {when} at {_clock(time)} ({zone})" + _skip(gap)
         case Daily(time=time, zone=zone, interval_days=step):
             if step is None or step == 1:
@@ -178,7 +183,7 @@ def _progression(values: Sequence[int]) -> int | None:
     if len(values) < 2:
         return None
     step = values[1] - values[0]
-    ok = all(b - a == step for a, b in zip(values, values[1:], strict=False))
+    ok = all(b - a == step for a, b in pairwise(values))
     return step if ok else None
 
 
