@@ -1,0 +1,54 @@
+"""Fixtures of the web pages' browser tests: one ``kalends serve`` and one page per
+module, one chromium per test process (see browser_support.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
+
+from .browser_support import VIEWPORT_HEIGHT, WIDTHS, Server, launch_chromium
+
+
+@pytest.fixture(scope="session")
+def playwright() -> Iterator[Playwright]:
+    with sync_playwright() as driver:
+        yield driver
+
+
+@pytest.fixture(scope="session")
+def browser(playwright: Playwright) -> Iterator[Browser]:
+    """Debian's chromium, headless; the tests fail (never skip) when it cannot start."""
+    launched = launch_chromium(playwright)
+    try:
+        yield launched
+    finally:
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A real ``kalends serve`` for the module, on a fresh SQLite database and a clock the
+    tests move (``server.shift_to``, ``server.advance``); stopped by its PID at the end."""
+    started = Server(tmp_path_factory.mktemp("web-serve"))
+    try:
+        yield started.start()
+    finally:
+        started.stop()
+
+
+@pytest.fixture(scope="module")
+def context(browser: Browser) -> Iterator[BrowserContext]:
+    """A fresh browser profile (cookies, storage) for the module, 1280 px wide."""
+    made = browser.new_context(viewport={"width": WIDTHS[0], "height": VIEWPORT_HEIGHT})
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+@pytest.fixture(scope="module")
+def page(context: BrowserContext) -> Page:
+    """The module's one page: its tests take turns with it."""
+    return context.new_page()
