@@ -31,6 +31,7 @@ from kalends.api.security import (
     principal_or_passage,
 )
 from kalends.tasks.values import MAX_ATTACHMENT_BYTES
+from kalends.web import install_web
 
 __all__ = ["create_app"]
 
@@ -219,6 +220,7 @@ def create_app(ctx: ApiContext, *, access_log_enabled: bool = True) -> FastAPI:
                     "give its router route_class=DispatchedRoute"
                 )
             app.router.routes.append(route)
+    install_web(app)
     document_security(app)
     install_docs(app)
     if fast.ENABLED:

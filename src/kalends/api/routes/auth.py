@@ -87,7 +87,9 @@ def _remote(request: Request) -> str:
     return request.client.host if request.client else ""
 
 
-def _set_session(response: Response, ctx: ApiContext, grant: SessionGrant) -> None:
+def set_session_cookies(response: Response, ctx: ApiContext, grant: SessionGrant) -> None:
+    """Sets the session's cookies: the HttpOnly secret and the CSRF token a page echoes
+    (the API's login, a one-time link and the web sign-in form all open sessions so)."""
     max_age = max(1, int((grant.expires_at - ctx.services.store.clock.now()).total_seconds()))
     secure = ctx.settings.secure_cookies
     response.set_cookie(
@@ -126,7 +128,7 @@ def _login_out(grant: SessionGrant) -> LoginOut:
 )
 def login(body: LoginBody, request: Request, response: Response, ctx: ContextDep) -> LoginOut:
     grant = ctx.accounts.login(body.handle, body.password, remote=_remote(request))
-    _set_session(response, ctx, grant)
+    set_session_cookies(response, ctx, grant)
     return _login_out(grant)
 
 
@@ -141,7 +143,7 @@ def redeem_link(
 ) -> RedirectResponse:
     grant = ctx.accounts.redeem_login_link(token, remote=_remote(request))
     response = RedirectResponse("/", status_code=303)
-    _set_session(response, ctx, grant)
+    set_session_cookies(response, ctx, grant)
     return response
 
 

@@ -20,9 +20,16 @@ from kalends.errors import KalendsError
 router = APIRouter(tags=["health"], route_class=DispatchedRoute)
 
 
-@router.get("/", include_in_schema=False)
+@router.get("/api", include_in_schema=False)
 def root() -> dict[str, Any]:
-    return {"service": "kalends", "version": __version__, "api": "/openapi.json", "docs": "/docs"}
+    """Where things are: the pages at ``/``, the API's document and its reference."""
+    return {
+        "service": "kalends",
+        "version": __version__,
+        "pages": "/",
+        "api": "/openapi.json",
+        "docs": "/docs",
+    }
 
 
 @router.get("/healthz", summary="Liveness: the process answers")

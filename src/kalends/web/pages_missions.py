@@ -1,0 +1,322 @@
+"""The mission pages: Now, a workspace's schedules, a schedule, and its controls.
+
+Each route is a thin caller: it reads the viewer's session, calls the workspace and
+schedule services through the protocols the CLI uses
+(:class:`~kalends.cli.mission_client.WorkspacesClient`,
+:class:`~kalends.cli.mission_client.SchedulesClient`), which check the viewer's role, and
+renders. A viewer's page offers no write control, and a forged control from a viewer is
+refused by the service.
+
+Controls follow seed 002's panel rules: each form carries a request ID minted when the
+page rendered and the revision it showed. Without script, the form posts and the browser
+lands on the schedule again with the control's exact status read by its request ID; with
+script, a lost reply leaves the control *uncertain* and offers **Check status** (that
+same read) — nothing is ever sent again on its own.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Annotated, Any
+from uuid import UUID
+
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import RedirectResponse, Response
+
+from kalends.cli.mission_client import SchedulesClient, WorkspacesClient
+from kalends.errors import InvalidInput, KalendsError, RevisionConflict
+from kalends.identity import Role
+from kalends.missions import Workspace
+from kalends.missions.controls import Action
+from kalends.missions.limits import MAX_PAGE
+from kalends.web.render import WebRoute, instant, render
+from kalends.web.schedule_display import (
+    badge,
+    condition_text,
+    display_zone,
+    dst_note,
+    end_text,
+    outcome_badge,
+    sentence,
+    why_not_now,
+)
+from kalends.web.session import CSRF_FIELD, Viewer, check_csrf, viewer
+
+__all__ = ["mint_request_id", "router"]
+
+router = APIRouter(route_class=WebRoute, include_in_schema=False)
+
+# How many upcoming slots a schedule's page shows (UI.md page 3).
+UPCOMING_SLOTS = 10
+# The controls a schedule page offers, in the order of its menu; the primary one first.
+MENU_ACTIONS = (Action.RUN_NOW, Action.CHECK, Action.STOP, Action.DELETE)
+PRIMARY_ACTIONS = (Action.PLAY, Action.RESUME, Action.PAUSE)
+ACTION_LABELS = {
+    Action.PLAY: "Play",
+    Action.RESUME: "Resume",
+    Action.PAUSE: "Pause",
+    Action.STOP: "Stop",
+    Action.RUN_NOW: "Run now",
+    Action.CHECK: "Check",
+    Action.DELETE: "Delete",
+}
+# A request ID: "web-" and 24 URL-safe characters (the services take 8-64).
+REQUEST_ID_BYTES = 18
+
+
+def mint_request_id() -> str:
+    """A fresh request ID for one control on one rendered page."""
+    return "web-" + secrets.token_urlsafe(REQUEST_ID_BYTES)
+
+
+def _workspaces(who: Viewer) -> WorkspacesClient:
+    return who.context.services.workspaces
+
+
+def _schedules(who: Viewer) -> SchedulesClient:
+    return who.context.services.schedules
+
+
+def _nav(who: Viewer) -> list[Workspace]:
+    return _workspaces(who).list(who.actor)
+
+
+def _can_write(workspace: Workspace) -> bool:
+    return workspace.role.rank >= Role.EDITOR.rank
+
+
+def _controls(doc: dict[str, Any], workspace: Workspace) -> dict[str, Any]:
+    """The controls a schedule page offers: none to a viewer or for an unread document;
+    else those of its ``availableActions``, each with its own request ID."""
+    if not _can_write(workspace) or doc.get("kind") == "tombstone":
+        return {"primary": [], "menu": [], "edit": False}
+    allowed = set(doc.get("availableActions") or ())
+
+    def control(action: Action) -> dict[str, str]:
+        return {"action": action.value, "label": ACTION_LABELS[action], "id": mint_request_id()}
+
+    primary = [control(a) for a in PRIMARY_ACTIONS if a.value in allowed]
+    menu = [control(a) for a in MENU_ACTIONS if a.value in allowed]
+    return {"primary": primary, "menu": menu, "edit": Action.CONFIGURE.value in allowed}
+
+
+@router.get("/")
+def now_page(request: Request) -> Response:
+    """Now: passages running, failures, launches in the next 24 hours, per workspace."""
+    who = viewer(request)
+    ctx = who.context
+    now = ctx.services.store.clock.now()
+    spaces = _nav(who)
+    running: list[dict[str, Any]] = []
+    failures: list[dict[str, Any]] = []
+    upcoming: list[dict[str, Any]] = []
+    horizon = now.timestamp() + 24 * 3600
+    for ws in spaces:
+        after: str | None = None
+        while True:
+            page = _schedules(who).page(who.actor, ws.id, after=after, limit=MAX_PAGE)
+            for doc in page.items:
+                if doc.get("kind") == "tombstone":
+                    continue
+                item = {"doc": doc, "workspace": ws, "zone": display_zone(doc)}
+                pending = doc.get("pending")
+                if pending:
+                    running.append(item)
+                latest = doc.get("latestResult") or {}
+                if latest.get("outcome") in ("failed", "ended-without-report"):
+                    failures.append(item)
+                due = doc.get("nextDueAt")
+                if due and _epoch(due) <= horizon:
+                    upcoming.append(item)
+            if page.next_after is None:
+                break
+            after = page.next_after
+    upcoming.sort(key=lambda i: str(i["doc"]["nextDueAt"]))
+    return render(
+        request,
+        "now.html",
+        {
+            "title": "Now",
+            "nav_workspaces": spaces,
+            "workspaces": spaces,
+            "running": running,
+            "failures": failures,
+            "upcoming": upcoming,
+            "badge": badge,
+            "outcome_badge": outcome_badge,
+            "sentence": sentence,
+        },
+        who=who,
+    )
+
+
+def _epoch(text: str) -> float:
+    at = instant(text)
+    return at.timestamp() if at is not None else 0.0
+
+
+@router.get("/w/{workspace}/schedules")
+def schedules_page(
+    request: Request,
+    workspace: UUID,
+    after: Annotated[UUID | None, Query()] = None,
+) -> Response:
+    """A workspace's schedules, a page of eight as the API reads them."""
+    who = viewer(request)
+    ws = _workspaces(who).get(who.actor, workspace)
+    page = _schedules(who).page(who.actor, ws.id, after=after, limit=MAX_PAGE)
+    members = _workspaces(who).members(who.actor, ws.id)
+    rows = []
+    for doc in page.items:
+        rows.append(
+            {
+                "doc": doc,
+                "zone": display_zone(doc) if doc.get("kind") != "tombstone" else "UTC",
+                "controls": _controls(doc, ws),
+            }
+        )
+    return render(
+        request,
+        "schedules.html",
+        {
+            "title": f"Schedules — {ws.name}",
+            "nav_workspaces": _nav(who),
+            "workspace": ws,
+            "members": members,
+            "rows": rows,
+            "after": after,
+            "next_after": page.next_after,
+            "can_write": _can_write(ws),
+            "badge": badge,
+            "outcome_badge": outcome_badge,
+            "sentence": sentence,
+            "end_text": end_text,
+            "condition_text": condition_text,
+        },
+        who=who,
+    )
+
+
+def _detail_values(
+    who: Viewer, ws: Workspace, schedule: UUID, request_id: str | None
+) -> dict[str, Any]:
+    schedules = _schedules(who)
+    doc = schedules.detail(who.actor, schedule, workspace=ws.id)
+    zone = display_zone(doc) if doc.get("kind") != "tombstone" else "UTC"
+    upcoming: list[dict[str, Any]] = []
+    if doc.get("kind") != "tombstone":
+        upcoming = schedules.preview(who.actor, schedule, UPCOMING_SLOTS, workspace=ws.id)
+    status = None
+    if request_id:
+        status = schedules.control_status(who.actor, schedule, request_id, workspace=ws.id)
+    return {
+        "title": str(doc.get("title") or "Schedule"),
+        "nav_workspaces": _nav(who),
+        "workspace": ws,
+        "doc": doc,
+        "zone": zone,
+        "upcoming": [{**s, "note": dst_note(s)} for s in upcoming],
+        "controls": _controls(doc, ws),
+        "can_write": _can_write(ws),
+        "status": status,
+        "gates": why_not_now(doc, who.context.services.store.clock.now()),
+        "badge": badge,
+        "outcome_badge": outcome_badge,
+        "sentence": sentence,
+        "end_text": end_text,
+        "condition_text": condition_text,
+    }
+
+
+@router.get("/w/{workspace}/schedules/{schedule}")
+def schedule_page(
+    request: Request,
+    workspace: UUID,
+    schedule: UUID,
+    request_id: Annotated[str | None, Query(alias="request", max_length=64)] = None,
+) -> Response:
+    """One schedule: state and controls, schedule card, Upcoming, History, Why not now?,
+    Technical details; with ``?request=ID``, that control's exact status."""
+    who = viewer(request)
+    ws = _workspaces(who).get(who.actor, workspace)
+    return render(request, "schedule.html", _detail_values(who, ws, schedule, request_id), who=who)
+
+
+@router.post("/w/{workspace}/schedules/{schedule}/control")
+def control(
+    request: Request,
+    workspace: UUID,
+    schedule: UUID,
+    action: Annotated[str, Form(max_length=32)],
+    request_id: Annotated[str, Form(max_length=64)],
+    revision: Annotated[int, Form(ge=1)],
+    csrf: Annotated[str, Form(alias=CSRF_FIELD, max_length=128)] = "",
+) -> Response:
+    """Sends one control with the request ID and revision the page showed; answers with
+    the schedule page (its exact status read) or, for a script, the status fragment."""
+    who = viewer(request)
+    check_csrf(request, who, csrf)
+    try:
+        chosen = Action(action)
+    except ValueError:
+        raise InvalidInput(f"action: no control {action!r}", field="action") from None
+    if chosen is Action.CONFIGURE:
+        raise InvalidInput("action: edit the schedule in its editor", field="action")
+    ws = _workspaces(who).get(who.actor, workspace)
+    fragment = request.headers.get("hx-request") == "true"
+    try:
+        _schedules(who).control(
+            who.actor,
+            schedule,
+            chosen,
+            request_id=request_id,
+            expected_revision=revision,
+            workspace=ws.id,
+        )
+    except RevisionConflict as exc:
+        values = _detail_values(who, ws, schedule, None)
+        values["conflict"] = {
+            "action": ACTION_LABELS.get(chosen, chosen.value),
+            "request_id": request_id,
+            "revision": revision,
+            "message": exc.message,
+        }
+        template = "parts/control_result.html" if fragment else "schedule.html"
+        return render(request, template, values, who=who, status=409)
+    except KalendsError as exc:
+        if not fragment:
+            raise
+        values = {"error": exc.message, "code": exc.code, "request_id": request_id}
+        return render(request, "parts/control_result.html", values, who=who, status=400)
+    if fragment:
+        values = _detail_values(who, ws, schedule, request_id)
+        return render(request, "parts/control_result.html", values, who=who)
+    if chosen is Action.DELETE:
+        return RedirectResponse(f"/w/{ws.id}/schedules", status_code=303)
+    return RedirectResponse(
+        f"/w/{ws.id}/schedules/{schedule}?request={request_id}", status_code=303
+    )
+
+
+@router.get("/w/{workspace}/schedules/{schedule}/requests/{request_id}")
+def check_status(
+    request: Request,
+    workspace: UUID,
+    schedule: UUID,
+    request_id: str,
+    action: Annotated[str | None, Query(max_length=32)] = None,
+    revision: Annotated[int | None, Query(ge=1)] = None,
+) -> Response:
+    """**Check status**: the exact status of a control by its request ID, a read only."""
+    who = viewer(request)
+    ws = _workspaces(who).get(who.actor, workspace)
+    status = _schedules(who).control_status(
+        who.actor,
+        schedule,
+        request_id,
+        workspace=ws.id,
+        action=action,
+        expected_revision=revision,
+    )
+    values = {"status": status, "workspace": ws, "schedule_id": str(schedule)}
+    return render(request, "parts/control_status.html", values, who=who)

@@ -1,0 +1,195 @@
+"""Rendering pages: one Jinja2 environment (autoescaped), the filters the templates use
+to show times, and the route class that turns a service's refusal into a page.
+
+Every time a page shows is an instant written as a wall time in a zone (the schedule's,
+else UTC) inside ``<time datetime="…">`` with the zone named, and, when it is near, how
+far away it is; the filters below do it, with the clock the services run on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Coroutine, Mapping
+from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.routing import APIRoute
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup, escape
+
+from kalends import __version__
+from kalends.api.context import ApiContext
+from kalends.api.errors import status_of
+from kalends.civil import get_zone
+from kalends.civil.zones import to_naive_datetime
+from kalends.errors import KalendsError, UnknownZone
+from kalends.web.session import CSRF_FIELD, SignInRequired, Viewer, sign_in_url
+
+__all__ = [
+    "HTMX_FILE",
+    "THEME_COOKIE",
+    "THEMES",
+    "WebRoute",
+    "environment",
+    "instant",
+    "render",
+    "wall",
+]
+
+TEMPLATES = Path(__file__).parent / "templates"
+# The one vendored script the pages use, pinned by its file name.
+HTMX_FILE = "htmx-2.0.11.min.js"
+# The stored theme override: "light", "dark", or absent (the system's preference).
+THEME_COOKIE = "kalends_theme"
+THEMES = ("light", "dark")
+
+
+def instant(text: str | None) -> datetime | None:
+    """An ISO instant as the documents write it (``…Z``), or ``None``."""
+    if not text:
+        return None
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def wall(text: str | None, zone: str | None = None, *, seconds: bool = False) -> str:
+    """The wall time of an ISO instant in ``zone`` (UTC when unknown), without the zone:
+    ``2026-03-08 03:00 Sun``."""
+    at = instant(text)
+    if at is None:
+        return "—"
+    epoch = int(at.timestamp())
+    try:
+        tz = get_zone(zone or "UTC")
+    except UnknownZone:
+        tz = get_zone("UTC")
+    tz.cover(epoch)
+    local = to_naive_datetime(epoch + tz.offset_at(epoch))
+    shown = "%Y-%m-%d %H:%M:%S %a" if seconds or local.second else "%Y-%m-%d %H:%M %a"
+    return local.strftime(shown)
+
+
+def relative(text: str | None, now: datetime) -> str:
+    """How far an instant is from ``now``: ``in 3 h 5 min``, ``12 min ago``, ``now``."""
+    at = instant(text)
+    if at is None:
+        return ""
+    delta = int((at - now).total_seconds())
+    ahead, span = delta >= 0, abs(delta)
+    if span < 60:
+        return "now"
+    days, rest = divmod(span, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes = rest // 60
+    if days:
+        said = f"{days} d {hours} h" if hours and days < 3 else f"{days} d"
+    elif hours:
+        said = f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    else:
+        said = f"{minutes} min"
+    return f"in {said}" if ahead else f"{said} ago"
+
+
+def _time_tag(text: str | None, zone: str | None = None, now: datetime | None = None) -> Markup:
+    """``<time datetime="ISO">wall zone</time>``, with how far it is when ``now`` is given."""
+    if not text:
+        return Markup("<span>—</span>")
+    shown = f"{wall(text, zone)} {zone or 'UTC'}"
+    tag = Markup('<time datetime="{}">{}</time>').format(text, shown)
+    if now is not None:
+        tag += Markup(' <span class="muted">({})</span>').format(relative(text, now))
+    return tag
+
+
+def _pretty(value: object) -> str:
+    """A JSON value laid out for reading (a ``<pre>``'s text; autoescaped)."""
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    """The pages' templates: autoescaped (user text is text), undefined names refused."""
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=select_autoescape(["html"]),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        auto_reload=False,
+    )
+    env.filters["wall"] = wall
+    env.filters["time_tag"] = _time_tag
+    env.filters["relative"] = relative
+    env.filters["pretty"] = _pretty
+    env.globals["HTMX_FILE"] = HTMX_FILE
+    env.globals["VERSION"] = __version__
+    env.globals["CSRF_FIELD"] = CSRF_FIELD
+    return env
+
+
+def render(
+    request: Request,
+    template: str,
+    values: Mapping[str, Any],
+    *,
+    who: Viewer | None = None,
+    status: int = 200,
+    headers: Mapping[str, str] | None = None,
+) -> HTMLResponse:
+    """A page or fragment from ``template`` with ``values`` and what every page knows: the
+    viewer and its CSRF token, the theme override, the clock's now, the request path."""
+    ctx: ApiContext = request.app.state.kalends
+    theme = request.cookies.get(THEME_COOKIE)
+    base = {
+        "who": who,
+        "csrf": who.csrf if who is not None else "",
+        "theme": theme if theme in THEMES else "",
+        "now": ctx.services.store.clock.now().astimezone(UTC),
+        "path": request.url.path,
+        "fragment": request.headers.get("hx-request") == "true",
+    }
+    html = environment().get_template(template).render({**base, **values})
+    response = HTMLResponse(html, status_code=status, headers=dict(headers or {}))
+    response.headers.setdefault("Cache-Control", "no-store")
+    return response
+
+
+def error_page(request: Request, exc: KalendsError) -> Response:
+    """A refusal as a page: sign-in for a missing session, else the error's message with
+    its HTTP status."""
+    if isinstance(exc, SignInRequired):
+        if request.headers.get("hx-request") == "true":
+            # htmx follows no redirect for a fragment: ask it to load the sign-in page.
+            return Response(status_code=204, headers={"HX-Redirect": sign_in_url(exc.back_to)})
+        return RedirectResponse(sign_in_url(exc.back_to), status_code=303)
+    status = status_of(exc)
+    return render(
+        request,
+        "error.html",
+        {"status": status, "code": exc.code, "message": exc.message},
+        status=status,
+    )
+
+
+class WebRoute(APIRoute):
+    """A page's route: a :class:`~kalends.errors.KalendsError` raised by the page or the
+    services it calls is answered as a page (or a sign-in redirect), never as JSON."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def handle(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except KalendsError as exc:
+                return error_page(request, exc)
+
+        return handle
+
+
+def escape_text(value: object) -> str:
+    """``value`` as HTML text (for the few strings built outside a template)."""
+    return str(escape(str(value)))
