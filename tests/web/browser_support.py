@@ -32,7 +32,8 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -44,6 +45,7 @@ from playwright.sync_api import Browser, Page, Playwright
 from playwright.sync_api import Error as PlaywrightError
 from typer.testing import CliRunner, Result
 
+from kalends import clock
 from kalends.cli.main import app
 
 HOST = "127.0.0.1"
@@ -59,6 +61,7 @@ WIDTHS = (1280, 390)
 """The screenshot widths: a desktop window and a phone."""
 VIEWPORT_HEIGHT = 800
 CHROMIUM_ARGS = ("--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage")
+NEVER = datetime.min.replace(tzinfo=UTC)
 SERIOUS = ("serious", "critical")
 """The axe impacts a page must not have."""
 
@@ -99,6 +102,25 @@ def environment(**extra: str) -> dict[str, str]:
     return env
 
 
+@contextmanager
+def shifted_clock(seconds: float) -> Iterator[None]:
+    """This process's system clock runs ``seconds`` ahead while the block runs (what the
+    launcher does for the server, for in-process CLI calls on the same database)."""
+    if seconds == 0.0:
+        yield
+        return
+    real = clock.SystemClock.now
+
+    def shifted(self: clock.SystemClock) -> datetime:
+        return real(self) + timedelta(seconds=seconds)
+
+    clock.SystemClock.now = shifted  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        clock.SystemClock.now = real  # type: ignore[method-assign]
+
+
 def _pump(stream: Any, out: queue.Queue[str | None]) -> None:
     for line in stream:
         out.put(line.rstrip("\n"))
@@ -127,6 +149,9 @@ class Server:
     port: int = 0
     offset: float = 0.0
     login_link: str = ""
+    login_link_until: datetime = NEVER
+    """When the first start's link expires on the server's clock (15 minutes, less a
+    margin)."""
     lines: list[str] = field(default_factory=list)
     process: subprocess.Popen[str] | None = None
     _out: queue.Queue[str | None] = field(default_factory=queue.Queue)
@@ -239,6 +264,7 @@ class Server:
             if link is not None:
                 assert link.group(1) == self.owner, line
                 self.login_link = link.group(2)
+                self.login_link_until = self.now() + timedelta(minutes=14)
             serving = SERVING.fullmatch(line)
             if serving is not None:
                 self.port = int(serving.group(1))
@@ -366,8 +392,8 @@ class Server:
         )
 
     def cli_here(self, *args: str, actor: str | None = None, stdin: str | None = None) -> Result:
-        """``kalends ARGS [--as ACTOR] --database DB`` in this process, on the real clock
-        (for what does not depend on the time: workspaces, members, accounts)."""
+        """``kalends ARGS [--as ACTOR] --database DB`` in this process (a fraction of a
+        second), on the server's shifted clock while it runs."""
         env: dict[str, str | None] = {
             "KALENDS_ACTOR": None,
             "KALENDS_DATABASE_URL": None,
@@ -375,12 +401,13 @@ class Server:
             "KALENDS_TOKEN": None,
             "COLUMNS": "200",
         }
-        return CliRunner().invoke(
-            app,
-            [*args, *(() if actor is None else ("--as", actor)), "--database", self.database],
-            env=env,
-            input=stdin,
-        )
+        with shifted_clock(self.offset):
+            return CliRunner().invoke(
+                app,
+                [*args, *(() if actor is None else ("--as", actor)), "--database", self.database],
+                env=env,
+                input=stdin,
+            )
 
     def add_workspace(self, name: str, actor: str | None = None) -> dict[str, Any]:
         """A new directory ``name`` beside the database, registered as a workspace by
@@ -397,18 +424,16 @@ class Server:
     def fresh_login_link(self, actor: str | None = None, base_url: str | None = None) -> str:
         """A new one-time login link for ``actor`` (the owner by default) from ``kalends
         login-link``, to ``base_url`` (the server's own by default). Made on the server's
-        clock: in this process while it is not shifted, else as its own process."""
-        args = ("login-link", "--base-url", base_url or self.base_url, "--json")
-        who = actor or self.owner
-        if self.offset == 0.0:
-            here = self.cli_here(*args, actor=who)
-            assert here.exit_code == 0, (here.stdout, here.stderr)
-            printed = here.stdout
-        else:
-            there = self.cli(*args, actor=who)
-            assert there.returncode == 0, (there.stdout, there.stderr)
-            printed = there.stdout
-        url: str = json.loads(printed)["url"]
+        clock."""
+        made = self.cli_here(
+            "login-link",
+            "--base-url",
+            base_url or self.base_url,
+            "--json",
+            actor=actor or self.owner,
+        )
+        assert made.exit_code == 0, (made.stdout, made.stderr)
+        url: str = json.loads(made.stdout)["url"]
         return url
 
 
@@ -433,10 +458,10 @@ def launch_chromium(playwright: Playwright, executable: str | None = None) -> Br
 
 def login(page: Page, server: Server, via: str | None = None) -> None:
     """Logs ``page`` in as the owner: opens the first start's one-time link (a fresh one
-    once that is used), through ``via`` (a proxy's base URL) if given, and waits for the
-    redirect to ``/``."""
+    once that is used or expired on the server's clock), through ``via`` (a proxy's base
+    URL) if given, and waits for the redirect to ``/``."""
     base = via or server.base_url
-    if server.login_link:
+    if server.login_link and server.now() < server.login_link_until:
         _, _, path = server.login_link.partition("/api/auth/link")
         link, server.login_link = f"{base}/api/auth/link{path}", ""
     else:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
 
-from .browser_support import VIEWPORT_HEIGHT, WIDTHS, Server, launch_chromium
+from .browser_support import VIEWPORT_HEIGHT, WIDTHS, Server, launch_chromium, login
 
 
 @pytest.fixture(scope="session")
@@ -52,3 +52,11 @@ def context(browser: Browser) -> Iterator[BrowserContext]:
 def page(context: BrowserContext) -> Page:
     """The module's one page: its tests take turns with it."""
     return context.new_page()
+
+
+@pytest.fixture(scope="module")
+def owner_page(page: Page, server: Server) -> Page:
+    """The module's page, logged in as the server's owner through the first start's
+    one-time link (once for the module)."""
+    login(page, server)
+    return page
