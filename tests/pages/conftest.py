@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ class Pages:
 
     world: ApiWorld
     clients: dict[str, TestClient]
+    made: list[str] = field(default_factory=list)
 
     def client(self, who: str) -> TestClient:
         return self.clients[who]
@@ -68,9 +69,10 @@ class Pages:
             **config,
         }
         receipt = self.world.services.schedules.create(
-            self.world.actors[who].id, self.world.home.id, body, request_id=f"req-{title}-1"
+            self.world.actors[who].id, self.world.home.id, body, request_id=f"req-create-{len(self.made) + 1}"
         )
         assert receipt.mission_id is not None
+        self.made.append(str(receipt.mission_id))
         return str(receipt.mission_id)
 
 

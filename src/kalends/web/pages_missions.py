@@ -219,6 +219,7 @@ def _detail_values(
         "controls": _controls(doc, ws),
         "can_write": _can_write(ws),
         "status": status,
+        "conflict": None,
         "gates": why_not_now(doc, who.context.services.store.clock.now()),
         "badge": badge,
         "outcome_badge": outcome_badge,

@@ -120,14 +120,11 @@ def why_not_now(doc: Mapping[str, Any], now: datetime) -> list[Gate]:
     end = doc.get("end") or {}
     reason = str(doc.get("displayReason") or "")
     ended = reason in ("until-reached", "within-reached", "one-shot-done", "no-more-slots")
-    gates.append(
-        Gate(
-            "End bounds",
-            ended,
-            (f"ended: {reason.replace('-', ' ')}" if ended else "not reached")
-            + (f" ({end_text(end)})" if end else ""),
-        )
-    )
+    if ended:
+        bound = f"ended: {reason.replace('-', ' ')}"
+    else:
+        bound = "none set" if end_text(end) == "none" else f"not reached ({end_text(end)})"
+    gates.append(Gate("End bounds", ended, bound))
     quota = doc.get("quota") or {}
     limit = quota.get("max")
     used = quota.get("used", 0)
@@ -163,6 +160,8 @@ def why_not_now(doc: Mapping[str, Any], now: datetime) -> list[Gate]:
     else:
         gates.append(Gate("Pending passage", False, "none"))
     due = doc.get("nextDueAt")
+    if desired != "running":
+        return gates
     gates.append(
         Gate(
             "Next slot",
