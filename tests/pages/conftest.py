@@ -68,8 +68,9 @@ class Pages:
             "profile": {"command": ["true"]},
             **config,
         }
+        request_id = f"req-create-{len(self.made) + 1}"
         receipt = self.world.services.schedules.create(
-            self.world.actors[who].id, self.world.home.id, body, request_id=f"req-create-{len(self.made) + 1}"
+            self.world.actors[who].id, self.world.home.id, body, request_id=request_id
         )
         assert receipt.mission_id is not None
         self.made.append(str(receipt.mission_id))
