@@ -550,6 +550,14 @@ def _preview(m: Matrix, _c: Column) -> Call:
     return Call(_schedule(m, mission, "/preview"), params={"count": 3}, after=after)
 
 
+def _preview_draft(m: Matrix, _c: Column) -> Call:
+    def after(reply: Reply, _client: TestClient) -> None:
+        assert len(reply.json()["slots"]) == 2
+
+    body = {"config": daily_config(), "count": 2}
+    return Call(_scheduled(m, "/preview"), json=body, after=after)
+
+
 def _history(m: Matrix, _c: Column) -> Call:
     mission = _readable(m)["mission"]
 
@@ -584,6 +592,7 @@ SCHEDULES = [
     Row("run now", "POST", SCHEDULE + "/run-now", write(), _run_now, fresh="success"),
     Row("control status", "GET", SCHEDULE + "/requests/{requestID}", read(), _control_status),
     Row("preview", "GET", SCHEDULE + "/preview", read(), _preview),
+    Row("preview draft", "POST", SCHEDULED + "/preview", write(), _preview_draft),
     Row("history", "GET", SCHEDULE + "/history", read(), _history),
     Row("passage log", "GET", PASSAGE_LOG, read(), _passage_log),
 ]

@@ -184,6 +184,21 @@ class HttpSchedules:
         )
         return slots
 
+    def preview_draft(
+        self,
+        actor: UUID | str,
+        workspace: UUID | str,
+        config: Mapping[str, Any],
+        count: int = 5,
+        *,
+        schedule: UUID | str | None = None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"config": dict(config), "count": count}
+        if schedule is not None:
+            body["missionID"] = _mission(schedule)
+        answer: dict[str, Any] = self.wire.post(self._scheduled(workspace, "preview"), body)
+        return answer
+
     def control_status(
         self, actor: UUID | str, schedule: UUID | str, request_id: str, **kw: Unpack[StatusKeywords]
     ) -> ControlStatus:

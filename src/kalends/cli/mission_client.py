@@ -133,6 +133,20 @@ class SchedulesClient(Protocol):
         """The next ``count`` slots; before the first Play, as if Play happened now."""
         ...
 
+    def preview_draft(
+        self,
+        actor: UUID | str,
+        workspace: UUID | str,
+        config: Mapping[str, Any],
+        count: int = 5,
+        *,
+        schedule: UUID | str | None = None,
+    ) -> dict[str, Any]:
+        """What a draft configuration would do (sentence, slots, warnings), written
+        nowhere; with ``schedule``, ``config`` is an edit's changes, and the answer adds
+        the saved slots (``before``) and whether saving launches a catch-up."""
+        ...
+
     def control_status(
         self, actor: UUID | str, schedule: UUID | str, request_id: str, **kw: Unpack[StatusKeywords]
     ) -> ControlStatus:

@@ -6,21 +6,34 @@ one of the workspace's).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import datetime
 from typing import Any, TypeVar, Unpack
 from uuid import UUID
 
 from sqlalchemy.engine import Connection
 
-from kalends.civil import format_local
-from kalends.errors import DatabaseBusy, InvalidInput, NotDispatched, NotFound
+from kalends.auth import Privilege, require_privilege
+from kalends.civil import Slot, describe, format_local
+from kalends.errors import (
+    ControlConflict,
+    DatabaseBusy,
+    InvalidInput,
+    NotDispatched,
+    NotFound,
+    RunPrivilegeRequired,
+)
 from kalends.identity import Role, parse_uuid, require_role, resolve_actor
 from kalends.keywords import takes
 from kalends.missions import repository
-from kalends.missions.controls import Action, DocState, refusal
-from kalends.missions.document import Phase, preview_slots
+from kalends.missions.condition_check import check_condition
+from kalends.missions.config import Config, config_from_json, config_to_json
+from kalends.missions.controls import Action, DocState, edit_refusal, refusal
+from kalends.missions.decide import Launch, decide
+from kalends.missions.document import Body, Phase, check_not_past, preview_slots
 from kalends.missions.keywords import PageKeywords, StatusKeywords
-from kalends.missions.limits import MAX_PAGE, MAX_PREVIEW
+from kalends.missions.limits import MAX_PAGE, MAX_PREVIEW, ON_CHANGE_CHECK_MINUTES
 from kalends.missions.outcomes import ControlStatus, Page
 from kalends.missions.refusals import refusal_of
 from kalends.missions.requests import check_request_id, check_revision
@@ -30,7 +43,7 @@ from kalends.missions.views import iso, project, project_tombstone
 from kalends.missions.workspaces import check_within, workspace_role
 from kalends.storage.unit_of_work import Store
 
-__all__ = ["ScheduleReads", "present", "schedule_id_of", "seen", "unseen"]
+__all__ = ["ScheduleReads", "edited_config", "present", "schedule_id_of", "seen", "unseen"]
 
 T = TypeVar("T")
 
@@ -192,8 +205,7 @@ class ScheduleReads:
                 lambda: self.preview(actor, schedule, count),
                 write=False,
             )
-        if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_PREVIEW:
-            raise InvalidInput(f"count: must be 1-{MAX_PREVIEW}, got {count!r}", field="count")
+        _check_count(count)
         schedule_id = schedule_id_of(schedule)
 
         def run(conn: Connection) -> list[dict[str, Any]]:
@@ -204,15 +216,78 @@ class ScheduleReads:
                 return []
             doc = doc_of(row)
             slots = preview_slots(doc.config, doc.body, self.store.clock.now(), count)
-            return [
-                {
-                    "at": iso(s.at),
-                    "local": format_local(s.local),
-                    "zone": s.zone,
-                    "dst": None if s.dst is None else s.dst.value,
-                }
-                for s in slots
+            return [_slot_json(s) for s in slots]
+
+        return self._run(run, write=False)
+
+    def preview_draft(
+        self,
+        actor: UUID | str,
+        workspace: UUID | str,
+        config: Mapping[str, Any],
+        count: int = 5,
+        *,
+        schedule: UUID | str | None = None,
+    ) -> dict[str, Any]:
+        """What a draft configuration would do, written nowhere: ``sentence``, the policy in
+        words; ``slots``, its next ``count`` slots; and ``warnings``, what saving or the
+        first Play would meet. The actor needs the editor role on ``workspace``.
+
+        Without ``schedule`` the draft is a new schedule's configuration, parsed and checked
+        as :meth:`create` does (the same errors), its slots shown as if Play happened now.
+        With ``schedule`` (one of the workspace's) it is an edit: ``config`` names the
+        fields it changes, parsed as :meth:`configure` parses ``changes`` (the rest kept,
+        the environment's values too when the profile names no ``env``), its slots
+        counted from the saved schedule's own state; the answer adds ``before``, the saved
+        configuration's next slots, and ``catchUp`` with ``catchUpSlot``: whether saving
+        would launch a catch-up passage at once, and for which slot
+        (:func:`catch_up_slot`)."""
+        _check_count(count)
+        if not isinstance(config, Mapping):
+            raise InvalidInput("config: must be a JSON object", field="config")
+        schedule_id = None if schedule is None else schedule_id_of(schedule)
+        fresh = config_from_json(config, new=True) if schedule_id is None else None
+
+        def run(conn: Connection) -> dict[str, Any]:
+            actor_id = _actor_id(conn, actor)
+            workspace_id, _ = workspace_role(conn, actor_id, workspace, Role.EDITOR)
+            now = self.store.clock.now()
+            warnings: list[str] = []
+            if schedule_id is None:
+                assert fresh is not None
+                check_condition(conn, fresh, workspace_id=workspace_id, schedule_id=None, now=now)
+                warnings += _privilege(conn, actor_id, "creating a schedule")
+                return _draft(fresh, Body(), now, count, warnings)
+            check_within(conn, actor_id, workspace_id, schedule_id)
+            row = present(repository.read_schedule(conn, actor_id, schedule_id), schedule_id)
+            if row.phase == Phase.TOMBSTONE:
+                raise ControlConflict(
+                    f"schedule {schedule_id} is deleted", action="configure", reason="deleted"
+                )
+            doc = doc_of(row)
+            new = edited_config(doc, config)
+            if "condition" in config:
+                check_condition(
+                    conn, new, workspace_id=row.workspace_id, schedule_id=row.id, now=now
+                )
+            why = refusal(Action.CONFIGURE, doc) or edit_refusal(doc, new)
+            if why is not None:
+                warnings.append(f"saving this change is refused now: {why}")
+            if new.profile != doc.config.profile:
+                warnings += _privilege(conn, actor_id, "changing a schedule's command, env or cwd")
+            answer = _draft(new, doc.body, now, count, warnings)
+            answer["before"] = [
+                _slot_json(s) for s in preview_slots(doc.config, doc.body, now, count)
             ]
+            caught = catch_up_slot(doc, new, now) if why is None else None
+            answer["catchUp"] = caught is not None
+            answer["catchUpSlot"] = None if caught is None else _slot_json(caught)
+            if caught is not None:
+                warnings.append(
+                    f"saving launches one catch-up passage at once, for the missed slot "
+                    f"{format_local(caught.local)} {caught.zone}"
+                )
+            return answer
 
         return self._run(run, write=False)
 
@@ -323,3 +398,96 @@ def _unrecorded_status(
                 reason=why,
             )
     return unknown
+
+
+def _check_count(count: object) -> None:
+    if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_PREVIEW:
+        raise InvalidInput(f"count: must be 1-{MAX_PREVIEW}, got {count!r}", field="count")
+
+
+def _slot_json(slot: Slot) -> dict[str, Any]:
+    """A previewed slot as reads show it: the instant, its wall time, zone and DST note."""
+    return {
+        "at": iso(slot.at),
+        "local": format_local(slot.local),
+        "zone": slot.zone,
+        "dst": None if slot.dst is None else slot.dst.value,
+    }
+
+
+def edited_config(doc: DocState, changes: Mapping[str, Any]) -> Config:
+    """The configuration ``changes`` makes of ``doc``'s, parsed as Configure parses it;
+    whether the edit is allowed now is :func:`~kalends.missions.controls.edit_refusal`'s."""
+    merged = config_to_json(doc.config)
+    unknown = sorted(set(changes) - set(merged))
+    if unknown:
+        raise InvalidInput(f"{unknown[0]}: is not a known field", field=unknown[0])
+    merged.update(changes)
+    profile = changes.get("profile")
+    if isinstance(profile, Mapping) and "env" not in profile:
+        # The environment's values are never shown, so an edit that names no
+        # environment keeps the current one; ``"env": {}`` clears it.
+        merged["profile"] = {**profile, "env": doc.config.profile.to_json()["env"]}
+    return config_from_json(
+        merged,
+        new="title" in changes,
+        stored_profile="profile" not in changes,
+        stored_condition="condition" not in changes,
+    )
+
+
+def catch_up_slot(doc: DocState, new: Config, now: datetime) -> Slot | None:
+    """The slot of the catch-up passage saving ``new`` over ``doc`` at ``now`` would
+    launch at once, or ``None``.
+
+    What the code does: a saved edit of a running schedule arms its wake at once, and the
+    scheduler then decides on the saved document
+    (:func:`~kalends.missions.decide.decide`). It launches when the schedule is running,
+    not Interrupted, with no passage pending and quota left, and the new policy has a slot
+    after the recorded high-water mark (the newest slot already processed, or the last
+    Play) and not after ``now`` (:func:`~kalends.missions.document.latest_missed`): only
+    the latest such slot, the older ones skipped, and none past the end bounds.
+    """
+    decision = decide(replace(doc, config=new), now)
+    return decision.slot if isinstance(decision, Launch) else None
+
+
+def _privilege(conn: Connection, actor_id: UUID, doing: str) -> list[str]:
+    """A warning when the actor lacks the run privilege that saving needs."""
+    try:
+        require_privilege(conn, actor_id, Privilege.RUN, doing)
+    except RunPrivilegeRequired as exc:
+        return [exc.message]
+    return []
+
+
+_ON_CHANGE_SENTENCE = (
+    f"Whenever the condition holds, checked every {ON_CHANGE_CHECK_MINUTES} minutes from Play"
+)
+
+
+def _draft(
+    config: Config, body: Body, now: datetime, count: int, warnings: list[str]
+) -> dict[str, Any]:
+    """The answer of :meth:`ScheduleReads.preview_draft`: ``config``'s sentence, its slots
+    from ``body`` (as if Play happened now before the first Play) and ``warnings``."""
+    slots = preview_slots(config, body, now, count)
+    if body.first_play_at is None:
+        try:
+            check_not_past(config, now)
+        except InvalidInput as exc:
+            warnings.append(f"Play would be refused: {exc.message}")
+        if config.policy.kind in ("immediate", "after", "every") or config.end.within:
+            warnings.append(
+                "times counted from the first Play are shown as if Play happened now; "
+                "the first Play freezes them"
+            )
+    if not slots:
+        warnings.append("no slot is left under this policy, its end bounds and its quota")
+    if config.one_shot and (config.end.max_passages or 0) > 1:
+        warnings.append("a one-time policy launches at most once, whatever the passage limit")
+    return {
+        "sentence": _ON_CHANGE_SENTENCE if config.on_change else describe(config.policy),
+        "slots": [_slot_json(s) for s in slots],
+        "warnings": warnings,
+    }

@@ -56,7 +56,14 @@ from kalends.missions.requests import (
 )
 from kalends.missions.reservation_writes import write_checklist
 from kalends.missions.rows import ControlRead, ControlRecord, ScheduleRead, ScheduleRow
-from kalends.missions.schedule_reads import ScheduleReads, present, schedule_id_of, seen, unseen
+from kalends.missions.schedule_reads import (
+    ScheduleReads,
+    edited_config,
+    present,
+    schedule_id_of,
+    seen,
+    unseen,
+)
 from kalends.missions.source_reads import first_baseline, play_baseline, read_ahead, read_workspace
 from kalends.missions.stored_documents import (
     cas_params,
@@ -548,22 +555,7 @@ def _with_baseline(
 def _edited(doc: DocState, changes: Mapping[str, Any]) -> Config:
     """The configuration ``changes`` makes of ``doc``'s; :class:`ControlConflict` when the
     edit is valid but not allowed in the document's state now."""
-    merged = config_to_json(doc.config)
-    unknown = sorted(set(changes) - set(merged))
-    if unknown:
-        raise InvalidInput(f"{unknown[0]}: is not a known field", field=unknown[0])
-    merged.update(changes)
-    profile = changes.get("profile")
-    if isinstance(profile, Mapping) and "env" not in profile:
-        # The environment's values are never shown, so an edit that names no
-        # environment keeps the current one; ``"env": {}`` clears it.
-        merged["profile"] = {**profile, "env": doc.config.profile.to_json()["env"]}
-    new = config_from_json(
-        merged,
-        new="title" in changes,
-        stored_profile="profile" not in changes,
-        stored_condition="condition" not in changes,
-    )
+    new = edited_config(doc, changes)
     why = edit_refusal(doc, new)
     if why is not None:
         raise ControlConflict(f"configure: {why}", action="configure", reason=why)

@@ -9,11 +9,12 @@ its changes) is refused when it carries a lone surrogate, which nothing can stor
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
+from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kalends.api.routes.mission_paths import REQUEST_ID_PATTERN
-from kalends.missions.limits import MAX_REQUEST_ID, MAX_RESULTS, MIN_REQUEST_ID
+from kalends.missions.limits import MAX_PREVIEW, MAX_REQUEST_ID, MAX_RESULTS, MIN_REQUEST_ID
 from kalends.missions.workspaces import MAX_NAME
 
 # A revision a JSON client can hold exactly (2^53 - 1).
@@ -75,6 +76,19 @@ class CreateBody(Strict):
     config: dict[str, Any] = Field(
         description="The configuration (title, objective, notes, profile, policy, condition, "
         "end, restart, template); see `GET …/missions/scheduled/capabilities`."
+    )
+
+    _text = field_validator("config")(_encodable)
+
+
+class PreviewDraftBody(Strict):
+    config: dict[str, Any] = Field(
+        description="A new schedule's configuration; with `missionID`, the fields an edit "
+        "of that schedule changes (the others kept, as `configure` reads `changes`)."
+    )
+    count: int = Field(default=5, ge=1, le=MAX_PREVIEW, strict=True, description="How many slots.")
+    missionID: UUID | None = Field(
+        default=None, description="The schedule the draft edits; none for a new one."
     )
 
     _text = field_validator("config")(_encodable)
@@ -269,3 +283,18 @@ class PassageLogOut(BaseModel):
     startedAt: str | None
     endedAt: str | None
     log: str = Field(description="The end of the passage's output.")
+
+
+class PreviewDraftOut(BaseModel):
+    sentence: str = Field(description="The policy in words.")
+    slots: list[SlotOut] = Field(description="The draft's next slots.")
+    warnings: list[str] = Field(description="What saving or the first Play would meet.")
+    before: list[SlotOut] | None = Field(
+        default=None, description="An edit: the saved configuration's next slots."
+    )
+    catchUp: bool | None = Field(
+        default=None,
+        description="An edit: whether saving launches a catch-up passage at once (a running "
+        "schedule whose new policy has a slot after the last one processed and not after now).",
+    )
+    catchUpSlot: SlotOut | None = Field(default=None, description="That catch-up's slot.")

@@ -37,6 +37,8 @@ from kalends.api.routes.mission_models import (
     HistoryOut,
     LimitsOut,
     PageOut,
+    PreviewDraftBody,
+    PreviewDraftOut,
     ReceiptOut,
     RunNowBody,
     SlotOut,
@@ -191,6 +193,33 @@ def create_schedule(
     if receipt.repeated:
         response.status_code = 200
     return _receipt_out(receipt)
+
+
+@router.post(
+    SCHEDULED + "/preview",
+    summary="Preview a draft configuration: its sentence, next slots and warnings; writes nothing",
+    description=(
+        "For the editor. Without `missionID` the draft is a new schedule's configuration, "
+        "checked as creation checks it (the same 422 errors) and previewed as if Play "
+        "happened now. With `missionID` it is an edit of that schedule: `config` names the "
+        "fields that change, read as `configure` reads `changes`; the answer adds `before` "
+        "(the saved configuration's next slots) and `catchUp` (whether saving launches a "
+        "catch-up passage at once, for `catchUpSlot`). Editors and owners only."
+    ),
+    response_model=PreviewDraftOut,
+    responses=error_responses(401, 403, 404, 409, 413, 422, 503),
+)
+def preview_draft(
+    workspace: WorkspaceID,
+    body: PreviewDraftBody,
+    ctx: ContextDep,
+    who: PrincipalDep,
+) -> JSONResponse:
+    with _fields_under("config"), in_path(workspace):
+        answer = ctx.services.schedules.preview_draft(
+            who.actor_id, workspace, body.config, body.count, schedule=body.missionID
+        )
+    return JsonAnswer(answer)
 
 
 # What a read says of the state that really holds (kalends.missions.views).
