@@ -27,10 +27,14 @@ def kalends(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def preview_json(rule: str, after: str, count: int) -> Any:
+def preview_document(rule: str, after: str, count: int) -> Any:
     done = kalends("preview", "--rule", rule, "--after", after, "--count", str(count), "--json")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+def preview_json(rule: str, after: str, count: int) -> Any:
+    return preview_document(rule, after, count)["slots"]
 
 
 class TestPreviewJson:
@@ -59,6 +63,11 @@ class TestPreviewJson:
         slots = preview_json('{"kind":"every","minutes":15}', "2026-01-01T10:07:00+01:00", 2)
         assert [s["at"] for s in slots] == ["2026-01-01T09:22:00Z", "2026-01-01T09:37:00Z"]
 
+    def test_it_says_the_rule_in_words_beside_the_slots(self) -> None:
+        document = preview_document(NEW_YORK_DAILY, "2026-03-06T00:00:00Z", 1)
+        assert document["sentence"] == "Every day at 02:30 (America/New_York)"
+        assert len(document["slots"]) == 1
+
     def test_the_rule_can_come_from_a_file(self, tmp_path: Path) -> None:
         path = tmp_path / "rule.json"
         path.write_text(NEW_YORK_DAILY, encoding="utf-8")
@@ -73,6 +82,14 @@ class TestPreviewTable:
         assert "2026-03-08 03:00:00" in done.stdout
         assert "shifted" in done.stdout
         assert "America/New_York" in done.stdout
+
+    def test_the_rule_in_words_comes_before_the_slots(self) -> None:
+        rule = '{"kind":"cron","expression":"0 9 1,15 * 1","zone":"UTC"}'
+        done = kalends("preview", "--rule", rule, "--after", AFTER, "--count", "2")
+        assert done.returncode == 0, done.stderr
+        sentence = "At 09:00 on day-of-month 1 and 15, or on Monday (UTC)"
+        assert done.stdout.splitlines()[0] == sentence
+        assert done.stdout.index(sentence) < done.stdout.index("2026-01-01 09:00:00")
 
 
 class TestPreviewBadInput:

@@ -10,8 +10,9 @@ from typing import Annotated, Any
 import typer
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
-from kalends.civil import DstNote, Slot, format_local, parse_rule, preview
+from kalends.civil import DstNote, Slot, describe, format_local, parse_rule, preview
 from kalends.cli.output import console, emit_json, fail
 from kalends.errors import InvalidInput, KalendsError
 
@@ -81,9 +82,9 @@ def preview_command(
     ] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Print the next slots of a rule, marking those a DST transition changed.
+    """Print a rule in words and its next slots, marking those a DST transition changed.
 
-    A rule without "gap" is previewed with "shift".
+    A rule without "gap" is previewed with "shift". With --json: {"sentence", "slots"}.
     """
     try:
         if not 1 <= count <= MAX_PREVIEW_COUNT:
@@ -94,9 +95,11 @@ def preview_command(
         slots = preview(parsed, parse_instant(after, "after"), count)
     except KalendsError as exc:
         fail(exc)
+    sentence = describe(parsed)
     if as_json:
-        emit_json([slot_json(s) for s in slots])
+        emit_json({"sentence": sentence, "slots": [slot_json(s) for s in slots]})
         return
+    console.print(Text(sentence, style="bold"))
     if not slots:
         console.print("No slot within 100 years.")
         return

@@ -31,6 +31,7 @@ __all__ = [
     "local_text",
     "policy_text",
     "policy_zone",
+    "sentence_text",
     "state_text",
 ]
 
@@ -135,6 +136,13 @@ def policy_text(p: Mapping[str, Any]) -> str:
     if p.get("gap"):
         text += f" (DST gap: {p['gap']})"
     return text
+
+
+def sentence_text(doc: Mapping[str, Any]) -> str:
+    """The policy in words: the document's ``sentence`` (a server before it: a short
+    form of the policy's JSON)."""
+    sentence = doc.get("sentence")
+    return sentence if isinstance(sentence, str) else policy_text(doc["policy"])
 
 
 def end_text(end: Mapping[str, Any] | None) -> str:
@@ -384,7 +392,8 @@ def detail_view(doc: Mapping[str, Any], *, wide: bool = False) -> Group:
             f"{last_error.get('message') or '(no message)'}",
         )
     row("kind", str(doc["kind"]))
-    row("policy", policy_text(doc["policy"]))
+    row("policy", sentence_text(doc))
+    row("rule", Text(json.dumps(doc["policy"], ensure_ascii=False), style="dim"))
     row("ends", end_text(doc.get("end")))
     row("next slot", local_text(doc.get("nextDueAt"), zone))
     if doc.get("firstPlayAt"):

@@ -23,9 +23,11 @@ the desired   otherwise (paused, stopped, running and held)                    n
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
-from kalends.missions.config import Profile, config_to_json
+from kalends.civil import Rule, describe
+from kalends.missions.config import Config, Profile, config_to_json
 from kalends.missions.controls import ACTIONS, DocState, refusal
 from kalends.missions.document import (
     Body,
@@ -42,12 +44,14 @@ from kalends.missions.document import (
     quota_used,
 )
 from kalends.missions.gate_records import GateOutcome, source_key
+from kalends.missions.limits import ON_CHANGE_CHECK_MINUTES
 from kalends.missions.rows import Schedule, ScheduleRead
 
 __all__ = [
     "available_actions",
     "block_reason",
     "iso",
+    "policy_sentence",
     "project",
     "project_tombstone",
     "source_block",
@@ -56,6 +60,23 @@ __all__ = [
 
 def iso(value: datetime | None) -> str | None:
     return None if value is None else value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+ON_CHANGE_SENTENCE = (
+    f"Whenever the condition holds, checked every {ON_CHANGE_CHECK_MINUTES} minutes from Play"
+)
+
+
+def policy_sentence(config: Config) -> str:
+    """The policy in words (:func:`kalends.civil.describe`; the event-only ``on-change``
+    policy by its checks)."""
+    return _sentence(config.policy, config.on_change)
+
+
+@lru_cache(maxsize=1024)
+def _sentence(rule: Rule, on_change: bool) -> str:
+    # Projections are on the hot read paths; a policy is said once, not per read.
+    return ON_CHANGE_SENTENCE if on_change else describe(rule)
 
 
 def available_actions(doc: DocState) -> list[str]:
@@ -213,6 +234,7 @@ def project(doc: DocState, row: Schedule, *, now: datetime | None = None) -> dic
         "configGeneration": body.config_generation,
         "temporalGeneration": body.temporal_generation,
         "policy": config.policy_json(),
+        "sentence": policy_sentence(config),
         "condition": cfg["condition"],
         "end": cfg["end"],
         "restart": config.restart.value,
