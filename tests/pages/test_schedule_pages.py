@@ -241,3 +241,42 @@ def test_the_now_page_lists_launches_of_the_next_day(pages: Pages) -> None:
     assert "Launches in the next 24 hours (1)" in html
     assert "2026-03-07 02:30 Sat America/New_York" in html
     assert f'href="/w/{pages.world.home.id}/schedules/{sid}"' in html
+
+
+def test_the_next_run_is_also_said_in_the_viewers_zone_when_it_differs(pages: Pages) -> None:
+    _at(pages, "2026-03-06T12:00:00")
+    sid = pages.schedule("alice", "Nightly")
+    alice = pages.world.actors["alice"].id
+    pages.world.services.schedules.control(
+        alice, sid, "play", request_id="req-play-zone-1", expected_revision=1
+    )
+    client = pages.sign_in("alice")
+    url = f"/w/{pages.world.home.id}/schedules"
+    client.cookies.set("kalends_zone", "Europe/Berlin")
+    html = client.get(url).text
+    assert "2026-03-07 08:30 Sat in your zone (Europe/Berlin)" in html
+    assert 'aria-label="About the next run in your zone"' in html
+    for zone in ("America/New_York", "Nowhere/Atlantis", "x" * 80):
+        client.cookies.set("kalends_zone", zone)
+        assert "in your zone" not in client.get(url).text, zone
+
+
+def test_the_now_page_remembers_the_previous_visit(pages: Pages) -> None:
+    _at(pages, "2026-03-06T12:00:00")
+    client = pages.sign_in("alice")
+    first = client.get("/")
+    # No visit remembered: failures of the last day are news; this visit is remembered.
+    assert '<time datetime="2026-03-05T12:00:00Z">' in first.text
+    assert "kalends_seen=" in first.headers["set-cookie"]
+    pages.world.clock.set(datetime(2026, 3, 6, 12, 10, tzinfo=UTC))
+    soon = client.get("/")
+    # A reload soon after keeps the mark: nothing is lost to a refresh.
+    assert '<time datetime="2026-03-06T12:00:00Z">' in soon.text
+    assert "kalends_seen=" not in soon.headers.get("set-cookie", "")
+    pages.world.clock.set(datetime(2026, 3, 6, 13, 0, tzinfo=UTC))
+    later = client.get("/")
+    assert '<time datetime="2026-03-06T12:00:00Z">' in later.text
+    assert "kalends_seen=" in later.headers["set-cookie"]
+    client.cookies.delete("kalends_seen")
+    client.cookies.set("kalends_seen", "not-a-time")
+    assert '<time datetime="2026-03-05T13:00:00Z">' in client.get("/").text

@@ -328,7 +328,7 @@ def _serve(
                     "settled_objects": frozen,
                 },
             )
-            say(f"kalends serving on {where}")
+            say(f"kalends serving on {where} (open it in a browser; the API reference: /docs)")
 
         import uvicorn  # noqa: PLC0415
 

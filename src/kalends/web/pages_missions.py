@@ -17,6 +17,7 @@ same read) — nothing is ever sent again on its own.
 from __future__ import annotations
 
 import secrets
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -100,12 +101,33 @@ def _controls(doc: dict[str, Any], workspace: Workspace) -> dict[str, Any]:
     return {"primary": primary, "menu": menu, "edit": Action.CONFIGURE.value in allowed}
 
 
+# The Now page's memory of the viewer's previous visit (failures since then are shown).
+SEEN_COOKIE = "kalends_seen"
+# A visit this soon after the remembered one keeps it (a reload loses no failure).
+SEEN_REFRESH = timedelta(minutes=30)
+# Without a remembered visit, failures of this long ago are shown.
+SEEN_DEFAULT = timedelta(days=1)
+
+
+def _seen(request: Request, now: datetime) -> tuple[datetime, bool]:
+    """Since when failures are news, and whether this visit moves that mark."""
+    try:
+        said = instant(request.cookies.get(SEEN_COOKIE))
+    except ValueError:
+        said = None
+    if said is None or said.tzinfo is None or said > now:
+        return now - SEEN_DEFAULT, True
+    return said, now - said >= SEEN_REFRESH
+
+
 @router.get("/")
 def now_page(request: Request) -> Response:
-    """Now: passages running, failures, launches in the next 24 hours, per workspace."""
+    """Now: passages running, failures since the previous visit, launches in the next 24
+    hours, over every workspace of the viewer."""
     who = viewer(request)
     ctx = who.context
     now = ctx.services.store.clock.now()
+    since, moves = _seen(request, now)
     spaces = _nav(who)
     running: list[dict[str, Any]] = []
     failures: list[dict[str, Any]] = []
@@ -123,7 +145,10 @@ def now_page(request: Request) -> Response:
                 if pending:
                     running.append(item)
                 latest = doc.get("latestResult") or {}
-                if latest.get("outcome") in ("failed", "ended-without-report"):
+                if (
+                    latest.get("outcome") in ("failed", "ended-without-report")
+                    and _epoch(str(latest.get("settledAt") or "")) > since.timestamp()
+                ):
                     failures.append(item)
                 due = doc.get("nextDueAt")
                 if due and _epoch(due) <= horizon:
@@ -132,7 +157,7 @@ def now_page(request: Request) -> Response:
                 break
             after = page.next_after
     upcoming.sort(key=lambda i: str(i["doc"]["nextDueAt"]))
-    return render(
+    response = render(
         request,
         "now.html",
         {
@@ -141,6 +166,7 @@ def now_page(request: Request) -> Response:
             "workspaces": spaces,
             "running": running,
             "failures": failures,
+            "since": since.astimezone(UTC).isoformat().replace("+00:00", "Z"),
             "upcoming": upcoming,
             "badge": badge,
             "outcome_badge": outcome_badge,
@@ -148,6 +174,14 @@ def now_page(request: Request) -> Response:
         },
         who=who,
     )
+    if moves:
+        stamp = now.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        response.set_cookie(SEEN_COOKIE, stamp, max_age=SEEN_COOKIE_SECONDS, samesite="lax")
+    return response
+
+
+# The remembered visit is kept for a year.
+SEEN_COOKIE_SECONDS = 365 * 24 * 3600
 
 
 def _epoch(text: str) -> float:

@@ -46,6 +46,8 @@ HTMX_FILE = "htmx-2.0.11.min.js"
 # The stored theme override: "light", "dark", or absent (the system's preference).
 THEME_COOKIE = "kalends_theme"
 THEMES = ("light", "dark")
+# The viewer's own zone, as the browser reports it (set by the pages' script).
+ZONE_COOKIE = "kalends_zone"
 
 
 def instant(text: str | None) -> datetime | None:
@@ -144,6 +146,7 @@ def render(
     ctx: ApiContext = request.app.state.kalends
     theme = request.cookies.get(THEME_COOKIE)
     base = {
+        "viewer_zone": viewer_zone(request),
         "who": who,
         "csrf": who.csrf if who is not None else "",
         "theme": theme if theme in THEMES else "",
@@ -155,6 +158,18 @@ def render(
     response = HTMLResponse(html, status_code=status, headers=dict(headers or {}))
     response.headers.setdefault("Cache-Control", "no-store")
     return response
+
+
+def viewer_zone(request: Request) -> str | None:
+    """The zone the viewer's browser reports, when it is one this machine knows."""
+    said = request.cookies.get(ZONE_COOKIE)
+    if not said or len(said) > 64:
+        return None
+    try:
+        get_zone(said)
+    except KalendsError:
+        return None
+    return said
 
 
 def error_page(request: Request, exc: KalendsError) -> Response:

@@ -6,6 +6,14 @@
   "use strict";
   document.documentElement.classList.remove("no-js");
 
+  // The viewer's zone, so that pages can show a schedule's times in it too (in a tip).
+  try {
+    const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    if (zone && document.cookie.indexOf("kalends_zone=" + zone) === -1) {
+      document.cookie = "kalends_zone=" + encodeURIComponent(zone) + "; path=/; max-age=31536000; samesite=lax";
+    }
+  } catch (e) { /* no zone: times stay in each schedule's own */ }
+
   // --- i tips (WCAG 1.4.13): hover, focus, click/tap, Enter/Space; Esc and outside close.
   function setOpen(tip, open) {
     tip.classList.toggle("open", open);
