@@ -65,8 +65,8 @@ NEVER = datetime.min.replace(tzinfo=UTC)
 SERIOUS = ("serious", "critical")
 """The axe impacts a page must not have."""
 
-SERVING = re.compile(r"kalends serving on http://127\.0\.0\.1:(\d+)")
-LINK = re.compile(r"open this link once to log in as (\S+): (\S+/api/auth/link\?token=\S+)")
+SERVING = re.compile(r"kalends serving on http://127\.0\.0\.1:(\d+)\b")
+LINK = re.compile(r"open this link once to log in as (\S+): (\S+/api/auth/link\?token=[\w-]+)")
 
 LAUNCHER = textwrap.dedent(
     """\
@@ -248,8 +248,10 @@ class Server:
             left = deadline - time.monotonic()
             if left <= 0:
                 self.kill()
+                said = "\n".join(self.lines)
                 pytest.fail(
-                    f"kalends serve did not start within {START_WITHIN} s:\n{self.stderr()}"
+                    f"kalends serve did not say where it serves within {START_WITHIN} s;"
+                    f" its stdout:\n{said}\nits stderr:\n{self.stderr()}"
                 )
             try:
                 line = self._out.get(timeout=min(left, 0.5))
@@ -260,12 +262,12 @@ class Server:
                 code = self.process.wait()
                 pytest.fail(f"kalends serve exited ({code}) before serving:\n{self.stderr()}")
             self.lines.append(line)
-            link = LINK.fullmatch(line)
+            link = LINK.match(line)
             if link is not None:
                 assert link.group(1) == self.owner, line
                 self.login_link = link.group(2)
                 self.login_link_until = self.now() + timedelta(minutes=14)
-            serving = SERVING.fullmatch(line)
+            serving = SERVING.match(line)
             if serving is not None:
                 self.port = int(serving.group(1))
                 return
