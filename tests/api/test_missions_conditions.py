@@ -99,6 +99,7 @@ def test_the_detail_shows_the_baseline_first_play_took_and_on_change(api: ApiWor
     assert reply.status_code == 200, reply.text
     detail = api.client.get(schedule(api.home.id, mission), headers=api.headers("carol")).json()
     assert detail["policy"] == {"kind": "on-change"}
+    assert detail["sentence"] == "Whenever the condition holds, checked every 15 minutes from Play"
     source = detail["source"]
     assert source["key"] == 'files:["later.txt","notes.txt"]'
     files = source["baseline"]["observation"]["files"]

@@ -342,6 +342,25 @@ def test_configure_changes_the_named_fields(api: ApiWorld) -> None:
     assert stored["title"] == daily_config()["title"]
 
 
+def test_the_detail_says_its_policy_in_words_and_a_new_policy_anew(api: ApiWorld) -> None:
+    mission = created(api, "create-0001")
+    shown = api.client.get(schedule(api, mission), headers=api.headers("carol")).json()
+    assert shown["sentence"] == "Every day at 09:00 (Europe/Berlin)"
+    weekends = {
+        "kind": "calendars",
+        "calendars": [
+            {"kind": "weekdays", "days": [1, 2, 3, 4, 5], "time": "09:00", "zone": "UTC"},
+            {"kind": "cron", "expression": "0 10 * * sat,sun", "zone": "UTC"},
+        ],
+    }
+    reply = control(api, mission, "configure", "edit-0001", 1, changes={"policy": weekends})
+    assert reply.status_code == 200, reply.text
+    sentence = "Every weekday at 09:00 (UTC); and at 10:00 on Saturday and Sunday (UTC)"
+    assert reply.json()["schedule"]["sentence"] == sentence
+    shown = api.client.get(schedule(api, mission), headers=api.headers("carol")).json()
+    assert shown["sentence"] == sentence == detail(api, mission)["sentence"]
+
+
 def test_run_now_has_its_own_route(api: ApiWorld) -> None:
     mission = created(api, "create-0001")
     reply = api.client.post(

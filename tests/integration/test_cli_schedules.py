@@ -623,6 +623,14 @@ class TestReads:
         assert "1" not in doc["profile"].get("env", {})  # env values never shown
         assert doc["profile"]["envNames"] == ["CI"]
 
+    def test_show_says_the_policy_in_words_and_keeps_its_json(self, world: World) -> None:
+        sid = world.schedule(policy={"kind": "cron", "expression": "0 9 1,15 * 1", "zone": ZONE})
+        sentence = "At 09:00 on day-of-month 1 and 15, or on Monday (Europe/Berlin)"
+        assert world.json("schedule", "show", sid)["sentence"] == sentence
+        text = world.ok("schedule", "show", sid).stdout
+        assert re.search(rf"^policy\s+{re.escape(sentence)}\s*$", text, re.MULTILINE)
+        assert '"expression": "0 9 1,15 * 1"' in text
+
     def test_preview_marks_dst_affected_slots(self, world: World) -> None:
         # Sundays at 02:30 in Berlin: within 60 weeks there is a spring gap and an autumn fold.
         sid = world.schedule(policy={"kind": "cron", "expression": "30 2 * * 0", "zone": ZONE})

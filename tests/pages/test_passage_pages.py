@@ -19,7 +19,7 @@ from kalends.api import ApiContext, ApiSettings, create_app
 from kalends.missions.runtime import PassageStart
 from kalends.missions.runtime.process import ProcessRuntime
 from kalends.missions.scheduler import Scheduler
-from kalends.web.pages_passages import MAX_POLLS
+from kalends.web.pages_passages import MAX_POLLS, duration_text
 from kalends.web.render import wall
 from missions.checklist_support import THREE_LEVELS
 from pages.conftest import Pages, csrf_of
@@ -135,6 +135,7 @@ class TestAFinishedPassage:
         assert settled in page
         assert "copied 3 files &amp; checked them" in page
         assert "exited 0" in page
+        assert re.search(r"<dt>Duration</dt><dd>(under 1 s|\d+ s)</dd>", page)
         assert f"<code>{finished.session_id}</code>" in page
         assert '<pre class="log"' in page and "copying" in page
         # Finished: nothing polls, nothing to refresh.
@@ -249,3 +250,18 @@ def test_a_server_without_a_runtime_shows_the_documents_record(pages: Pages, adm
     assert '<span aria-hidden="true">…</span> Starting' in reply.text
     assert TRIGGER not in reply.text
     assert '<pre class="log"' not in reply.text
+
+
+@pytest.mark.parametrize(
+    ("seconds", "said"),
+    [
+        (0.4, "under 1 s"),  # a passage that printed a line and ended
+        (42, "42 s"),
+        (185, "3 min 5 s"),
+        (3600, "1 h"),  # whole units drop the smaller ones
+        (7380, "2 h 3 min"),
+        (93600, "1 d 2 h"),
+    ],
+)
+def test_a_duration_is_said_in_its_two_largest_units(seconds: float, said: str) -> None:
+    assert duration_text(seconds) == said

@@ -1,0 +1,275 @@
+"""The missions pages in Debian's chromium against a real ``kalends serve``: the schedules
+page and a schedule's page read, checked by axe in both color schemes and photographed;
+Play, Run now and the passage's log followed live, Pause and Stop through the controls;
+a reply lost after the server wrote (the server killed) shows the control uncertain, and
+Check status resolves it once the server is back, without the control being sent again;
+keyboard only; an **i** tip opened by touch; the dark theme chosen in the page; and the
+core actions with script off."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from .browser_support import (
+    VIEWPORT_HEIGHT,
+    WIDTHS,
+    LostReplyProxy,
+    Server,
+    check_axe,
+    login,
+    screenshot,
+    wait_for,
+)
+
+# A passage that says something, then runs long enough to be watched while it runs.
+PASSAGE_COMMAND = "sh -c 'echo hello from the passage; sleep 3; echo done'"
+
+
+def check_axe_both(page: Page, label: str) -> None:
+    """axe-core on the page as it is, in the light and in the dark color scheme."""
+    try:
+        for scheme in ("light", "dark"):
+            page.emulate_media(color_scheme=scheme)
+            check_axe(page, f"{label} ({scheme})")
+    finally:
+        page.emulate_media(color_scheme="light")
+
+
+def create_schedule(server: Server, title: str, *extra: str) -> dict[str, Any]:
+    """A paused schedule in ``home`` made with the CLI as the owner: its receipt."""
+    done = server.cli_here(
+        "schedule",
+        "create",
+        "home",
+        "--title",
+        title,
+        "--command",
+        PASSAGE_COMMAND,
+        *(extra or ("--daily", "02:30", "--zone", "America/New_York")),
+        "--json",
+        actor=server.owner,
+    )
+    assert done.exit_code == 0, (done.stdout, done.stderr)
+    receipt: dict[str, Any] = json.loads(done.stdout)
+    return receipt
+
+
+@pytest.fixture(scope="module")
+def home(server: Server) -> dict[str, Any]:
+    return server.add_workspace("home")
+
+
+def schedule_url(server: Server, home: dict[str, Any], receipt: dict[str, Any]) -> str:
+    return f"{server.base_url}/w/{home['id']}/schedules/{receipt['missionId']}"
+
+
+def state_of(server: Server, receipt: dict[str, Any]) -> str:
+    shown = server.cli_here(
+        "schedule", "show", receipt["missionId"], "--json", actor=server.owner
+    )
+    assert shown.exit_code == 0, shown.stdout
+    state: str = json.loads(shown.stdout)["state"]
+    return state
+
+
+def control(page: Page, label: str) -> None:
+    """Presses a control by its label, opening the menu first when it is in there."""
+    button = page.locator("#controls button", has_text=re.compile(f"^{label}$"))
+    if not button.is_visible():
+        page.locator("#controls summary", has_text="More actions").click()
+    button.click()
+
+
+def test_schedules_play_run_now_log_pause_stop(
+    owner_page: Page, server: Server, home: dict[str, Any]
+) -> None:
+    page = owner_page
+    receipt = create_schedule(server, "Nightly build")
+    page.goto(f"{server.base_url}/w/{home['id']}/schedules")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Schedules — home")
+    row = page.get_by_role("row", name=re.compile("Nightly build"))
+    expect(row).to_contain_text("Every day at 02:30 (America/New_York)")
+    expect(row).to_contain_text("Paused")
+    check_axe_both(page, "schedules")
+    screenshot(page, "schedules")
+
+    row.get_by_role("link", name="Nightly build").click()
+    expect(page).to_have_url(schedule_url(server, home, receipt))
+    expect(page.get_by_role("heading", level=1)).to_have_text("Nightly build")
+    check_axe_both(page, "schedule (paused)")
+    screenshot(page, "schedule-paused")
+
+    control(page, "Play")
+    result = page.locator("#control-result")
+    expect(result).to_contain_text("Play applied")
+    assert state_of(server, receipt) == "running"
+    result.get_by_role("link", name="Reload the schedule").click()
+    expect(page.locator(".badge").first).to_contain_text("Running")
+
+    control(page, "Run now")
+    expect(result).to_contain_text("Run now applied")
+    result.get_by_role("link", name="Reload the schedule").click()
+    passage = page.locator("#pending-h + p a").first
+    expect(passage).to_be_visible(timeout=15_000)
+    passage.click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("Passage")
+    log = page.locator("pre.log")
+    expect(log).to_contain_text("hello from the passage", timeout=20_000)
+    check_axe_both(page, "passage (running)")
+    screenshot(page, "passage-running")
+    # The log follows by itself until the passage ends.
+    expect(log).to_contain_text("done", timeout=20_000)
+
+    page.goto(schedule_url(server, home, receipt))
+    control(page, "Pause")
+    expect(result).to_contain_text("Pause applied")
+    assert state_of(server, receipt) == "paused"
+    result.get_by_role("link", name="Reload the schedule").click()
+    control(page, "Stop")
+    expect(result).to_contain_text("Stop applied")
+    result.get_by_role("link", name="Reload the schedule").click()
+    expect(page.locator(".badge").first).to_contain_text("Stopped")
+    expect(page.get_by_role("heading", name="History (1)")).to_be_visible()
+    check_axe_both(page, "schedule (stopped, with history)")
+    screenshot(page, "schedule-history")
+
+
+@pytest.fixture
+def proxied(browser: Browser, server: Server) -> Iterator[tuple[Page, LostReplyProxy]]:
+    """A page of its own that reaches the server through the lost-reply proxy."""
+    with LostReplyProxy(server.port) as proxy:
+        context = browser.new_context(viewport={"width": WIDTHS[0], "height": VIEWPORT_HEIGHT})
+        try:
+            page = context.new_page()
+            login(page, server, via=proxy.base_url)
+            yield page, proxy
+        finally:
+            context.close()
+
+
+def test_a_reply_lost_after_the_write_is_uncertain_until_check_status(
+    proxied: tuple[Page, LostReplyProxy], server: Server, home: dict[str, Any]
+) -> None:
+    page, proxy = proxied
+    receipt = create_schedule(server, "Lost reply")
+    page.goto(f"{proxy.base_url}/w/{home['id']}/schedules/{receipt['missionId']}")
+    request_id = page.locator("#controls form:has(button:text-is('Play')) [name=request_id]")
+    sent_id = request_id.input_value()
+    trap = proxy.arm("POST", "/control", server.kill)
+    control(page, "Play")
+    wait_for(trap.fired, "the lost reply")
+    uncertain = page.locator("#uncertain")
+    expect(uncertain).to_contain_text("Uncertain")
+    expect(uncertain).to_contain_text(sent_id)
+    expect(page.locator("#controls button").first).to_be_disabled()
+    # The write happened before the server died: the database says so.
+    assert state_of(server, receipt) == "running"
+
+    server.restart()
+    proxy.upstream_port = server.port
+    uncertain.get_by_role("link", name="Check status").click()
+    expect(page.locator("#control-status")).to_contain_text("Play applied")
+    expect(page.locator("#control-status")).to_contain_text(sent_id)
+    controls_sent = [t for m, t in proxy.requests if m == "POST" and "/control" in t]
+    assert len(controls_sent) == 1, f"the control was sent again: {proxy.requests}"
+    check_axe_both(page, "schedule (uncertain control)")
+    screenshot(page, "schedule-uncertain")
+
+
+def test_keyboard_only_reaches_and_presses_a_control_and_a_tip(
+    owner_page: Page, server: Server, home: dict[str, Any]
+) -> None:
+    page = owner_page
+    receipt = create_schedule(server, "Keyboard")
+    page.goto(schedule_url(server, home, receipt))
+    page.locator("body").press("Tab")
+    expect(page.locator(":focus")).to_have_text("Skip to content")
+    page.keyboard.press("Enter")
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.textContent.trim()") == "Play":
+            break
+    else:
+        pytest.fail("Tab never reached the Play control")
+    page.keyboard.press("Enter")
+    expect(page.locator("#control-result")).to_contain_text("Play applied")
+    tip = page.get_by_role("button", name="About Technical details")
+    tip.focus()
+    expect(page.locator("#tech-tip")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator("#tech-tip")).to_be_hidden()
+    page.get_by_text("Technical details", exact=True).focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("details.technical")).to_have_attribute("open", "")
+
+
+def test_a_tap_opens_an_i_tip(browser: Browser, server: Server, home: dict[str, Any]) -> None:
+    receipt = create_schedule(server, "Touch")
+    context = browser.new_context(
+        viewport={"width": WIDTHS[1], "height": VIEWPORT_HEIGHT}, has_touch=True, is_mobile=True
+    )
+    try:
+        page = context.new_page()
+        login(page, server)
+        page.goto(schedule_url(server, home, receipt))
+        tip = page.get_by_role("button", name="About Technical details")
+        tip.tap()
+        expect(page.locator("#tech-tip")).to_be_visible()
+        expect(tip).to_have_attribute("aria-expanded", "true")
+        page.get_by_role("heading", level=1).tap()
+        expect(page.locator("#tech-tip")).to_be_hidden()
+    finally:
+        context.close()
+
+
+def test_the_dark_theme_chosen_in_the_page_stays(
+    owner_page: Page, server: Server, home: dict[str, Any]
+) -> None:
+    page = owner_page
+    page.goto(f"{server.base_url}/w/{home['id']}/schedules")
+    page.get_by_label("Theme").select_option("dark")
+    page.get_by_role("button", name="Apply").click()
+    expect(page.locator("html")).to_have_attribute("data-theme", "dark")
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(21, 23, 27)", background
+    check_axe(page, "schedules (dark theme chosen)")
+    page.goto(f"{server.base_url}/")
+    expect(page.locator("html")).to_have_attribute("data-theme", "dark")
+    page.get_by_label("Theme").select_option("")
+    page.get_by_role("button", name="Apply").click()
+    expect(page.locator("html")).not_to_have_attribute("data-theme", "dark")
+
+
+def test_with_script_off_pages_read_and_controls_post(
+    browser: Browser, server: Server, home: dict[str, Any]
+) -> None:
+    receipt = create_schedule(server, "No script")
+    context = browser.new_context(
+        viewport={"width": WIDTHS[0], "height": VIEWPORT_HEIGHT}, java_script_enabled=False
+    )
+    try:
+        page = context.new_page()
+        login(page, server)
+        page.goto(schedule_url(server, home, receipt))
+        expect(page.locator("html")).to_have_class("no-js")
+        expect(page.get_by_role("heading", name="Upcoming (10)")).to_be_visible()
+        page.locator("#controls button", has_text="Play").click()
+        expect(page.locator("#control-status")).to_contain_text("Play applied")
+        assert "?request=" in page.url
+        assert state_of(server, receipt) == "running"
+        page.locator("#controls summary").click()
+        page.locator("#controls button", has_text="Stop").click()
+        expect(page.locator("#control-status")).to_contain_text("Stop applied")
+        check_axe(page, "schedule (script off)")
+        page.goto(f"{server.base_url}/")
+        expect(page.get_by_role("heading", level=1)).to_have_text("Now")
+        screenshot(page, "now")
+        check_axe_both(page, "now")
+    finally:
+        context.close()
