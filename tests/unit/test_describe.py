@@ -149,6 +149,10 @@ CRONS: list[tuple[Json, str]] = [
     (cron("0,30 * * * *"), "Every 30 minutes (UTC)"),
     # a step that does not divide the hour is not an even interval
     (cron("*/25 * * * *"), "At every 25th minute past every hour (UTC)"),
+    # two minutes that do not divide the hour are listed
+    (cron("0,45 * * * *"), "At minute 0 and 45 past every hour (UTC)"),
+    # a step of hours that divides the day, said by its times
+    (cron("0 */12 * * *"), "At 00:00 and 12:00 every day (UTC)"),
     # a step from a start
     (cron("5/10 * * * *"), "At every 10th minute from 5 through 55 past every hour (UTC)"),
     # a list of minutes with a range in it

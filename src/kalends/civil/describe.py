@@ -220,7 +220,9 @@ def _field(
     step = _progression(ordered)
     if step is not None and step > 1:
         first, last = ordered[0], ordered[-1]
-        if first == low and last + step > high:
+        # Two values read as a step only when it divides the field (0,30 but not 0,45).
+        whole = len(ordered) >= 3 or step * len(ordered) == high - low + 1
+        if first == low and last + step > high and whole:
             return f"every {_ordinal(step)} {unit}"
         if len(ordered) >= 3:
             return f"every {_ordinal(step)} {unit} from {name(first)} through {name(last)}"
