@@ -167,12 +167,17 @@ class TestARunningPassage:
         fragment = re.search(r'<div id="passage-log"[^>]*>', page.text)
         assert fragment is not None
         assert fragment.group(0) == (
-            f'<div id="passage-log" class="log-follow" hx-get="{admitted.url(pages)}/log?poll=1" '
+            '<div id="passage-log" class="log-follow" '
+            f'hx-get="{admitted.url(pages, admitted.session_id)}/log?poll=1" '
             f'{TRIGGER} hx-swap="outerHTML">'
         )
         assert f'<a href="{admitted.url(pages)}">Refresh</a>' in page.text
         assert 'aria-live="polite"' in page.text
         assert "Running — the log below follows its output." in page.text
+        reserved = pages.world.services.schedules.detail(
+            pages.world.actors["carol"].id, admitted.schedule
+        )["pending"]["reservedAt"]
+        assert f'not yet (reserved <time datetime="{reserved}">' in page.text
 
     def test_the_checklist_progress_is_read_while_it_runs(
         self, pages: Pages, admitted: Ran
@@ -187,7 +192,7 @@ class TestARunningPassage:
         self, pages: Pages, admitted: Ran
     ) -> None:
         client = pages.sign_in("bob")
-        base = admitted.url(pages) + "/log"
+        base = admitted.url(pages, admitted.session_id) + "/log"
         polled = client.get(f"{base}?poll=7", headers=HTMX)
         assert polled.status_code == 200
         assert f'hx-get="{base}?poll=8"' in polled.text and TRIGGER in polled.text
@@ -197,7 +202,10 @@ class TestARunningPassage:
         done = client.get(f"{base}?poll={MAX_POLLS}", headers=HTMX)
         assert done.status_code == 200
         assert "hx-get" not in done.text and TRIGGER not in done.text
-        assert f'<a href="{admitted.url(pages)}">Reload to keep following</a>' in done.text
+        assert (
+            f'<a href="{admitted.url(pages, admitted.session_id)}">Reload to keep following</a>'
+            in done.text
+        )
 
 
 class TestScope:

@@ -165,7 +165,11 @@ def _log_view(
         "live": live,
         "follow": live and not bound,
         "bound": bound,
-        "next_url": log_url(workspace, schedule, ident, poll + 1),
+        # By session ID: the runtime finds its directory by name, without reading every
+        # passage's start record at each poll.
+        "next_url": log_url(
+            workspace, schedule, found.session_id if found is not None else ident, poll + 1
+        ),
         "page_url": f"/w/{workspace}/schedules/{schedule}/passages/{ident}",
         "status": status_text(found.to_json()) if found is not None else None,
         "problem": None,
