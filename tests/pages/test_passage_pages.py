@@ -254,7 +254,10 @@ def test_a_server_without_a_runtime_shows_the_documents_record(pages: Pages, adm
     assert signed.status_code == 303
     reply = client.get(admitted.url(pages))
     assert reply.status_code == 200, reply.text
-    assert "This server runs no passages: the log lives on the machine that ran it." in reply.text
+    said = "This server runs no passages: the log lives on the machine that ran it."
+    assert reply.text.count(said) == 1
+    assert "Pending: this page does not follow it." in reply.text
+    assert f'<a href="{admitted.url(pages)}">Refresh</a>' in reply.text
     assert '<span aria-hidden="true">…</span> Starting' in reply.text
     assert TRIGGER not in reply.text
     assert '<pre class="log"' not in reply.text

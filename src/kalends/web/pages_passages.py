@@ -48,6 +48,12 @@ _PASSAGE_ID = re.compile(PASSAGE_ID_PATTERN)
 # Runtime statuses of a passage whose output may still grow.
 _LIVE = ("admitted", "running")
 
+# Why a page shows no log, by what :func:`_runtime_passage` said.
+_PROBLEMS = {
+    "no-runtime": "This server runs no passages: the log lives on the machine that ran it.",
+    "runtime-down": "The runtime directory cannot be read now: reload to try again.",
+}
+
 _PENDING_BADGES = {
     "starting": Badge("Starting", "…", "ok"),
     "running": Badge("Running", "▶", "ok"),
@@ -235,7 +241,6 @@ def _page_values(who: Viewer, ws: Workspace, schedule: UUID, ident: str) -> dict
         "exit_text": status_text(out) if found is not None else None,
         "interrupted": out.get("interrupted"),
         "checklist": _checklist(who, record),
-        "problem": _PROBLEMS[problem] if problem is not None else None,
         "log_view": {**view, "problem": _PROBLEMS[problem] if problem is not None else None},
         "oob": False,
         "nav_workspaces": who.context.services.workspaces.list(who.actor),
@@ -282,9 +287,3 @@ def passage_log(
     if problem is not None:
         view["problem"] = _PROBLEMS[problem]
     return render(request, "parts/passage_log.html", {"log_view": view, "oob": True}, who=who)
-
-
-_PROBLEMS = {
-    "no-runtime": "This server runs no passages: the log lives on the machine that ran it.",
-    "runtime-down": "The runtime directory cannot be read now: reload to try again.",
-}
