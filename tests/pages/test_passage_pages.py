@@ -89,7 +89,7 @@ def admitted(pages: Pages, runtime: ProcessRuntime) -> Ran:
 def finished(pages: Pages, runtime: ProcessRuntime) -> Ran:
     """A passage that reported, printed a line of markup, exited 0 and was settled into
     its schedule's history by a scheduler round."""
-    schedule, pending = _reserve(pages, "Settled")
+    schedule, pending = _reserve(pages, "Settled", template=THREE_LEVELS)
     start = _start(pending, schedule, pages)
     runtime.admit(start)
     runtime.report(runtime.token(start.passage_id, start.session_id), "completed", SUMMARY)
@@ -136,6 +136,8 @@ class TestAFinishedPassage:
         assert "copied 3 files &amp; checked them" in page
         assert "exited 0" in page
         assert re.search(r"<dt>Duration</dt><dd>(under 1 s|\d+ s)</dd>", page)
+        assert result["checklist"]["open"] == 5
+        assert '0 of 5 item(s) done <span class="muted">(at settlement)</span>' in page
         assert f"<code>{finished.session_id}</code>" in page
         assert '<pre class="log"' in page and "copying" in page
         # Finished: nothing polls, nothing to refresh.
