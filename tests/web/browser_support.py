@@ -122,8 +122,12 @@ def shifted_clock(seconds: float) -> Iterator[None]:
 
 
 def _pump(stream: Any, out: queue.Queue[str | None]) -> None:
-    for line in stream:
-        out.put(line.rstrip("\n"))
+    """Passes on the server's stdout line by line; closes it at the end (here: closing it
+    from another thread would wait for this read, and the passages a killed server leaves
+    running keep the pipe open)."""
+    with stream:
+        for line in stream:
+            out.put(line.rstrip("\n"))
     out.put(None)
 
 
@@ -302,7 +306,7 @@ class Server:
                 self.process.wait(STOP_WITHIN)
             except subprocess.TimeoutExpired:
                 self.kill()
-        return self._reap()
+        return self.process.returncode
 
     def kill(self) -> int:
         """SIGKILL by PID at once (a crash: nothing is answered or cleaned up)."""
@@ -311,12 +315,6 @@ class Server:
         if self.process.poll() is None:
             os.kill(self.process.pid, signal.SIGKILL)
             self.process.wait()
-        return self._reap()
-
-    def _reap(self) -> int:
-        assert self.process is not None
-        if self.process.stdout is not None:
-            self.process.stdout.close()
         return self.process.returncode
 
     def restart(self) -> Server:
