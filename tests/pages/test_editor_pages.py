@@ -322,7 +322,7 @@ def test_a_pending_passage_locks_the_structure_and_an_uncertain_one_everything(
     )
     client, page = open_edit(pages, mission)
     assert "Partly locked:" in page and "a passage is pending" in page
-    structure = re.search(r'<fieldset disabled class="structure">', page)
+    structure = re.search(r'<fieldset disabled class="plain structure">', page)
     assert structure is not None
     reply = post_edit(client, pages, mission, page, objective="New objective.")
     assert reply.status_code == 303, reply.text
@@ -351,3 +351,30 @@ def hidden_value(html: str, name: str) -> str:
         found.group(1).replace("&#34;", '"').replace("&#39;", "'").replace("&lt;", "<")
         .replace("&gt;", ">").replace("&amp;", "&")
     )  # fmt: skip
+
+
+def test_blank_required_fields_are_said_with_the_timing_mistake(pages: Pages) -> None:
+    client, page = open_new(pages)
+    with nothing_written(pages.world.store):
+        reply = post_new(
+            client, pages, page, title=" ", command="", frequency="every", every_amount="5"
+        )
+    assert reply.status_code == 422
+    fields = re.findall(r'<p class="error" id="err-([a-z_]+)">', reply.text)
+    assert fields == ["title", "every_amount", "command"]  # in the form's order
+    title = re.search(r'<input id="f-title"[^>]*>', reply.text)
+    assert title is not None and "autofocus" in title.group(0)
+
+
+def test_a_stopped_schedule_is_shown_read_only(pages: Pages) -> None:
+    mission = pages.schedule("alice", "Nightly")
+    alice = pages.world.actors["alice"].id
+    pages.world.services.schedules.stop(
+        alice, mission, request_id="stop-for-lock", expected_revision=1
+    )
+    _, page = open_edit(pages, mission)
+    assert "Read-only:" in page and "it cannot be edited now" in page
+    assert re.search(
+        r'<button type="submit" name="op" value="save" class="primary" disabled>', page
+    )
+    assert page.count("<fieldset disabled") >= 2

@@ -391,7 +391,10 @@ async def create_schedule(request: Request, workspace: UUID) -> Response:
         _calendar_op(op, fields)
         return _page(request, who, _workspace(who, workspace), fields, request_id=request_id)
     config, errors = to_config(fields)
-    if not errors:
+    errors += _missing(config)
+    if errors:
+        errors += _timing_errors(who, ws, config, fields, errors)
+    else:
         try:
             receipt = _schedules(who).create(who.actor, ws.id, config, request_id=request_id)
         except Forbidden as exc:
@@ -407,6 +410,36 @@ async def create_schedule(request: Request, workspace: UUID) -> Response:
             )
         return RedirectResponse(f"/w/{ws.id}/schedules/{receipt.mission_id}", status_code=303)
     return _page(request, who, ws, fields, request_id=request_id, errors=errors, status=422)
+
+
+def _missing(config: Mapping[str, Any]) -> list[FieldError]:
+    """A new schedule's required fields left blank (said together with the other mistakes,
+    where the service would stop at the first)."""
+    missing = []
+    if not str(config.get("title", "")).strip():
+        missing.append(FieldError("title", "Title: give the schedule a title"))
+    if not (config.get("profile") or {}).get("command"):
+        missing.append(FieldError("command", "Command: give the program to run"))
+    return missing
+
+
+def _timing_errors(
+    who: Viewer,
+    ws: Workspace,
+    config: dict[str, Any],
+    fields: Mapping[str, Any],
+    known: list[FieldError],
+) -> list[FieldError]:
+    """The service's error on the rest of a draft that already has mistakes (its title or
+    command stood in for), unless one of ``known`` is on the same field."""
+    if any(e.field not in ("title", "command") for e in known):
+        return []
+    try:
+        _schedules(who).preview_draft(who.actor, ws.id, _for_preview(config, edit=False), 1)
+    except InvalidInput as exc:
+        found = _errors_of(exc, fields)
+        return [e for e in found if e.field not in {k.field for k in known}]
+    return []
 
 
 # --- edit --------------------------------------------------------------------------------------
