@@ -38,7 +38,7 @@ OWNER = "olivia"
 START_WITHIN = 30.0
 # How long a stop may take after SIGTERM or SIGINT.
 STOP_WITHIN = 10.0
-SERVING = re.compile(r"kalends serving on http://127\.0\.0\.1:(\d+)")
+SERVING = re.compile(r"kalends serving on http://127\.0\.0\.1:(\d+)(?: \(.*\))?")
 LINK = re.compile(r"open this link once to log in as (\S+): (\S+/api/auth/link\?token=(\S+))")
 
 
