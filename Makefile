@@ -71,6 +71,7 @@ bench: $(BENCH_STAMP) $(BENCH_SYSTEM_STAMP)
 	$(BIN)/python bench/missions.py
 	$(BIN)/python bench/scheduler.py
 	$(BIN)/python bench/api.py
+	$(BIN)/python bench/web.py
 	$(BIN)/python bench/idle.py
 
 clean:
