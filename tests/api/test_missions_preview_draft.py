@@ -4,6 +4,7 @@ write nothing either. On both backends."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -11,6 +12,7 @@ import httpx2
 import pytest
 
 from api.conftest import ApiWorld
+from kalends.cli.http_missions import HttpSchedules
 from kalends.storage.testing import nothing_written
 from missions.conftest import daily_config
 
@@ -153,3 +155,59 @@ def test_an_edit_of_an_unknown_schedule_is_not_found(api: ApiWorld) -> None:
     unknown = preview(api, {"config": {"colour": "red"}, "missionID": mission})
     assert unknown.status_code == 422
     assert unknown.json()["details"]["field"] == "config.colour"
+
+
+class ApiWire:
+    """The HTTP client's requests, sent to the application in-process as ``who``."""
+
+    def __init__(self, api: ApiWorld, who: str) -> None:
+        self.api, self.who = api, who
+
+    def _answer(self, reply: httpx2.Response) -> Any:
+        assert reply.status_code < 300, reply.text
+        return reply.json()
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self._answer(
+            self.api.client.get(path, params=params, headers=self.api.headers(self.who))
+        )
+
+    def post(self, path: str, body: Any = None) -> Any:
+        return self._answer(
+            self.api.client.post(path, json=body, headers=self.api.headers(self.who))
+        )
+
+    def put(self, path: str, body: Any = None) -> Any:
+        raise NotImplementedError(path)
+
+    def patch(self, path: str, body: Any = None) -> Any:
+        raise NotImplementedError(path)
+
+    def delete(self, path: str, **params: Any) -> Any:
+        raise NotImplementedError(path)
+
+    def upload(self, path: str, *, files: Mapping[str, Any], data: Mapping[str, Any]) -> Any:
+        raise NotImplementedError(path)
+
+    def list_id(self, ref: str) -> str:
+        return ref
+
+    def workspace_id(self, ref: str) -> str:
+        return ref
+
+    def member_id(self, ref: str) -> str:
+        return ref
+
+
+def test_the_http_client_previews_as_the_service_does(api: ApiWorld) -> None:
+    mission = created(api)
+    remote = HttpSchedules(ApiWire(api, "bob"))
+    local = api.services.schedules
+    bob = api.actors["bob"].id
+    change = {"policy": {"kind": "times", "times": ["07:00", "19:00"], "zone": "UTC"}}
+    assert remote.preview_draft("ignored", api.home.id, daily_config(), 3) == (
+        local.preview_draft(bob, api.home.id, daily_config(), 3)
+    )
+    over_http = remote.preview_draft("ignored", api.home.id, change, 2, schedule=mission)
+    assert over_http == local.preview_draft(bob, api.home.id, change, 2, schedule=mission)
+    assert [s["local"][11:16] for s in over_http["slots"]] == ["07:00", "19:00"]
