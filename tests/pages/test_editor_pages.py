@@ -378,3 +378,26 @@ def test_a_stopped_schedule_is_shown_read_only(pages: Pages) -> None:
         r'<button type="submit" name="op" value="save" class="primary" disabled>', page
     )
     assert page.count("<fieldset disabled") >= 2
+
+
+def test_an_edit_previews_whether_saving_launches_a_catch_up(pages: Pages) -> None:
+    pages.world.clock.set(datetime(2026, 6, 1, 12, 0, tzinfo=UTC))  # 08:00 in New York
+    mission = pages.schedule("alice", "Nightly")
+    alice = pages.world.actors["alice"].id
+    pages.world.services.schedules.play(
+        alice, mission, request_id="play-catch", expected_revision=1
+    )
+    pages.world.clock.set(datetime(2026, 6, 1, 12, 30, tzinfo=UTC))
+    client, page = open_edit(pages, mission)
+    assert "Saving launches no catch-up passage." in page
+    body = {**hidden(page), **base_fields(title="Nightly", command="true")}
+    fragment = client.post(
+        f"/w/{pages.world.home.id}/schedules/preview",
+        data={**body, "frequency": "daily", "daily_time": "08:15", "seq": "2"},
+    )
+    assert fragment.status_code == 200, fragment.text
+    assert "Saving launches a catch-up passage at once" in fragment.text
+    assert '<time datetime="2026-06-01T12:15:00Z">2026-06-01 08:15 Mon America/New_York' in (
+        fragment.text
+    )
+    assert "Before the change" in fragment.text and 'data-seq="2"' in fragment.text

@@ -28,7 +28,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
 from kalends.api.errors import status_of
-from kalends.civil import parse_rule, rule_to_json
+from kalends.civil import get_zone, parse_rule, rule_to_json
 from kalends.cli.mission_client import SchedulesClient
 from kalends.errors import (
     ControlConflict,
@@ -167,6 +167,15 @@ def _for_preview(config: dict[str, Any], *, edit: bool) -> dict[str, Any]:
     return draft
 
 
+def _shown_zone(zone: object) -> str:
+    """The zone the preview shows times in: the form's, when it names one."""
+    try:
+        get_zone(zone)
+    except InvalidInput:
+        return DEFAULT_ZONE
+    return str(zone)
+
+
 def _preview(
     who: Viewer,
     ws: Workspace,
@@ -178,7 +187,7 @@ def _preview(
     """What the preview region shows for the form's draft (an edit's, with ``detail``)."""
     shown: dict[str, Any] = {
         "seq": seq,
-        "zone": fields.get("zone") or DEFAULT_ZONE,
+        "zone": _shown_zone(fields.get("zone")),
         "edit": detail is not None,
         "error": None,
     }
