@@ -70,11 +70,26 @@ LINK = re.compile(r"open this link once to log in as (\S+): (\S+/api/auth/link\?
 
 LAUNCHER = textwrap.dedent(
     """\
+    import os
     import sys
+    import threading
+    import time
     from datetime import timedelta
     from pathlib import Path
 
     from kalends import clock
+
+
+    def orphaned(parent):
+        # Ends this process once the test process that started it has ended.
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+
+    parent = int(os.environ.get("KALENDS_TEST_PARENT", "0"))
+    if parent:
+        threading.Thread(target=orphaned, args=(parent,), daemon=True).start()
 
     shift = Path(sys.argv[1])
     real = clock.SystemClock.now
@@ -92,7 +107,8 @@ LAUNCHER = textwrap.dedent(
     """
 )
 """``python launcher.py SHIFT_FILE ARGS...`` runs ``kalends ARGS...`` with the system
-clock moved by the seconds written in ``SHIFT_FILE`` (read at every look at the clock)."""
+clock moved by the seconds written in ``SHIFT_FILE`` (read at every look at the clock).
+Given ``KALENDS_TEST_PARENT`` (the test process's PID), it dies with that process."""
 
 
 def environment(**extra: str) -> dict[str, str]:
@@ -239,7 +255,11 @@ class Server:
                 stderr=err,
                 text=True,
                 cwd=self.directory,
-                env=environment(COLUMNS="200", KALENDS_PASSAGE_USER="root"),
+                env=environment(
+                    COLUMNS="200",
+                    KALENDS_PASSAGE_USER="root",
+                    KALENDS_TEST_PARENT=str(os.getpid()),
+                ),
             )
         threading.Thread(target=_pump, args=(self.process.stdout, self._out), daemon=True).start()
         self._wait_serving()

@@ -3,12 +3,38 @@ module, one chromium per test process (see browser_support.py)."""
 
 from __future__ import annotations
 
+import faulthandler
 from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
 
-from .browser_support import VIEWPORT_HEIGHT, WIDTHS, Server, launch_chromium, login
+from .browser_support import (
+    SCREENSHOTS,
+    VIEWPORT_HEIGHT,
+    WIDTHS,
+    Server,
+    launch_chromium,
+    login,
+)
+
+HANG_AFTER = 180.0
+"""Seconds after which a test is taken for hung (a browser call that never returns)."""
+
+
+@pytest.fixture(autouse=True)
+def hang_guard() -> Iterator[None]:
+    """Ends the test process when a test runs longer than :data:`HANG_AFTER`, after
+    writing every thread's stack to ``test-output/web/hangs.log``: the run fails with the
+    test named (pytest-xdist reports the crashed worker) instead of waiting for ever. The
+    servers the process started die with it."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with (SCREENSHOTS / "hangs.log").open("a") as log:
+        faulthandler.dump_traceback_later(HANG_AFTER, exit=True, file=log)
+        try:
+            yield
+        finally:
+            faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.fixture(scope="session")
