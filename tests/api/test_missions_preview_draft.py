@@ -211,3 +211,15 @@ def test_the_http_client_previews_as_the_service_does(api: ApiWorld) -> None:
     over_http = remote.preview_draft("ignored", api.home.id, change, 2, schedule=mission)
     assert over_http == local.preview_draft(bob, api.home.id, change, 2, schedule=mission)
     assert [s["local"][11:16] for s in over_http["slots"]] == ["07:00", "19:00"]
+
+
+def test_an_edit_of_another_workspaces_schedule_is_not_found_under_this_one(
+    api: ApiWorld,
+) -> None:
+    theirs = api.services.schedules.create(
+        api.actors["dave"].id, api.away.id, daily_config(), request_id="draft-away"
+    )
+    with nothing_written(api.store):
+        reply = preview(api, {"config": {"notes": "x"}, "missionID": str(theirs.mission_id)})
+    assert reply.status_code == 404, reply.text
+    assert reply.json()["details"]["field"] == "missionID"
