@@ -280,3 +280,24 @@ def test_the_now_page_remembers_the_previous_visit(pages: Pages) -> None:
     client.cookies.delete("kalends_seen")
     client.cookies.set("kalends_seen", "not-a-time")
     assert '<time datetime="2026-03-05T13:00:00Z">' in client.get("/").text
+
+
+def test_a_conditioned_schedule_shows_its_baseline_and_why_not_now(pages: Pages) -> None:
+    _at(pages, "2026-03-06T12:00:00")
+    (pages.world.root / "home" / "notes.txt").write_text("first\n")
+    sid = pages.schedule("alice", "On notes", condition={"kind": "files", "paths": ["notes.txt"]})
+    alice = pages.world.actors["alice"].id
+    pages.world.services.schedules.control(
+        alice, sid, "play", request_id="req-play-cond-1", expected_revision=1
+    )
+    doc = pages.world.services.schedules.detail(alice, sid)
+    assert doc["source"]["baseline"] is not None
+    client = pages.sign_in("alice")
+    page = client.get(f"/w/{pages.world.home.id}/schedules/{sid}")
+    assert page.status_code == 200, page.text[:500]
+    html = page.text
+    assert "launches only when files change: notes.txt" in html
+    assert "baseline <code>" in html
+    assert "<strong>Condition</strong>" in html
+    listing = client.get(f"/w/{pages.world.home.id}/schedules").text
+    assert "when files change: notes.txt" in listing

@@ -70,9 +70,7 @@ def schedule_url(server: Server, home: dict[str, Any], receipt: dict[str, Any]) 
 
 
 def state_of(server: Server, receipt: dict[str, Any]) -> str:
-    shown = server.cli_here(
-        "schedule", "show", receipt["missionId"], "--json", actor=server.owner
-    )
+    shown = server.cli_here("schedule", "show", receipt["missionId"], "--json", actor=server.owner)
     assert shown.exit_code == 0, shown.stdout
     state: str = json.loads(shown.stdout)["state"]
     return state
@@ -204,7 +202,7 @@ def test_keyboard_only_reaches_and_presses_a_control_and_a_tip(
     expect(page.locator("#tech-tip")).to_be_visible()
     page.keyboard.press("Escape")
     expect(page.locator("#tech-tip")).to_be_hidden()
-    page.get_by_text("Technical details", exact=True).focus()
+    page.locator("details.technical > summary").focus()
     page.keyboard.press("Enter")
     expect(page.locator("details.technical")).to_have_attribute("open", "")
 
@@ -236,7 +234,7 @@ def test_the_dark_theme_chosen_in_the_page_stays(
     page.get_by_label("Theme").select_option("dark")
     page.get_by_role("button", name="Apply").click()
     expect(page.locator("html")).to_have_attribute("data-theme", "dark")
-    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    background = page.evaluate("getComputedStyle(document.documentElement).backgroundColor")
     assert background == "rgb(21, 23, 27)", background
     check_axe(page, "schedules (dark theme chosen)")
     page.goto(f"{server.base_url}/")

@@ -32,6 +32,7 @@ from kalends.missions.controls import Action
 from kalends.missions.limits import MAX_PAGE
 from kalends.web.render import WebRoute, instant, render
 from kalends.web.schedule_display import (
+    ACTION_LABELS,
     badge,
     condition_text,
     display_zone,
@@ -52,15 +53,6 @@ UPCOMING_SLOTS = 10
 # The controls a schedule page offers, in the order of its menu; the primary one first.
 MENU_ACTIONS = (Action.RUN_NOW, Action.CHECK, Action.STOP, Action.DELETE)
 PRIMARY_ACTIONS = (Action.PLAY, Action.RESUME, Action.PAUSE)
-ACTION_LABELS = {
-    Action.PLAY: "Play",
-    Action.RESUME: "Resume",
-    Action.PAUSE: "Pause",
-    Action.STOP: "Stop",
-    Action.RUN_NOW: "Run now",
-    Action.CHECK: "Check",
-    Action.DELETE: "Delete",
-}
 # A request ID: "web-" and 24 URL-safe characters (the services take 8-64).
 REQUEST_ID_BYTES = 18
 
@@ -94,7 +86,8 @@ def _controls(doc: dict[str, Any], workspace: Workspace) -> dict[str, Any]:
     allowed = set(doc.get("availableActions") or ())
 
     def control(action: Action) -> dict[str, str]:
-        return {"action": action.value, "label": ACTION_LABELS[action], "id": mint_request_id()}
+        label = ACTION_LABELS[action.value]
+        return {"action": action.value, "label": label, "id": mint_request_id()}
 
     primary = [control(a) for a in PRIMARY_ACTIONS if a.value in allowed]
     menu = [control(a) for a in MENU_ACTIONS if a.value in allowed]
@@ -311,7 +304,7 @@ def control(
     except RevisionConflict as exc:
         values = _detail_values(who, ws, schedule, None)
         values["conflict"] = {
-            "action": ACTION_LABELS.get(chosen, chosen.value),
+            "action": ACTION_LABELS.get(chosen.value, chosen.value),
             "request_id": request_id,
             "revision": revision,
             "message": exc.message,

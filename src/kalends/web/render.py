@@ -27,6 +27,7 @@ from kalends.api.errors import status_of
 from kalends.civil import get_zone
 from kalends.civil.zones import to_naive_datetime
 from kalends.errors import KalendsError, UnknownZone
+from kalends.web.schedule_display import ACTION_LABELS
 from kalends.web.session import CSRF_FIELD, SignInRequired, Viewer, sign_in_url
 
 __all__ = [
@@ -129,6 +130,7 @@ def environment() -> Environment:
     env.globals["HTMX_FILE"] = HTMX_FILE
     env.globals["VERSION"] = __version__
     env.globals["CSRF_FIELD"] = CSRF_FIELD
+    env.globals["ACTION_LABELS"] = ACTION_LABELS
     return env
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from kalends.cli.schedule_views import condition_text, display_zone, end_text
 
 __all__ = [
+    "ACTION_LABELS",
     "Badge",
     "Gate",
     "badge",
@@ -25,6 +26,19 @@ __all__ = [
     "sentence",
     "why_not_now",
 ]
+
+
+# How a control is named on a page, by its action.
+ACTION_LABELS: dict[str, str] = {
+    "play": "Play",
+    "resume": "Resume",
+    "pause": "Pause",
+    "stop": "Stop",
+    "run-now": "Run now",
+    "check": "Check",
+    "configure": "Edit",
+    "delete": "Delete",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,17 +150,20 @@ def why_not_now(doc: Mapping[str, Any], now: datetime) -> list[Gate]:
     if condition:
         source = doc.get("source") or {}
         last = source.get("lastSlot") or {}
-        decision = str(last.get("decision") or "")
-        blocked = bool(doc.get("blockReason")) and str(doc.get("blockReason")).startswith("source")
+        outcome = str(last.get("outcome") or "")
+        said = condition_text(condition)
+        blocked = str(doc.get("blockReason") or "").startswith("source")
         if blocked:
             detail = f"cannot be read: {doc.get('blockReason')}"
-        elif decision == "unchanged":
-            detail = f"unchanged since the baseline ({condition_text(condition)})"
-        elif decision:
-            detail = f"last slot: {decision} ({condition_text(condition)})"
+        elif outcome == "skipped":
+            why = f" ({last.get('reason')})" if last.get("reason") else ""
+            detail = f"unchanged at the last slot{why}: launches only when {said}"
+        elif outcome:
+            detail = f"last slot: {outcome} ({said})"
         else:
-            detail = f"read at the next slot ({condition_text(condition)})"
-        gates.append(Gate("Condition", blocked or decision == "unchanged", detail))
+            detail = f"read at the next slot: launches only when {said}"
+        unchanged = outcome == "skipped"
+        gates.append(Gate("Condition", blocked or unchanged, detail))
     pending = doc.get("pending")
     if pending:
         gates.append(

@@ -41,14 +41,25 @@
       setOpen(tip, pinned || tip.matches(":hover"));
     });
   }
+  // A menu of controls closes on Esc and on a click outside it, as menus do.
+  function closeMenus(except) {
+    document.querySelectorAll("details.menu[open]").forEach(function (m) {
+      if (m !== except) m.open = false;
+    });
+  }
   document.addEventListener("keydown", function (event) {
     if (event.key !== "Escape") return;
+    const menu = document.activeElement && document.activeElement.closest ?
+      document.activeElement.closest("details.menu[open]") : null;
+    closeMenus(null);
+    if (menu) menu.querySelector("summary").focus();
     document.querySelectorAll("[data-tip].open").forEach(function (t) {
       delete t.dataset.pinned;
       setOpen(t, false);
     });
   });
   document.addEventListener("click", function (event) {
+    closeMenus(event.target.closest ? event.target.closest("details.menu") : null);
     document.querySelectorAll("[data-tip].open").forEach(function (t) {
       if (!t.contains(event.target)) { delete t.dataset.pinned; setOpen(t, false); }
     });
@@ -73,12 +84,16 @@
       const button = form.querySelector("button[type=submit]");
       if (form.dataset.sent) return; // this request ID was sent: never again
       form.dataset.sent = "1";
+      const menu = form.closest("details.menu");
+      if (menu) menu.open = false;
       document.querySelectorAll("form[data-control] button").forEach(function (b) { b.disabled = true; });
       if (button) button.textContent = button.dataset.label + "…";
       const data = new FormData(form);
       const requestId = String(data.get("request_id"));
       const label = button ? button.dataset.label : "control";
-      fetch(form.action, {
+      // The form's address (form.action would be its field named "action").
+      const target = form.getAttribute("action");
+      fetch(target, {
         method: "POST",
         body: new URLSearchParams(data),
         headers: { "HX-Request": "true" },
@@ -87,7 +102,7 @@
       }).then(function (response) {
         return response.text().then(function (html) { show(html); });
       }).catch(function () {
-        const check = form.action.replace(/\/control$/, "/requests/" + encodeURIComponent(requestId)) +
+        const check = target.replace(/\/control$/, "/requests/" + encodeURIComponent(requestId)) +
           "?action=" + encodeURIComponent(String(data.get("action"))) +
           "&revision=" + encodeURIComponent(String(data.get("revision")));
         show('<div class="uncertain" role="alert" id="uncertain"><p><strong>Uncertain:</strong> the reply to ' +
