@@ -500,8 +500,10 @@ def run_cell(
 
 # --- the routes the application serves ------------------------------------------------------------
 
-# Served by FastAPI itself, or the bare landing page (no API).
-NOT_API = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/"})
+# Served by FastAPI itself, or the bare index of where things are (no API).
+NOT_API = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/api"})
+# The web pages' routes: their own table is tests/pages/test_page_access.py.
+PAGES_MODULE = "kalends.web"
 
 
 def served_routes(app: FastAPI) -> list[tuple[str, str]]:
@@ -510,7 +512,10 @@ def served_routes(app: FastAPI) -> list[tuple[str, str]]:
     served: list[tuple[str, str]] = []
     for context in iter_route_contexts(app.routes):
         path = context.path
-        if not isinstance(context.original_route, APIRoute) or path is None or path in NOT_API:
+        route = context.original_route
+        if not isinstance(route, APIRoute) or path is None or path in NOT_API:
+            continue
+        if route.endpoint.__module__.startswith(PAGES_MODULE):
             continue
         served.extend((method, path) for method in sorted(context.methods or ()))
     return served

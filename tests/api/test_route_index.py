@@ -65,19 +65,27 @@ def test_every_route_is_found_as_the_router_finds_it(
     routes = list(app.router.routes)
     recorder = Recorder()
     index = index_of(app, recorder, monkeypatch)
-    tried = 0
+    tried = fallen = 0
     for route in routes:
         if not isinstance(route, Route):
             continue
+        # A route whose first two segments are not both text (the pages' /w/{workspace}/…,
+        # /static/{name}) is filed under no shape: its requests go to the router.
+        filed = not re.match(r"^/(\{[^}]*\}|[^/]*/\{)", route.path_format)
         for method in sorted(route.methods or {"GET"}):
             scope = scope_of(concrete(route), method)
             expected = routers_choice(routes, scope)
             assert expected is not None, (route.path_format, method)
             recorder.handled.clear()
+            before = recorder.fallen_back
             asyncio.run(index(scope, None, None))  # type: ignore[arg-type]
-            assert recorder.handled == [expected], (route.path_format, method)
-            tried += 1
-    assert tried >= 60 and recorder.fallen_back == 0
+            if filed:
+                assert recorder.handled == [expected], (route.path_format, method)
+                tried += 1
+            else:
+                assert (recorder.handled, recorder.fallen_back) == ([], before + 1)
+                fallen += 1
+    assert tried >= 60 and recorder.fallen_back == fallen
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-import kalends.api  # noqa: F401  (first: the kalends.web package imports the application)
 from kalends.missions.config import config_from_json, config_to_json
 from kalends.web.editor_form import blank, form_field, from_config, from_form, to_config
 

@@ -31,7 +31,6 @@ from kalends.api.security import (
     principal_or_passage,
 )
 from kalends.tasks.values import MAX_ATTACHMENT_BYTES
-from kalends.web import install_web
 
 __all__ = ["create_app"]
 
@@ -220,6 +219,10 @@ def create_app(ctx: ApiContext, *, access_log_enabled: bool = True) -> FastAPI:
                     "give its router route_class=DispatchedRoute"
                 )
             app.router.routes.append(route)
+    # The pages stand on this package (its context, errors and session cookies): imported
+    # here, so that either package may be imported first.
+    from kalends.web import install_web  # noqa: PLC0415
+
     install_web(app)
     document_security(app)
     install_docs(app)
