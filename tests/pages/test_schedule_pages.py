@@ -50,6 +50,9 @@ def test_a_schedule_page_shows_upcoming_slots_with_the_new_york_dst_note(pages: 
     assert "runs at 03:00" in html
     assert "Why not now?" in html
     assert "the schedule is paused" in html
+    # The paused banner says it; the block reason "paused" is not said twice.
+    assert "<strong>Paused.</strong>" in html
+    assert "<strong>Blocked:</strong>" not in html
     assert '<details class="technical">' in html
     assert "About Technical details" in html
 
