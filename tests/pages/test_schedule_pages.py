@@ -304,3 +304,24 @@ def test_a_conditioned_schedule_shows_its_baseline_and_why_not_now(pages: Pages)
     assert "<strong>Condition</strong>" in html
     listing = client.get(f"/w/{pages.world.home.id}/schedules").text
     assert "when files change: notes.txt" in listing
+
+
+def test_the_schedules_page_pages_by_eight(pages: Pages) -> None:
+    _at(pages, "2026-03-06T12:00:00")
+    made = [pages.schedule("alice", f"Job {n}") for n in range(9)]
+    client = pages.sign_in("carol")
+    home = pages.world.home.id
+    first = client.get(f"/w/{home}/schedules").text
+    shown = [sid for sid in made if f'href="/w/{home}/schedules/{sid}"' in first]
+    assert len(shown) == 8
+    last = sorted(made)[7]
+    assert f'href="/w/{home}/schedules?after={last}">Next page</a>' in first
+    second = client.get(f"/w/{home}/schedules?after={last}").text
+    rest = [sid for sid in made if f'href="/w/{home}/schedules/{sid}"' in second]
+    assert rest == [sorted(made)[8]]
+    assert "Next page" not in second
+    assert f'href="/w/{home}/schedules">First page</a>' in second
+    bad = client.get(f"/w/{home}/schedules?after=not-an-id")
+    assert bad.status_code == 422
+    assert "<h1>Not valid</h1>" in bad.text
+    assert "after: " in bad.text

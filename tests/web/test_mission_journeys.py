@@ -271,3 +271,24 @@ def test_with_script_off_pages_read_and_controls_post(
         check_axe_both(page, "now")
     finally:
         context.close()
+
+
+def test_the_sign_in_and_error_pages_pass_axe(browser: Browser, server: Server) -> None:
+    context = browser.new_context(viewport={"width": WIDTHS[0], "height": VIEWPORT_HEIGHT})
+    try:
+        page = context.new_page()
+        page.goto(f"{server.base_url}/w/00000000-0000-0000-0000-000000000000/schedules")
+        expect(page.get_by_role("heading", level=1)).to_have_text("Sign in to kalends")
+        check_axe_both(page, "sign-in")
+        page.get_by_label("Handle").fill(server.owner)
+        page.get_by_label("Password").fill("not the password")
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.get_by_role("alert")).to_be_visible()
+        check_axe_both(page, "sign-in (refused)")
+        screenshot(page, "sign-in-refused")
+        login(page, server)
+        page.goto(f"{server.base_url}/w/00000000-0000-0000-0000-000000000000/schedules")
+        expect(page.get_by_role("heading", level=1)).to_have_text("Not found")
+        check_axe_both(page, "not found")
+    finally:
+        context.close()

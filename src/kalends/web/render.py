@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
@@ -26,7 +27,7 @@ from kalends.api.context import ApiContext
 from kalends.api.errors import status_of
 from kalends.civil import get_zone
 from kalends.civil.zones import to_naive_datetime
-from kalends.errors import KalendsError, UnknownZone
+from kalends.errors import InvalidInput, KalendsError, UnknownZone
 from kalends.web.schedule_display import ACTION_LABELS
 from kalends.web.session import CSRF_FIELD, SignInRequired, Viewer, sign_in_url
 
@@ -203,6 +204,12 @@ class WebRoute(APIRoute):
                 return await handler(request)
             except KalendsError as exc:
                 return error_page(request, exc)
+            except RequestValidationError as exc:
+                said = "; ".join(
+                    f"{'.'.join(str(p) for p in e.get('loc', ())[1:])}: {e.get('msg', '')}"
+                    for e in exc.errors()
+                )
+                return error_page(request, InvalidInput(said or "the request is not valid"))
 
         return handle
 
