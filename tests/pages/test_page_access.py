@@ -149,7 +149,7 @@ def page_routes(app: FastAPI) -> set[tuple[str, str]]:
     found = set()
     for route in app.router.routes:
         if isinstance(route, APIRoute) and route.endpoint.__module__.startswith("kalends.web"):
-            found |= {(method, route.path) for method in route.methods}
+            found |= {(method, route.path) for method in route.methods or ()}
     return found
 
 
