@@ -213,6 +213,8 @@ def test_errors_are_kept_beside_their_fields(
     assert "autofocus" in control.group(0)  # the first error takes the focus
     message = re.search(rf'<p class="error" id="err-{field}">([^<]*)</p>', html)
     assert message is not None and said in message.group(1)
+    # Beside its field, a message does not name the service's path to it.
+    assert "policy." not in message.group(1) and ": " not in message.group(1)[:12]
     assert 'value="Kept &lt;title&gt;"' in html  # values kept
     assert hidden(html)["request_id"] == hidden(page)["request_id"]
 

@@ -18,6 +18,7 @@ button renders the whole editor with the preview filled.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -131,8 +132,15 @@ def _seq(control: Mapping[str, str]) -> int:
 # --- errors ------------------------------------------------------------------------------------
 
 
+# The service's path to the field its message begins with ("policy.expression: "): a
+# form shows the message beside the field itself, so the path is left out there.
+_SERVICE_PATH = re.compile(r"^[A-Za-z_][\w.\[\]]*: ")
+
+
 def _errors_of(exc: KalendsError, fields: Mapping[str, Any]) -> list[FieldError]:
-    return [FieldError(form_field(exc.details.get("field"), fields), exc.message)]
+    field = form_field(exc.details.get("field"), fields)
+    message = exc.message if field is None else _SERVICE_PATH.sub("", exc.message, count=1)
+    return [FieldError(field, message[:1].upper() + message[1:])]
 
 
 def _by_field(errors: list[FieldError]) -> dict[str, str]:
