@@ -52,7 +52,7 @@ class Badge:
 
 _BADGES: dict[str, Badge] = {
     "running": Badge("Running", "▶", "ok"),
-    "paused": Badge("Paused", "⏸", "warn"),
+    "paused": Badge("Paused", "‖", "warn"),
     "stopped": Badge("Stopped", "■", "idle"),
     "interrupted": Badge("Interrupted", "⚠", "bad"),
     "finished": Badge("Finished", "✓", "idle"),
