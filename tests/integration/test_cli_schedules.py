@@ -643,6 +643,7 @@ class TestReads:
         assert shifted["local"].endswith("T03:00:00")  # 02:30 does not exist that day
         text = world.ok("schedule", "preview", sid, "-n", "60").stdout
         assert "(not played yet: as if Play happened now)" in text
+        assert text.splitlines()[0] == "At 02:30 on Sunday (Europe/Berlin)"
         assert re.search(r"03:00:00 Sun\s+Europe/Berlin\s+\S+Z\s+\* shifted", text)
         assert "* shifted: the wall time does not exist that day" in text
         assert "* earlier-of-two: the wall time occurs twice that day" in text

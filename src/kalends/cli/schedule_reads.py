@@ -166,6 +166,8 @@ def preview_command(
         console.print(Text("no slot is left", style="dim"))
         return
     before = "" if doc.get("firstPlayAt") else " (not played yet: as if Play happened now)"
+    if doc.get("sentence"):
+        console.print(Text(str(doc["sentence"])), soft_wrap=True)
     table = Table(
         title=f"next {len(slots)} slot(s) of {doc['title']!r}{before}",
         title_justify="left",
