@@ -106,7 +106,7 @@ def test_static_files_are_served_and_nothing_else(pages: Pages) -> None:
     css = client.get("/static/kalends.css")
     assert css.status_code == 200
     assert css.headers["content-type"].startswith("text/css")
-    assert "prefers-color-scheme: dark" in css.text
+    assert "color-scheme: light dark" in css.text and "light-dark(" in css.text
     assert client.get("/static/htmx-2.0.11.min.js").status_code == 200
     for name in ("../__init__.py", "nothing.css", ".hidden.js", "session.py"):
         assert client.get(f"/static/{name}").status_code == 404

@@ -536,6 +536,17 @@ def check_axe(page: Page, label: str) -> None:
     pytest.fail("\n".join(lines), pytrace=False)
 
 
+def check_axe_both(page: Page, label: str) -> None:
+    """:func:`check_axe` on the page as it is, in the light and in the dark color scheme
+    (only where script runs: axe is a script)."""
+    try:
+        for scheme in ("light", "dark"):
+            page.emulate_media(color_scheme=scheme)
+            check_axe(page, f"{label} ({scheme})")
+    finally:
+        page.emulate_media(color_scheme="light")
+
+
 # ------------------------------------------------------------------------- screenshots
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import faulthandler
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
@@ -86,3 +87,10 @@ def owner_page(page: Page, server: Server) -> Page:
     one-time link (once for the module)."""
     login(page, server)
     return page
+
+
+@pytest.fixture(scope="module")
+def home(server: Server) -> dict[str, Any]:
+    """A workspace ``home`` of the module's server, owned by its owner (what ``kalends
+    workspace add --json`` printed)."""
+    return server.add_workspace("home")

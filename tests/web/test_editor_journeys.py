@@ -18,25 +18,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from .browser_support import Server, check_axe, screenshot
+from .browser_support import Server, check_axe_both, screenshot
 
 COMMAND = "echo\nfrom the editor"
 """What the profile's command field gets: a program and its argument, one per line."""
-
-
-def check_axe_both(page: Page, label: str) -> None:
-    """axe-core on the page as it is, in the light and in the dark color scheme."""
-    try:
-        for scheme in ("light", "dark"):
-            page.emulate_media(color_scheme=scheme)
-            check_axe(page, f"{label} ({scheme})")
-    finally:
-        page.emulate_media(color_scheme="light")
-
-
-@pytest.fixture(scope="module")
-def home(server: Server) -> dict[str, Any]:
-    return server.add_workspace("home")
 
 
 def new_editor(page: Page, server: Server, home: dict[str, Any]) -> None:

@@ -24,6 +24,7 @@ from .browser_support import (
     LostReplyProxy,
     Server,
     check_axe,
+    check_axe_both,
     login,
     screenshot,
     wait_for,
@@ -31,16 +32,6 @@ from .browser_support import (
 
 # A passage that says something, then runs long enough to be watched while it runs.
 PASSAGE_COMMAND = "sh -c 'echo hello from the passage; sleep 3; echo done'"
-
-
-def check_axe_both(page: Page, label: str) -> None:
-    """axe-core on the page as it is, in the light and in the dark color scheme."""
-    try:
-        for scheme in ("light", "dark"):
-            page.emulate_media(color_scheme=scheme)
-            check_axe(page, f"{label} ({scheme})")
-    finally:
-        page.emulate_media(color_scheme="light")
 
 
 def create_schedule(server: Server, title: str, *extra: str) -> dict[str, Any]:
@@ -60,11 +51,6 @@ def create_schedule(server: Server, title: str, *extra: str) -> dict[str, Any]:
     assert done.exit_code == 0, (done.stdout, done.stderr)
     receipt: dict[str, Any] = json.loads(done.stdout)
     return receipt
-
-
-@pytest.fixture(scope="module")
-def home(server: Server) -> dict[str, Any]:
-    return server.add_workspace("home")
 
 
 def schedule_url(server: Server, home: dict[str, Any], receipt: dict[str, Any]) -> str:
