@@ -26,6 +26,7 @@ from uuid import UUID
 from zoneinfo import available_timezones
 
 from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, Response
 
 from kalends.api.errors import status_of
@@ -97,12 +98,16 @@ def _workspace(who: Viewer, workspace: UUID) -> Workspace:
     return ws
 
 
+# The form's fields that steer the request rather than describe the schedule.
+_CONTROL_FIELDS = (CSRF_FIELD, "request_id", "revision", "seq", "op", "schedule")
+
+
 async def _posted(request: Request) -> tuple[dict[str, Any], dict[str, str]]:
     """The editor's fields and its control fields (``csrf``, ``request_id``, ``revision``,
-    ``seq``, ``op``) from the posted form."""
+    ``seq``, ``op``, ``schedule``) from the posted form."""
     form = await request.form()
     pairs = [(k, v) for k, v in form.multi_items() if isinstance(v, str)]
-    control = {k: v for k, v in pairs if k in (CSRF_FIELD, "request_id", "revision", "seq", "op")}
+    control = {k: v for k, v in pairs if k in _CONTROL_FIELDS}
     return from_form(pairs), control
 
 
@@ -398,8 +403,15 @@ def new_schedule(request: Request, workspace: UUID) -> Response:
 async def create_schedule(request: Request, workspace: UUID) -> Response:
     """Create the schedule the form says (Save), or render the form again: Preview, Add or
     Remove a calendar, or the errors beside their fields (422)."""
-    who = viewer(request)
     fields, control = await _posted(request)
+    # The services block on the database: off the event loop, as a plain route runs.
+    return await run_in_threadpool(_create, request, workspace, fields, control)
+
+
+def _create(
+    request: Request, workspace: UUID, fields: dict[str, Any], control: dict[str, str]
+) -> Response:
+    who = viewer(request)
     check_csrf(request, who, control.get(CSRF_FIELD))
     ws = who.context.services.workspaces.get(who.actor, workspace)
     request_id = control.get("request_id") or mint_request_id()
@@ -501,8 +513,18 @@ def edit_schedule(request: Request, workspace: UUID, schedule: UUID) -> Response
 @router.post("/w/{workspace}/schedules/{schedule}/edit")
 async def save_schedule(request: Request, workspace: UUID, schedule: UUID) -> Response:
     """Save the edit at the revision the form showed (Save), or render the form again."""
-    who = viewer(request)
     posted, control = await _posted(request)
+    return await run_in_threadpool(_save, request, workspace, schedule, posted, control)
+
+
+def _save(
+    request: Request,
+    workspace: UUID,
+    schedule: UUID,
+    posted: dict[str, Any],
+    control: dict[str, str],
+) -> Response:
+    who = viewer(request)
     check_csrf(request, who, control.get(CSRF_FIELD))
     ws = who.context.services.workspaces.get(who.actor, workspace)
     schedules = _schedules(who)
@@ -578,12 +600,15 @@ async def save_schedule(request: Request, workspace: UUID, schedule: UUID) -> Re
 async def preview_fragment(request: Request, workspace: UUID) -> Response:
     """The preview region for the posted draft (an edit's when it names ``schedule``), with
     the draft's sequence number echoed."""
+    fields, control = await _posted(request)
+    return await run_in_threadpool(_preview_fragment, request, workspace, fields, control)
+
+
+def _preview_fragment(
+    request: Request, workspace: UUID, fields: dict[str, Any], control: dict[str, str]
+) -> Response:
     who = viewer(request)
-    form = await request.form()
-    pairs = [(k, v) for k, v in form.multi_items() if isinstance(v, str)]
-    check_csrf(request, who, dict(pairs).get(CSRF_FIELD))
-    fields = from_form(pairs)
-    control = dict(pairs)
+    check_csrf(request, who, control.get(CSRF_FIELD))
     ws = _workspace(who, workspace)
     detail = None
     schedule = control.get("schedule", "")

@@ -74,6 +74,16 @@ def _nav(who: Viewer) -> list[Workspace]:
     return _workspaces(who).list(who.actor)
 
 
+def _find(who: Viewer, workspace: UUID) -> tuple[Workspace, list[Workspace]]:
+    """The page's workspace and the viewer's workspaces (the navigation), in one read;
+    one the viewer is no member of is refused as the service refuses it (404)."""
+    spaces = _nav(who)
+    for ws in spaces:
+        if ws.id == workspace:
+            return ws, spaces
+    return _workspaces(who).get(who.actor, workspace), spaces
+
+
 def _can_write(workspace: Workspace) -> bool:
     return workspace.role.rank >= Role.EDITOR.rank
 
@@ -190,7 +200,7 @@ def schedules_page(
 ) -> Response:
     """A workspace's schedules, a page of eight as the API reads them."""
     who = viewer(request)
-    ws = _workspaces(who).get(who.actor, workspace)
+    ws, nav = _find(who, workspace)
     page = _schedules(who).page(who.actor, ws.id, after=after, limit=MAX_PAGE)
     members = _workspaces(who).members(who.actor, ws.id)
     rows = []
@@ -207,7 +217,7 @@ def schedules_page(
         "schedules.html",
         {
             "title": f"Schedules — {ws.name}",
-            "nav_workspaces": _nav(who),
+            "nav_workspaces": nav,
             "workspace": ws,
             "members": members,
             "rows": rows,
@@ -225,7 +235,7 @@ def schedules_page(
 
 
 def _detail_values(
-    who: Viewer, ws: Workspace, schedule: UUID, request_id: str | None
+    who: Viewer, ws: Workspace, nav: list[Workspace], schedule: UUID, request_id: str | None
 ) -> dict[str, Any]:
     schedules = _schedules(who)
     doc = schedules.detail(who.actor, schedule, workspace=ws.id)
@@ -238,7 +248,7 @@ def _detail_values(
         status = schedules.control_status(who.actor, schedule, request_id, workspace=ws.id)
     return {
         "title": str(doc.get("title") or "Schedule"),
-        "nav_workspaces": _nav(who),
+        "nav_workspaces": nav,
         "workspace": ws,
         "doc": doc,
         "zone": zone,
@@ -266,8 +276,9 @@ def schedule_page(
     """One schedule: state and controls, schedule card, Upcoming, History, Why not now?,
     Technical details; with ``?request=ID``, that control's exact status."""
     who = viewer(request)
-    ws = _workspaces(who).get(who.actor, workspace)
-    return render(request, "schedule.html", _detail_values(who, ws, schedule, request_id), who=who)
+    ws, nav = _find(who, workspace)
+    values = _detail_values(who, ws, nav, schedule, request_id)
+    return render(request, "schedule.html", values, who=who)
 
 
 @router.post("/w/{workspace}/schedules/{schedule}/control")
@@ -290,7 +301,7 @@ def control(
         raise InvalidInput(f"action: no control {action!r}", field="action") from None
     if chosen is Action.CONFIGURE:
         raise InvalidInput("action: edit the schedule in its editor", field="action")
-    ws = _workspaces(who).get(who.actor, workspace)
+    ws, nav = _find(who, workspace)
     fragment = request.headers.get("hx-request") == "true"
     try:
         _schedules(who).control(
@@ -302,7 +313,7 @@ def control(
             workspace=ws.id,
         )
     except RevisionConflict as exc:
-        values = _detail_values(who, ws, schedule, None)
+        values = _detail_values(who, ws, nav, schedule, None)
         values["conflict"] = {
             "action": ACTION_LABELS.get(chosen.value, chosen.value),
             "request_id": request_id,
@@ -317,7 +328,7 @@ def control(
         values = {"error": exc.message, "code": exc.code, "request_id": request_id}
         return render(request, "parts/control_result.html", values, who=who, status=400)
     if fragment:
-        values = _detail_values(who, ws, schedule, request_id)
+        values = _detail_values(who, ws, nav, schedule, request_id)
         return render(request, "parts/control_result.html", values, who=who)
     if chosen is Action.DELETE:
         return RedirectResponse(f"/w/{ws.id}/schedules", status_code=303)

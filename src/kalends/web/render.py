@@ -20,7 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from kalends import __version__
 from kalends.api.context import ApiContext
@@ -212,8 +212,3 @@ class WebRoute(APIRoute):
                 return error_page(request, InvalidInput(said or "the request is not valid"))
 
         return handle
-
-
-def escape_text(value: object) -> str:
-    """``value`` as HTML text (for the few strings built outside a template)."""
-    return str(escape(str(value)))

@@ -7,7 +7,7 @@ wording of bounds and conditions is the CLI's, so both edges say the same thing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -195,8 +195,3 @@ def _state_detail(doc: Mapping[str, Any], shown: str) -> str:
     if shown == "finished":
         return "running, with nothing left to launch"
     return "running"
-
-
-def history_rows(results: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The retained results, newest first (as the document keeps them)."""
-    return list(results)
