@@ -219,7 +219,7 @@ def _preview(
                 who.actor, ws.id, changes, PREVIEW_SLOTS, schedule=str(detail["id"])
             )
     except (InvalidInput, ControlConflict) as exc:
-        shown["error"] = exc.message
+        shown["error"] = _SERVICE_PATH.sub("", exc.message, count=1)
         return shown
     shown.update(
         sentence=answer["sentence"],
