@@ -11,14 +11,35 @@ from __future__ import annotations
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
-from kalends.web import pages_auth, pages_editor, pages_missions, pages_passages, static
+from kalends.web import (
+    pages_auth,
+    pages_editor,
+    pages_missions,
+    pages_passages,
+    pages_settings,
+    pages_task,
+    pages_tasks,
+    static,
+)
 
-__all__ = ["install_web"]
+# The page modules, in the order their routes are matched.
+MODULES = (
+    static,
+    pages_auth,
+    pages_editor,
+    pages_missions,
+    pages_passages,
+    pages_tasks,
+    pages_task,
+    pages_settings,
+)
+
+__all__ = ["MODULES", "install_web"]
 
 
 def install_web(app: FastAPI) -> None:
     """Adds the pages and their static files to the application's routes."""
-    for module in (static, pages_auth, pages_editor, pages_missions, pages_passages):
+    for module in MODULES:
         for route in module.router.routes:
             if isinstance(route, APIRoute):
                 route.include_in_schema = False

@@ -1,0 +1,11 @@
+"""The task pages: lists, a list's checklist tree and its controls."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from kalends.web.render import WebRoute
+
+__all__ = ["router"]
+
+router = APIRouter(route_class=WebRoute, include_in_schema=False)
