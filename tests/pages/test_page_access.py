@@ -155,7 +155,7 @@ COVERED = (
 )
 TABLES_ELSEWHERE = {
     "kalends.web.pages_tasks": "test_task_page_access.py",
-    "kalends.web.pages_task": "test_task_page_access.py",
+    "kalends.web.pages_task": "test_task_detail_access.py",
     "kalends.web.pages_settings": "test_settings_page_access.py",
 }
 
