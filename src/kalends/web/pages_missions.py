@@ -30,6 +30,7 @@ from kalends.identity import Role
 from kalends.missions import Workspace
 from kalends.missions.controls import Action
 from kalends.missions.limits import MAX_PAGE
+from kalends.web.pages_tasks import due_today
 from kalends.web.render import WebRoute, instant, render
 from kalends.web.schedule_display import (
     ACTION_LABELS,
@@ -125,8 +126,9 @@ def _seen(request: Request, now: datetime) -> tuple[datetime, bool]:
 
 @router.get("/")
 def now_page(request: Request) -> Response:
-    """Now: passages running, failures since the previous visit, launches in the next 24
-    hours, over every workspace of the viewer."""
+    """Now: passages running, failures since the previous visit, tasks due or overdue
+    (:func:`~kalends.web.pages_tasks.due_today`), launches in the next 24 hours, over
+    every workspace and list of the viewer."""
     who = viewer(request)
     ctx = who.context
     now = ctx.services.store.clock.now()
@@ -171,6 +173,7 @@ def now_page(request: Request) -> Response:
             "failures": failures,
             "since": since.astimezone(UTC).isoformat().replace("+00:00", "Z"),
             "upcoming": upcoming,
+            "due_tasks": due_today(request, who),
             "badge": badge,
             "outcome_badge": outcome_badge,
             "sentence": sentence,
