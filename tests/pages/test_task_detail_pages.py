@@ -1,0 +1,394 @@
+"""The task page without a browser, on SQLite and PostgreSQL: what it shows (checklist,
+schedule, reminders with their times, comments, attachments, history, a series' timeline
+and next dates with DST notes) and its forms (schedule, comment, attach, done, skip, make
+it a series, pause / resume / end), each refusing bad input with the field named and
+nothing written, and a stale revision with what holds now."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from kalends.tasks import Task, TimedValue
+from pages.conftest import Pages, csrf_of
+
+NY = "America/New_York"
+GAP_MESSAGE = (
+    "2026-03-08T02:30:00 does not exist in America/New_York: clocks jump from 02:00 to "
+    "03:00 on 2026-03-08"
+)
+
+
+def _task(pages: Pages, title: str = "Water the plants", **kw: Any) -> Task:
+    world = pages.world
+    return world.services.tasks.create(world.actors["alice"].id, world.home_list.id, title, **kw)
+
+
+def _read(pages: Pages, task: Task | str) -> Task:
+    world = pages.world
+    ref = task if isinstance(task, str) else task.id
+    return world.services.tasks.get(world.actors["alice"].id, ref).task
+
+
+def _bob(pages: Pages) -> tuple[TestClient, str]:
+    client = pages.sign_in("bob")
+    return client, csrf_of(client.get("/").text)
+
+
+def _schedule_form(csrf: str, revision: int, **fields: str) -> dict[str, str]:
+    form = {
+        "csrf": csrf,
+        "revision": str(revision),
+        "planned": "",
+        "due_kind": "none",
+        "due_date": "",
+        "due_local": "",
+        "due_zone": NY,
+        "priority": "",
+        "rem_count": "0",
+    }
+    form.update(fields)
+    return form
+
+
+def _field_error(html: str, field: str) -> str:
+    found = re.search(rf'<p class="error" id="err-{field}">([^<]*)</p>', html)
+    assert found is not None, f"no error beside {field}"
+    return found.group(1)
+
+
+class TestReading:
+    def test_the_page_shows_checklist_schedule_comments_and_history(self, pages: Pages) -> None:
+        world = pages.world
+        alice = world.actors["alice"].id
+        root = _task(pages, "Pack for the trip")
+        child = _task(pages, "Passport", parent=root.id)
+        world.services.tasks.complete(alice, child.id, child.revision)
+        world.services.tasks.comment(alice, root.id, "Do not forget the charger")
+        client, _ = _bob(pages)
+        page = client.get(f"/tasks/{root.ref}")
+        assert page.status_code == 200, page.text
+        html = page.text
+        assert "<h1>Pack for the trip</h1>" in html
+        assert f'href="/lists/{world.home_list.id}"' in html
+        # The checklist item with its state in a word and a symbol.
+        assert re.search(r"✓</span> Done</span> <a href=\"/tasks/[^\"]+\">Passport</a>", html)
+        assert "Do not forget the charger" in html
+        assert "History (" in html and "created" in html
+        assert 'action="/tasks/' in html and "Save schedule" in html
+        assert "Make it a series" in html
+
+    def test_a_viewer_reads_the_page_without_any_write_control(self, pages: Pages) -> None:
+        task = _task(pages)
+        client = pages.sign_in("carol")
+        page = client.get(f"/tasks/{task.id}")
+        assert page.status_code == 200
+        assert "you can read this task but not change it" in page.text
+        for control in ("Save schedule", "Add comment", "Upload", "Make it a series", ">Done<"):
+            assert control not in page.text
+
+    def test_a_task_of_a_list_one_is_no_member_of_is_not_found(self, pages: Pages) -> None:
+        task = _task(pages)
+        assert pages.sign_in("dave").get(f"/tasks/{task.id}").status_code == 404
+        assert pages.sign_in("bob").get("/tasks/NOSUCH").status_code == 404
+
+
+class TestSchedule:
+    def test_a_due_time_in_the_new_york_gap_is_refused_as_the_api_refuses_it(
+        self, pages: Pages
+    ) -> None:
+        task = _task(pages)
+        client, csrf = _bob(pages)
+        form = _schedule_form(
+            csrf,
+            task.revision,
+            due_kind="datetime",
+            due_local="2026-03-08T02:30",
+            rem_count="1",
+            rem0_amount="15",
+            rem0_unit="minutes",
+            rem0_channel="email",
+        )
+        reply = client.post(f"/tasks/{task.id}/page/schedule", data=form)
+        assert reply.status_code == 422
+        said = _field_error(reply.text, "due_local")
+        api = pages.world.client.put(
+            f"/api/tasks/{task.id}/schedule",
+            json={
+                "expectedRevision": task.revision,
+                "due": {"local": "2026-03-08T02:30:00", "zone": NY},
+            },
+            headers=pages.world.headers("bob"),
+        )
+        assert api.status_code == 422
+        assert GAP_MESSAGE in api.json()["message"]
+        assert said == GAP_MESSAGE[:1].upper() + GAP_MESSAGE[1:]
+        assert (
+            'id="f-due_local" name="due_local" type="datetime-local" value="2026-03-08T02:30"'
+            in (reply.text)
+        )
+        assert 'aria-invalid="true"' in reply.text and "autofocus" in reply.text
+        assert _read(pages, task).revision == task.revision  # nothing written
+
+    def test_a_due_time_in_the_overlap_names_the_transition(self, pages: Pages) -> None:
+        task = _task(pages)
+        client, csrf = _bob(pages)
+        form = _schedule_form(
+            csrf, task.revision, due_kind="datetime", due_local="2026-11-01T01:30"
+        )
+        reply = client.post(f"/tasks/{task.id}/page/schedule", data=form)
+        assert reply.status_code == 422
+        assert _field_error(reply.text, "due_local") == (
+            "2026-11-01T01:30:00 is ambiguous in America/New_York: clocks fall back from "
+            "02:00 to 01:00 on 2026-11-01, so it occurs twice"
+        )
+        assert _read(pages, task).revision == task.revision
+
+    def test_reminders_before_the_due_time_are_stored_as_wall_times_and_shown_back(
+        self, pages: Pages
+    ) -> None:
+        task = _task(pages)
+        client, csrf = _bob(pages)
+        form = _schedule_form(
+            csrf,
+            task.revision,
+            planned="2026-03-06",
+            due_kind="datetime",
+            due_local="2026-03-09T09:00",
+            priority="2",
+            rem_count="3",
+            rem0_amount="15",
+            rem0_unit="minutes",
+            rem0_channel="email",
+            rem1_amount="1",
+            rem1_unit="days",
+            rem1_channel="push",
+            rem2_amount="",
+        )
+        reply = client.post(f"/tasks/{task.id}/page/schedule", data=form, follow_redirects=False)
+        assert reply.status_code == 303, reply.text
+        saved = _read(pages, task)
+        assert saved.planned == date(2026, 3, 6) and saved.priority == 2
+        assert isinstance(saved.due, TimedValue) and saved.due.zone == NY
+        times = sorted((r.channel.value, r.time.local.isoformat()) for r in saved.reminders)
+        # A day before is the same wall time the day before: 09:00 EST on the 8th, across
+        # the change to EDT (23 elapsed hours).
+        assert times == [("email", "2026-03-09T08:45:00"), ("push", "2026-03-08T09:00:00")]
+        page = client.get(reply.headers["location"]).text
+        assert "Schedule saved." in page
+        assert 'name="rem0_amount" type="number" min="1" inputmode="numeric" value="15"' in page
+        assert 'name="rem1_amount" type="number" min="1" inputmode="numeric" value="1"' in page
+        # The absolute times, each in a <time> with its instant.
+        assert '<time datetime="2026-03-09T12:45:00Z">2026-03-09 08:45 Mon America/New_York' in page
+        assert '<time datetime="2026-03-08T13:00:00Z">2026-03-08 09:00 Sun America/New_York' in page
+
+    def test_a_reminder_without_a_due_time_is_refused_beside_it(self, pages: Pages) -> None:
+        task = _task(pages)
+        client, csrf = _bob(pages)
+        form = _schedule_form(
+            csrf,
+            task.revision,
+            due_kind="date",
+            due_date="2026-03-09",
+            rem_count="1",
+            rem0_amount="1",
+            rem0_unit="hours",
+            rem0_channel="email",
+        )
+        reply = client.post(f"/tasks/{task.id}/page/schedule", data=form)
+        assert reply.status_code == 422
+        assert "give the task a day and time it is due" in _field_error(reply.text, "rem0_amount")
+        assert _read(pages, task).revision == task.revision
+
+    def test_a_bad_priority_and_a_bad_zone_are_refused(self, pages: Pages) -> None:
+        task = _task(pages)
+        client, csrf = _bob(pages)
+        reply = client.post(
+            f"/tasks/{task.id}/page/schedule",
+            data=_schedule_form(csrf, task.revision, priority="7"),
+        )
+        assert reply.status_code == 422
+        assert "between 1 and 3" in _field_error(reply.text, "priority")
+        form = _schedule_form(
+            csrf,
+            task.revision,
+            due_kind="datetime",
+            due_local="2026-03-09T09:00",
+            due_zone="+02:00",
+        )
+        reply = client.post(f"/tasks/{task.id}/page/schedule", data=form)
+        assert reply.status_code == 422
+        assert _field_error(reply.text, "due_zone")
+        assert _read(pages, task).revision == task.revision
+
+    def test_a_stale_revision_keeps_the_typed_values_beside_the_saved_ones(
+        self, pages: Pages
+    ) -> None:
+        world = pages.world
+        task = _task(pages)
+        client, csrf = _bob(pages)
+        shown = task.revision
+        world.services.tasks.rename(world.actors["alice"].id, task.id, shown, "Water them twice")
+        form = _schedule_form(csrf, shown, due_kind="date", due_date="2026-04-01", priority="1")
+        reply = client.post(f"/tasks/{task.id}/page/schedule", data=form)
+        assert reply.status_code == 409
+        html = reply.text
+        assert 'id="conflict"' in html and "nothing was saved" in html
+        assert "<td>2026-04-01</td>" in html  # theirs beside ...
+        assert 'value="2026-04-01"' in html  # ... and kept in the form
+        current = _read(pages, task)
+        assert f'name="revision" value="{current.revision}"' in html
+        assert current.due is None and current.priority is None
+
+
+class TestCommentsAndAttachments:
+    def test_a_comment_is_added_and_a_blank_one_refused(self, pages: Pages) -> None:
+        task = _task(pages)
+        client, csrf = _bob(pages)
+        reply = client.post(f"/tasks/{task.id}/page/comment", data={"csrf": csrf, "body": "  "})
+        assert reply.status_code == 422 and _field_error(reply.text, "comment")
+        reply = client.post(
+            f"/tasks/{task.id}/page/comment", data={"csrf": csrf, "body": "Soil is dry <b>"}
+        )
+        assert reply.status_code == 200 and "Comment added." in reply.text
+        assert "Soil is dry &lt;b&gt;" in reply.text
+
+    def test_a_file_is_attached_and_downloaded_from_its_link(self, pages: Pages) -> None:
+        task = _task(pages)
+        client, csrf = _bob(pages)
+        reply = client.post(
+            f"/tasks/{task.id}/page/attach",
+            data={"csrf": csrf},
+            files={"file": ("notes.txt", b"water on Sundays\n", "text/plain")},
+        )
+        assert reply.status_code == 200, reply.text
+        link = re.search(r'<a href="(/api/attachments/[^"]+)" download>notes.txt</a>', reply.text)
+        assert link is not None
+        got = client.get(link.group(1))
+        assert got.status_code == 200 and got.content == b"water on Sundays\n"
+
+
+def _series_page(pages: Pages) -> tuple[TestClient, str, Task]:
+    """A task due 2026-03-06 at 02:30 in New York, with a checklist item, made a daily
+    series at 02:30 through the form; the clock on 2026-03-05."""
+    world = pages.world
+    world.clock.set(datetime(2026, 3, 5, 12, 0, tzinfo=UTC))
+    alice = world.actors["alice"].id
+    root = _task(pages, "Feed the cat")
+    _task(pages, "Fresh water", parent=root.id)
+    world.services.changes.schedule(
+        alice,
+        root.id,
+        root.revision,
+        lambda _t: {"due": {"local": "2026-03-06T02:30:00", "zone": NY}},
+        from_current=False,
+    )
+    root = _read(pages, root)
+    client, csrf = _bob(pages)
+    form = {
+        "csrf": csrf,
+        "revision": str(root.revision),
+        "kind": "daily",
+        "every": "1",
+        "time": "02:30",
+        "zone": NY,
+    }
+    reply = client.post(f"/tasks/{root.id}/page/series/start", data=form)
+    assert reply.status_code == 200, reply.text
+    assert "It is a series now." in reply.text
+    return client, csrf, _read(pages, root)
+
+
+class TestSeries:
+    def test_the_timeline_marks_the_day_the_wall_time_does_not_exist(self, pages: Pages) -> None:
+        _, _, root = _series_page(pages)
+        client = pages.sign_in("carol")
+        html = client.get(f"/tasks/{root.id}").text
+        assert "Every day at 02:30 America/New_York" in html
+        assert "Outstanding</span>" in html and "#1" in html
+        upcoming = html.split('id="next-h"', 1)[1].split("</ol>", 1)[0]
+        days = re.findall(r'<time datetime="([^"]+)"', upcoming)
+        # The 7th, then the 8th has no 02:30 (said in its place), then the 9th onwards.
+        assert days == [
+            "2026-03-07T07:30:00Z",
+            "2026-03-08",
+            "2026-03-09T06:30:00Z",
+            "2026-03-10T06:30:00Z",
+            "2026-03-11T06:30:00Z",
+            "2026-03-12T06:30:00Z",
+        ]
+        assert "02:30 does not exist on Sun 8 Mar (clocks go forward) — no occurrence that day" in (
+            upcoming
+        )
+        # A viewer gets no control of the series.
+        assert "Pause the series" not in html and "Skip this occurrence" not in html
+
+    def test_done_needs_the_subtree_then_makes_the_successor(self, pages: Pages) -> None:
+        client, csrf, root = _series_page(pages)
+        url = f"/tasks/{root.id}/page/complete"
+        reply = client.post(url, data={"csrf": csrf, "revision": str(root.revision)})
+        assert reply.status_code == 409
+        assert 'id="problem"' in reply.text or 'id="conflict"' in reply.text
+        assert _read(pages, root).status.value == "open"
+        reply = client.post(
+            url, data={"csrf": csrf, "revision": str(root.revision), "subtree": "1"}
+        )
+        assert reply.status_code == 200, reply.text
+        assert "Marked done." in reply.text
+        successor = re.search(
+            r'The outstanding occurrence is <a href="/tasks/([^"]+)">#2', reply.text
+        )
+        assert successor is not None
+        fresh = _read(pages, successor.group(1))
+        assert fresh.occurrence == 2 and isinstance(fresh.due, TimedValue)
+        assert fresh.due.local == datetime(2026, 3, 7, 2, 30)
+        page = client.get(f"/tasks/{fresh.id}").text
+        timeline = page.split('id="timeline-h"', 1)[1].split("</ol>", 1)[0]
+        assert re.search(r"Done</span>\s*<span class=\"ordinal\">#1</span>", timeline)
+        assert re.search(r"Outstanding</span>\s*<span class=\"ordinal\">#2</span>", timeline)
+
+    def test_skip_then_pause_resume_and_end_with_the_series_revision(self, pages: Pages) -> None:
+        client, csrf, root = _series_page(pages)
+        reply = client.post(
+            f"/tasks/{root.id}/page/skip", data={"csrf": csrf, "revision": str(root.revision)}
+        )
+        assert reply.status_code == 200, reply.text
+        assert "Occurrence skipped." in reply.text
+        assert _read(pages, root).skipped
+        view = pages.world.services.series.get(pages.world.actors["alice"].id, root.id)
+        stale = view.revision - 1 if view.revision > 1 else view.revision + 1
+        reply = client.post(
+            f"/tasks/{root.id}/page/series/pause",
+            data={"csrf": csrf, "series_revision": str(stale)},
+        )
+        assert reply.status_code == 409 and 'id="conflict"' in reply.text
+        for action, status in (("pause", "paused"), ("resume", "active"), ("stop", "stopped")):
+            reply = client.post(
+                f"/tasks/{root.id}/page/series/{action}",
+                data={"csrf": csrf, "series_revision": str(view.revision)},
+            )
+            assert reply.status_code == 200, reply.text
+            view = pages.world.services.series.get(pages.world.actors["alice"].id, root.id)
+            assert view.status == status
+        page = client.get(f"/tasks/{root.id}").text
+        timeline = page.split('id="timeline-h"', 1)[1].split("</ol>", 1)[0]
+        assert re.search(r"Skipped</span>\s*<span class=\"ordinal\">#1</span>", timeline)
+        assert "No date ahead" in page
+
+    def test_a_bad_series_form_is_refused_beside_its_field(self, pages: Pages) -> None:
+        task = _task(pages)
+        client, csrf = _bob(pages)
+        form = {"csrf": csrf, "revision": str(task.revision), "kind": "weekdays", "zone": NY}
+        reply = client.post(f"/tasks/{task.id}/page/series/start", data=form)
+        assert reply.status_code == 422
+        assert _field_error(reply.text, "s_days")
+        form = {**form, "kind": "daily", "every": "0"}
+        reply = client.post(f"/tasks/{task.id}/page/series/start", data=form)
+        assert reply.status_code == 422 and _field_error(reply.text, "s_every")
+        form = {**form, "every": "1", "time": "02:30", "zone": "Mars/Olympus"}
+        reply = client.post(f"/tasks/{task.id}/page/series/start", data=form)
+        assert reply.status_code == 422 and _field_error(reply.text, "s_zone")
+        assert _read(pages, task).series_id is None
