@@ -19,7 +19,8 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context, select_autoescape
+from jinja2.runtime import Context
 from markupsafe import Markup
 
 from kalends import __version__
@@ -32,6 +33,8 @@ from kalends.web.schedule_display import ACTION_LABELS
 from kalends.web.session import CSRF_FIELD, SignInRequired, Viewer, sign_in_url
 
 __all__ = [
+    "CLOCKS",
+    "CLOCK_COOKIE",
     "HTMX_FILE",
     "THEME_COOKIE",
     "THEMES",
@@ -50,6 +53,10 @@ THEME_COOKIE = "kalends_theme"
 THEMES = ("light", "dark")
 # The viewer's own zone, as the browser reports it (set by the pages' script).
 ZONE_COOKIE = "kalends_zone"
+# The stored clock choice: "12" (2:30 PM) or "24" (14:30, also when absent).
+CLOCK_COOKIE = "kalends_clock"
+CLOCKS = ("12", "24")
+DEFAULT_CLOCK = "24"
 
 
 def instant(text: str | None) -> datetime | None:
@@ -59,9 +66,11 @@ def instant(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def wall(text: str | None, zone: str | None = None, *, seconds: bool = False) -> str:
+def wall(
+    text: str | None, zone: str | None = None, *, seconds: bool = False, hour12: bool = False
+) -> str:
     """The wall time of an ISO instant in ``zone`` (UTC when unknown), without the zone:
-    ``2026-03-08 03:00 Sun``."""
+    ``2026-03-08 03:00 Sun``, or with ``hour12`` ``2026-03-08 3:00 AM Sun``."""
     at = instant(text)
     if at is None:
         return "—"
@@ -72,8 +81,12 @@ def wall(text: str | None, zone: str | None = None, *, seconds: bool = False) ->
         tz = get_zone("UTC")
     tz.cover(epoch)
     local = to_naive_datetime(epoch + tz.offset_at(epoch))
-    shown = "%Y-%m-%d %H:%M:%S %a" if seconds or local.second else "%Y-%m-%d %H:%M %a"
-    return local.strftime(shown)
+    with_seconds = seconds or bool(local.second)
+    if not hour12:
+        shown = "%Y-%m-%d %H:%M:%S %a" if with_seconds else "%Y-%m-%d %H:%M %a"
+        return local.strftime(shown)
+    clock = f"{local.hour % 12 or 12}:{local:%M}" + (f":{local:%S}" if with_seconds else "")
+    return f"{local:%Y-%m-%d} {clock} {'AM' if local.hour < 12 else 'PM'} {local:%a}"
 
 
 def relative(text: str | None, now: datetime) -> str:
@@ -97,11 +110,28 @@ def relative(text: str | None, now: datetime) -> str:
     return f"in {said}" if ahead else f"{said} ago"
 
 
-def _time_tag(text: str | None, zone: str | None = None, now: datetime | None = None) -> Markup:
-    """``<time datetime="ISO">wall zone</time>``, with how far it is when ``now`` is given."""
+def _hour12(context: Context) -> bool:
+    """Whether the page being rendered shows the 12-hour clock (the viewer's choice)."""
+    return bool(context.get("clock") == "12")
+
+
+@pass_context
+def _wall_filter(
+    context: Context, text: str | None, zone: str | None = None, seconds: bool = False
+) -> str:
+    """:func:`wall` on the viewer's clock (12 or 24 hours)."""
+    return wall(text, zone, seconds=seconds, hour12=_hour12(context))
+
+
+@pass_context
+def _time_tag(
+    context: Context, text: str | None, zone: str | None = None, now: datetime | None = None
+) -> Markup:
+    """``<time datetime="ISO">wall zone</time>``, with how far it is when ``now`` is given;
+    on the viewer's clock."""
     if not text:
         return Markup("<span>—</span>")
-    shown = f"{wall(text, zone)} {zone or 'UTC'}"
+    shown = f"{wall(text, zone, hour12=_hour12(context))} {zone or 'UTC'}"
     tag = Markup('<time datetime="{}">{}</time>').format(text, shown)
     if now is not None:
         tag += Markup(' <span class="muted">({})</span>').format(relative(text, now))
@@ -124,7 +154,7 @@ def environment() -> Environment:
         lstrip_blocks=True,
         auto_reload=False,
     )
-    env.filters["wall"] = wall
+    env.filters["wall"] = _wall_filter
     env.filters["time_tag"] = _time_tag
     env.filters["relative"] = relative
     env.filters["pretty"] = _pretty
@@ -145,10 +175,12 @@ def render(
     headers: Mapping[str, str] | None = None,
 ) -> HTMLResponse:
     """A page or fragment from ``template`` with ``values`` and what every page knows: the
-    viewer and its CSRF token, the theme override, the clock's now, the request path."""
+    viewer and its CSRF token, the theme override, the 12- or 24-hour clock, the clock's
+    now, the request path."""
     ctx: ApiContext = request.app.state.kalends
     theme = request.cookies.get(THEME_COOKIE)
     base = {
+        "clock": viewer_clock(request),
         "viewer_zone": viewer_zone(request),
         "who": who,
         "csrf": who.csrf if who is not None else "",
@@ -161,6 +193,12 @@ def render(
     response = HTMLResponse(html, status_code=status, headers=dict(headers or {}))
     response.headers.setdefault("Cache-Control", "no-store")
     return response
+
+
+def viewer_clock(request: Request) -> str:
+    """The clock the viewer chose: ``"12"`` or ``"24"`` (the default)."""
+    said = request.cookies.get(CLOCK_COOKIE)
+    return said if said in CLOCKS else DEFAULT_CLOCK
 
 
 def viewer_zone(request: Request) -> str | None:
