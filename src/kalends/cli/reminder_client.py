@@ -21,10 +21,15 @@ from typing import Any, Protocol, Unpack
 from uuid import UUID
 
 from kalends.cli.session import Reporter
-from kalends.reminders.destinations import Destination
+from kalends.reminders.destinations import Destination, SendTestResult
 from kalends.reminders.inspection import Intent, IntentQuery
 
-__all__ = ["DestinationsClient", "ReminderSession", "RemindersClient"]
+__all__ = [
+    "DestinationSettingsClient",
+    "DestinationsClient",
+    "ReminderSession",
+    "RemindersClient",
+]
 
 
 class RemindersClient(Protocol):
@@ -68,6 +73,19 @@ class DestinationsClient(Protocol):
         self, actor: Any, target: Any, channel: str | None = None
     ) -> builtins.list[Destination]:
         """The target's destinations, by channel then position; one channel if given."""
+        ...
+
+
+class DestinationSettingsClient(DestinationsClient, Protocol):
+    """The settings page's further use of the notification settings, naming a destination
+    by its channel and position instead of its URL (which a page never holds)."""
+
+    def remove_at(self, actor: Any, target: Any, channel: str, position: int) -> Destination:
+        """Removes the destination at that position of the channel; returns it."""
+        ...
+
+    def send_test(self, actor: Any, target: Any, channel: str, position: int) -> SendTestResult:
+        """Sends one test message to that destination now; what became of it."""
         ...
 
 

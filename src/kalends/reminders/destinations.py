@@ -8,7 +8,9 @@ hooks, …). Every operation is one transaction and writes nothing when refused.
 The URLs hold passwords and tokens, so they are never shown back: a
 :class:`Destination` displays Apprise's privacy-redacted form, and error
 messages name the scheme only. The delivery worker reads the full URLs with
-:func:`urls_for`, inside its own transaction.
+:func:`urls_for`, inside its own transaction. A destination is also named by its
+channel and position (kept when others are removed), which a page may show: so one
+can be removed, or sent a test message, without its URL.
 
 An actor may read and change only their own settings, in local mode as on a server.
 """
@@ -16,6 +18,7 @@ An actor may read and change only their own settings, in local mode as on a serv
 from __future__ import annotations
 
 import builtins
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +36,10 @@ from kalends.reminders.channels import Channel
 from kalends.reminders.raw_forms import RAW
 from kalends.reminders.transports import (
     EMAIL_SCHEMES,
+    AppriseTransport,
+    Delivery,
+    DeliveryFailed,
+    Transport,
     apprise_service,
     redacted_url,
     url_scheme,
@@ -46,6 +53,7 @@ __all__ = [
     "MAX_URL_LENGTH",
     "Destination",
     "Destinations",
+    "SendTestResult",
     "parse_channel",
     "destinations_of",
     "recipients_of",
@@ -98,11 +106,38 @@ class Destination:
         )
 
 
-class Destinations:
-    """Each actor's notification settings; one transaction per operation."""
+@dataclass(frozen=True, slots=True)
+class SendTestResult:
+    """What became of one test message: sent, or the transport's reason (redacted)."""
 
-    def __init__(self, store: Store) -> None:
+    destination: Destination
+    at: datetime
+    error: str | None
+
+    @property
+    def sent(self) -> bool:
+        return self.error is None
+
+
+TEST_TITLE = "kalends test message"
+
+
+class Destinations:
+    """Each actor's notification settings; one transaction per operation.
+
+    ``transport`` sends test messages (:meth:`send_test`); Apprise's when not given,
+    made at the first test message.
+    """
+
+    def __init__(self, store: Store, transport: Transport | None = None) -> None:
         self.store = store
+        self._transport = transport
+
+    @property
+    def transport(self) -> Transport:
+        if self._transport is None:
+            self._transport = AppriseTransport()
+        return self._transport
 
     def set(
         self, actor: ActorRef, target: ActorRef, channel: str, urls: Sequence[str]
@@ -238,6 +273,84 @@ class Destinations:
                 raise NotFound(f"url: no such {checked_channel.value} destination", field="url")
 
         self.store.run(run)
+
+    def remove_at(
+        self, actor: ActorRef, target: ActorRef, channel: str, position: int
+    ) -> Destination:
+        """Removes the destination at ``position`` of the channel and returns it (its
+        display); :class:`NotFound` when the channel has none there. The others keep
+        their positions."""
+        checked_channel = parse_channel(channel)
+        checked_position = _position(position)
+
+        def run(conn: Connection) -> Destination:
+            target_id = _own_settings(conn, actor, target, "change")
+            found = _at(conn, target_id, checked_channel, checked_position)
+            conn.execute(
+                delete(actor_destinations).where(
+                    actor_destinations.c.actor_id == target_id,
+                    actor_destinations.c.channel == checked_channel.value,
+                    actor_destinations.c.position == checked_position,
+                )
+            )
+            return found
+
+        return self.store.run(run)
+
+    def send_test(
+        self, actor: ActorRef, target: ActorRef, channel: str, position: int
+    ) -> SendTestResult:
+        """Sends one test message now to the destination at ``position`` of the channel,
+        through the transport reminders take; what became of it. A transport's failure
+        is the result's ``error`` (secrets of the URL masked), not an exception;
+        :class:`NotFound` when the channel has no destination there.
+
+        Only the target's own destination is read, in a transaction of its own; the
+        message is sent after it ends. Nothing is written.
+        """
+        checked_channel = parse_channel(channel)
+        checked_position = _position(position)
+
+        def run(conn: Connection) -> tuple[Destination, Any]:
+            target_id = _own_settings(conn, actor, target, "use")
+            found = _at(conn, target_id, checked_channel, checked_position)
+            person = conn.execute(
+                select(actors.c.handle, actors.c.display_name, actors.c.email).where(
+                    actors.c.id == target_id
+                )
+            ).one()
+            return found, person
+
+        found, person = self.store.run(run, write=False)
+        at = self.store.clock.now()
+        job_id = f"test-{uuid.uuid4()}"
+        body = (
+            f"This is a test message from kalends to your {checked_channel.value} "
+            f"destination {checked_position}. Reminders of your tasks arrive here like "
+            f"this one.\n\nReminder ID: {job_id}"
+        )
+        delivery = Delivery(
+            job_id=job_id,
+            channel=checked_channel.value,
+            destinations=(found.url,),
+            recipient=person.handle,
+            recipient_name=person.display_name,
+            recipient_email=person.email,
+            title=TEST_TITLE,
+            body=body,
+            task_id=uuid.UUID(int=0),
+            task_ref="",
+            at=at,
+        )
+        try:
+            self.transport.send(delivery)
+        except DeliveryFailed as exc:
+            # One destination: its number in the delivery says nothing here.
+            said = re.sub(
+                rf"^{checked_channel.value}: destination 1 \(([^)]*)\): ", r"\1: ", exc.message
+            )
+            return SendTestResult(destination=found, at=at, error=said)
+        return SendTestResult(destination=found, at=at, error=None)
 
     def list(
         self, actor: ActorRef, target: ActorRef, channel: str | None = None
@@ -416,6 +529,26 @@ def _own_settings(conn: Connection, actor: ActorRef, target: ActorRef, verb: str
     if actor_id != target_id:
         raise Forbidden(f"you may only {verb} your own notification settings")
     return target_id
+
+
+def _position(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInput(f"position: a whole number from 1, got {value!r}", field="position")
+    return value
+
+
+def _at(conn: Connection, actor_id: UUID, channel: Channel, position: int) -> Destination:
+    """The actor's destination at ``position`` of ``channel``; :class:`NotFound` if none."""
+    row = conn.execute(
+        select(actor_destinations.c.url, actor_destinations.c.created_at).where(
+            actor_destinations.c.actor_id == actor_id,
+            actor_destinations.c.channel == channel.value,
+            actor_destinations.c.position == position,
+        )
+    ).one_or_none()
+    if row is None:
+        raise NotFound(f"position: no {channel.value} destination {position}", field="position")
+    return _destination(channel, position, row.url, row.created_at)
 
 
 def _lock_actor(conn: Connection, actor_id: UUID) -> None:
