@@ -309,7 +309,7 @@ class TestSeries:
         html = client.get(f"/tasks/{root.id}").text
         assert "Every day at 02:30 America/New_York" in html
         assert "Outstanding</span>" in html and "#1" in html
-        upcoming = html.split('id="next-h"', 1)[1].split("</ol>", 1)[0]
+        upcoming = html.split('id="next-h"', 1)[1].split("</ul>", 1)[0]
         days = re.findall(r'<time datetime="([^"]+)"', upcoming)
         # The 7th, then the 8th has no 02:30 (said in its place), then the 9th onwards.
         assert days == [
@@ -358,6 +358,19 @@ class TestSeries:
         assert reply.status_code == 200, reply.text
         assert "Occurrence skipped." in reply.text
         assert _read(pages, root).skipped
+        second = re.search(r'The outstanding occurrence is <a href="/tasks/([^"]+)">#2', reply.text)
+        assert second is not None
+        fresh = _read(pages, second.group(1))
+        reply = client.post(
+            f"/tasks/{fresh.id}/page/skip", data={"csrf": csrf, "revision": str(fresh.revision)}
+        )
+        assert "Occurrence skipped." in reply.text
+        # A skip is not a completion: it needs no tick of the checklist, and a stale
+        # revision is refused with nothing written.
+        reply = client.post(
+            f"/tasks/{fresh.id}/page/skip", data={"csrf": csrf, "revision": str(fresh.revision)}
+        )
+        assert reply.status_code == 409
         view = pages.world.services.series.get(pages.world.actors["alice"].id, root.id)
         stale = view.revision - 1 if view.revision > 1 else view.revision + 1
         reply = client.post(
@@ -376,6 +389,12 @@ class TestSeries:
         page = client.get(f"/tasks/{root.id}").text
         timeline = page.split('id="timeline-h"', 1)[1].split("</ol>", 1)[0]
         assert re.search(r"Skipped</span>\s*<span class=\"ordinal\">#1</span>", timeline)
+        assert re.search(r"Skipped</span>\s*<span class=\"ordinal\">#2</span>", timeline)
+        # The series ended while #3 was outstanding: an ordinary open task now.
+        assert re.search(r"Open, series ended</span>\s*<span class=\"ordinal\">#3</span>", timeline)
+        # #2 was due the 7th, #3 the 9th; the 8th has no 02:30, which the timeline says.
+        assert re.search(r"No occurrence</span>\s*<time datetime=\"2026-03-08\">", timeline)
+        assert "02:30 does not exist on Sun 8 Mar" in timeline
         assert "No date ahead" in page
 
     def test_a_bad_series_form_is_refused_beside_its_field(self, pages: Pages) -> None:

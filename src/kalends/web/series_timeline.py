@@ -31,14 +31,16 @@ MAX_MISSED_LISTED = 3
 
 @dataclass(frozen=True, slots=True)
 class Occurrence:
-    """One row of the timeline: an occurrence (``task`` set) or dates missed."""
+    """One row of the timeline: an occurrence (``task`` set), dates missed, or a rule
+    date whose wall time the zone skips (``no-time``, with its ``note``)."""
 
     ordinal: int | None
     day: date | None
-    state: str  # done | skipped | reopened | outstanding | missed
+    state: str  # done | skipped | reopened | released | outstanding | missed | no-time
     task: Task | None = None
     missed: tuple[date, ...] = ()
     overdue: bool = False
+    note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,13 +61,16 @@ def _day_of(task: Task) -> date | None:
     return task.planned
 
 
-def _state(task: Task, view: SeriesView) -> str:
+def _state(task: Task, view: SeriesView, last: int) -> str:
     if task.occurrence is not None and task.occurrence == view.outstanding_ordinal:
         return "outstanding"
     if task.skipped:
         return "skipped"
     if task.status.value == "completed":
         return "done"
+    if task.occurrence == last and view.status in (SeriesStatus.STOPPED, SeriesStatus.ENDED):
+        # The series ended while this one was outstanding: an ordinary task now.
+        return "released"
     return "reopened"
 
 
@@ -84,18 +89,39 @@ def _missed(view: SeriesView, after: date, before: date) -> tuple[date, ...]:
     return tuple(found)
 
 
+def _skipped(view: SeriesView, after: date, before: date) -> list[date]:
+    """Rule dates strictly between two occurrences whose wall time the zone skips."""
+    if view.rule.kind is SeriesKind.COMPLETION_RELATIVE or view.local_time is None:
+        return []
+    found: list[date] = []
+    day = after + timedelta(days=1)
+    while day < before and len(found) < 100:
+        if matches(view.rule, view.anchor_date, day) and not day_exists(
+            day, view.local_time, view.zone
+        ):
+            found.append(day)
+        day += timedelta(days=1)
+    return found
+
+
 def occurrences(view: SeriesView, roots: list[Task], today: date) -> list[Occurrence]:
     """The timeline so far, oldest first: each occurrence of ``roots`` (the series' root
     tasks) and, between two, the rule dates that were missed."""
     rows: list[Occurrence] = []
     previous: date | None = None
-    for task in sorted(roots, key=lambda t: t.occurrence or 0):
+    ordered = sorted(roots, key=lambda t: t.occurrence or 0)
+    last = ordered[-1].occurrence if ordered else None
+    for task in ordered:
         day = _day_of(task)
         if previous is not None and day is not None:
             missed = _missed(view, previous, day)
             if missed:
                 rows.append(Occurrence(None, None, "missed", missed=missed))
-        state = _state(task, view)
+            rows += [
+                Occurrence(None, gap, "no-time", note=_note(view, gap))
+                for gap in _skipped(view, previous, day)
+            ]
+        state = _state(task, view, last or 0)
         overdue = state == "outstanding" and day is not None and day < today
         rows.append(Occurrence(task.occurrence, day, state, task, overdue=overdue))
         previous = day or previous
