@@ -120,7 +120,7 @@ class TestDestinations:
         assert 'name="position" value="2"' not in page.text
 
     def test_bad_destinations_are_said_beside_their_field_and_nothing_is_written(
-        self, pages: Pages, closed_port: int
+        self, pages: Pages
     ) -> None:
         client, csrf = _signed_in(pages)
         bob = pages.world.actors["bob"].id
@@ -193,7 +193,9 @@ class TestDestinations:
 
 
 class TestTokens:
-    def test_a_new_tokens_secret_is_shown_once_and_works_until_revoked(self, pages: Pages) -> None:
+    def test_a_new_tokens_secret_is_shown_once_and_works_until_revoked_and_blank_never_expires(
+        self, pages: Pages
+    ) -> None:
         client, csrf = _signed_in(pages)
         reply = _post(
             client, "/settings/tokens", csrf=csrf, name="laptop CLI", expires_in_days="30"
@@ -219,14 +221,12 @@ class TestTokens:
         assert "Token revoked" in page.text
         row = page.text[page.text.index("laptop CLI") :]
         assert "revoked" in row[: row.index("</tr>")]
-
-    def test_a_token_without_expiry_never_expires(self, pages: Pages) -> None:
-        client, csrf = _signed_in(pages)
-        reply = _post(client, "/settings/tokens", csrf=csrf, name="forever", expires_in_days="")
-        assert reply.status_code == 201, reply.text
+        # A blank expiry: a token that never expires.
+        forever = _post(client, "/settings/tokens", csrf=csrf, name="forever", expires_in_days="")
+        assert forever.status_code == 201, forever.text
         bob = pages.world.actors["bob"].id
-        made = next(t for t in pages.world.accounts.tokens(bob) if t.name == "forever")
-        assert made.expires_at is None
+        made_forever = next(t for t in pages.world.accounts.tokens(bob) if t.name == "forever")
+        assert made_forever.expires_at is None
 
     def test_bad_token_forms_are_said_beside_their_field_and_nothing_is_made(
         self, pages: Pages
@@ -270,7 +270,7 @@ class TestTokens:
 
 
 class TestThemeAndClock:
-    def test_the_12_hour_clock_is_followed_by_every_page_and_the_24_hour_is_the_default(
+    def test_the_12_hour_clock_is_followed_by_every_page_and_24_hours_is_the_default(
         self, pages: Pages
     ) -> None:
         sid = pages.schedule("alice", "Nightly")  # daily at 02:30 in New York
@@ -296,11 +296,9 @@ class TestThemeAndClock:
         again = client.get(schedule).text
         assert " 2:30 AM " not in again
         assert "data-theme" not in again[: again.index("<head>")]
-
-    def test_an_unknown_clock_or_theme_falls_back_to_the_defaults(self, pages: Pages) -> None:
-        client, csrf = _signed_in(pages, "bob")
-        reply = _post(client, "/settings/appearance", csrf=csrf, theme="neon", clock="13")
-        assert reply.status_code == 303
+        # An unknown theme or clock: the defaults (system, 24 hours).
+        odd = _post(client, "/settings/appearance", csrf=csrf, theme="neon", clock="13")
+        assert odd.status_code == 303
         client.cookies.set("kalends_clock", "13")
         page = client.get("/settings").text
         assert 'name="clock" value="24" checked' in page
