@@ -13,6 +13,7 @@ from pathlib import Path
 from kalends.auth.grants import Grants
 from kalends.clock import Clock
 from kalends.config import resolve_database_url
+from kalends.feeds import Feeds
 from kalends.missions import ScheduleService, Workspaces
 from kalends.reminders.destinations import Destinations
 from kalends.storage.checkpoints import Checkpointer
@@ -54,6 +55,7 @@ class Services:
     workspaces: Workspaces
     schedules: ScheduleService
     grants: Grants
+    feeds: Feeds
 
 
 def build(store: Store) -> Services:
@@ -70,6 +72,7 @@ def build(store: Store) -> Services:
         workspaces=Workspaces(store),
         schedules=ScheduleService(store),
         grants=Grants(store),
+        feeds=Feeds(store),
     )
 
 

@@ -812,12 +812,84 @@ ACTOR_ROWS = [
     Row("passages I may see", "GET", "/api/passages", personal(), _passages, fresh="success"),
 ]
 
+# --- calendar feeds -------------------------------------------------------------------------------
+#
+# A person's feeds are their own, as tokens are; the feed itself is public: the secret in
+# its address is the credential, whatever else the request carries.
+
+FEED = "/feeds/{secret}.ics"
+
+
+def _feeds(m: Matrix, column: Column) -> Call:
+    def after(reply: Reply, _client: TestClient) -> None:
+        listed = [f["id"] for f in reply.json()]
+        assert listed == [str(f.id) for f in m.api.services.feeds.list(actor_id(m, column))]
+
+    return Call("/api/feeds", after=after)
+
+
+def _create_feed(m: Matrix, column: Column) -> Call:
+    def after(reply: Reply, _client: TestClient) -> None:
+        made = reply.json()["feed"]["id"]
+        assert made in {str(f.id) for f in m.api.services.feeds.list(actor_id(m, column))}
+
+    return Call("/api/feeds", after=after)
+
+
+def _revoke_feed(m: Matrix, whose: str) -> Call:
+    feed = m.api.services.feeds.create(m.api.actors[whose].id, base_url="http://x").feed.id
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        assert reply.json()["active"] is False
+        found = {f.id: f for f in m.api.services.feeds.list(m.api.actors[whose].id)}
+        assert found[feed].revoked_at is not None
+
+    return Call(f"/api/feeds/{feed}", after=after)
+
+
+def _feed(m: Matrix, _c: Column) -> Call:
+    made = m.api.services.feeds.create(m.api.actors["carol"].id, base_url="http://x")
+    return Call(f"/feeds/{made.secret}.ics")
+
+
+def _revoked_feed(m: Matrix, _c: Column) -> Call:
+    made = m.api.services.feeds.create(m.api.actors["carol"].id, base_url="http://x")
+    m.api.services.feeds.revoke(m.api.actors["carol"].id, made.feed.id)
+    return Call(f"/feeds/{made.secret}.ics")
+
+
+FEEDS = [
+    Row("my feeds", "GET", "/api/feeds", personal(), _feeds, fresh="success"),
+    Row("new feed", "POST", "/api/feeds", personal(201), _create_feed, fresh="success"),
+    Row(
+        "revoke my feed",
+        "DELETE",
+        "/api/feeds/{feed_id}",
+        personal(),
+        lambda m, c: _revoke_feed(m, person(c)),
+        fresh="success",
+    ),
+    # Another person's feed is not found, not forbidden.
+    Row(
+        "revoke alice's feed",
+        "DELETE",
+        "/api/feeds/{feed_id}",
+        alices_only(),
+        lambda m, _c: _revoke_feed(m, "alice"),
+        fresh="success",
+    ),
+    Row("a feed", "GET", FEED, public(), _feed),
+    Row("a revoked feed", "GET", FEED, public_refusal(NOT_FOUND), _revoked_feed),
+]
+
+
 GROUPS: dict[str, list[Row]] = {
     "health-and-auth": HEALTH + AUTH,
     "workspaces": WORKSPACES,
     "schedules": SCHEDULES,
     "passage-report": REPORTS,
     "actors-and-passages": ACTOR_ROWS,
+    "feeds": FEEDS,
 }
 ROWS = [row for rows in GROUPS.values() for row in rows]
 

@@ -57,6 +57,7 @@ USER_TABLES = (
     "api_tokens",
     "actors",
     "actor_destinations",
+    "calendar_feeds",
 )
 
 
@@ -1061,3 +1062,38 @@ class TestPassagesLs:
             world.run("passage", "ls", "--runtime-dir", runtime, "--limit", "ten", "--json"), 2
         )
         assert remote == local and remote["details"] == {"field": "limit"}
+
+
+class TestFeeds:
+    def test_create_ls_revoke_as_local_mode_and_the_address_answers_calendar_apps(
+        self, world: World
+    ) -> None:
+        made = world.rjson("feed", "create")
+        assert made["url"] == f"{world.url}/feeds/{made['secret']}.ics"
+        assert made["feed"] in world.same("feed", "ls")
+        with httpx.Client() as client:
+            first = client.get(made["url"], headers={"User-Agent": "Google-Calendar-Importer"})
+            assert first.status_code == 200
+            assert first.headers["content-type"] == "text/calendar; charset=utf-8"
+            assert first.text.startswith("BEGIN:VCALENDAR")
+            again = client.get(
+                made["url"],
+                headers={
+                    "User-Agent": "iOS/17.0 (21A329) dataaccessd/1.0",
+                    "If-None-Match": first.headers["etag"],
+                },
+            )
+            assert (again.status_code, again.content) == (304, b"")
+            revoked = world.rjson("feed", "revoke", made["feed"]["id"])
+            assert revoked["active"] is False
+            assert client.get(made["url"]).status_code == 404
+        assert revoked in world.same("feed", "ls")
+        text = world.ok(world.remote("feed", "revoke", made["feed"]["id"])).stdout
+        assert text.startswith(f"revoked calendar feed {made['feed']['id']} (revoked ")
+
+        # Another person's feed is not found; a malformed ID is bad input.
+        bobs = world.ljson("feed", "create", "--base-url", world.url, actor="bob")
+        refusal = refused_alike(world, 1, "feed", "revoke", bobs["feed"]["id"])
+        assert refusal["code"] == "not-found"
+        refused_alike(world, 2, "feed", "revoke", "not-an-id")
+        assert [f["active"] for f in world.ljson("feed", "ls", actor="bob")] == [True]

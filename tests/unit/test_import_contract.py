@@ -28,6 +28,7 @@ DOMAINS = (
     "kalends.auth",
     "kalends.civil",
     "kalends.storage",
+    "kalends.feeds",
 )
 
 # Which domain may use which other domain (through its package only). Identity is who
@@ -40,6 +41,9 @@ DOMAIN_DEPENDENCIES = {
     "kalends.reminders": ("kalends.identity",),
     "kalends.missions": ("kalends.identity", "kalends.auth", "kalends.tasks"),
     "kalends.auth": ("kalends.identity",),
+    # A calendar feed shows the tasks and passages its owner may see; its secret is kept
+    # as the API tokens' are.
+    "kalends.feeds": ("kalends.identity", "kalends.tasks", "kalends.missions", "kalends.auth"),
 }
 
 

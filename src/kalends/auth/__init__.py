@@ -11,6 +11,7 @@ Typical use, from the HTTP layer::
 from __future__ import annotations
 
 from kalends.auth.accounts import Accounts
+from kalends.auth.credentials import digest, new_secret, usable
 from kalends.auth.grants import Privilege
 from kalends.auth.grants import require as require_privilege
 from kalends.auth.links import LOGIN_LINK_TTL
@@ -33,5 +34,8 @@ __all__ = [
     "Privilege",
     "SessionGrant",
     "TokenInfo",
+    "digest",
+    "new_secret",
     "require_privilege",
+    "usable",
 ]

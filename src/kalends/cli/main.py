@@ -7,6 +7,7 @@ import typer
 from kalends import __version__
 from kalends.cli.actors import actor_app
 from kalends.cli.db import db_app
+from kalends.cli.feeds import feed_app
 from kalends.cli.lists import list_app
 from kalends.cli.login import login_command, logout_command, whoami_command
 from kalends.cli.passage_isolation import doctor_command
@@ -42,6 +43,7 @@ app.command("report")(report_command)
 app.command("doctor")(doctor_command)
 app.command("serve")(serve_command)
 app.add_typer(token_app, name="token")
+app.add_typer(feed_app, name="feed")
 app.command("login-link")(login_link_command)
 app.command("password")(password_command)
 app.command("login")(login_command)

@@ -11,6 +11,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from kalends.missions.coming import ComingPassage, coming_passages
     from kalends.missions.config import Config, config_from_json, config_to_json
     from kalends.missions.controls import ACTIONS, Action
     from kalends.missions.document import Body, PassageStatus, Pending, Phase, Result, State
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from kalends.missions.workspaces import Member, Workspace, Workspaces
 
 _WHERE = {
+    "ComingPassage": "coming",
+    "coming_passages": "coming",
     "Config": "config",
     "config_from_json": "config",
     "config_to_json": "config",
@@ -46,6 +49,7 @@ __all__ = [
     "ACTIONS",
     "Action",
     "Body",
+    "ComingPassage",
     "Config",
     "ControlOutcome",
     "ControlStatus",
@@ -61,6 +65,7 @@ __all__ = [
     "Workspace",
     "Workspaces",
     "check_request_id",
+    "coming_passages",
     "config_from_json",
     "config_to_json",
 ]

@@ -9,7 +9,14 @@ Typical use::
 
 from __future__ import annotations
 
-from kalends.storage import auth_tables, identity_tables, leases, mission_tables, task_tables
+from kalends.storage import (
+    auth_tables,
+    feed_tables,
+    identity_tables,
+    leases,
+    mission_tables,
+    task_tables,
+)
 from kalends.storage.engine import DEFAULT_BUSY_TIMEOUT_MS, create_engine_for
 from kalends.storage.leases import Lease
 from kalends.storage.migrate import current_revision, head_revision, open_store, upgrade
@@ -23,6 +30,7 @@ __all__ = [
     "Store",
     "auth_tables",
     "create_engine_for",
+    "feed_tables",
     "current_revision",
     "for_update",
     "head_revision",

@@ -4,6 +4,7 @@ from kalends.identity import Actor, Role
 from kalends.reminders import Channel
 from kalends.tasks.access import Delegation
 from kalends.tasks.directory import Directory, insert_list
+from kalends.tasks.due import DueTask, due_tasks
 from kalends.tasks.models import (
     Attachment,
     Comment,
@@ -44,6 +45,7 @@ __all__ = [
     "Comment",
     "Delegation",
     "Directory",
+    "DueTask",
     "HistoryEvent",
     "ListStatus",
     "Outline",
@@ -61,6 +63,7 @@ __all__ = [
     "TimedValue",
     "TreeNode",
     "TreePage",
+    "due_tasks",
     "insert_list",
     "TreeSpec",
     "insert_tree",

@@ -1,0 +1,109 @@
+"""The open tasks with a due value that an actor sees now, with that actor's reminders:
+what a calendar of the actor's tasks shows.
+
+Only tasks of the lists the actor is a member of now, and of active lists; trashed and
+completed tasks are not due. A reminder is the actor's own when they are its recipient.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import date, datetime
+from uuid import UUID
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql.elements import ColumnElement
+
+from kalends.civil import parse_local_datetime
+from kalends.storage.task_tables import list_members, lists, task_reminders, tasks
+from kalends.tasks.values import ListStatus, TaskStatus
+
+__all__ = ["DueReminder", "DueTask", "due_tasks"]
+
+_T = tasks.c
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DueReminder:
+    """One of the actor's reminders of a task: its instant, and its wall time in its own
+    zone (``local``, naive)."""
+
+    at: datetime
+    local: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DueTask:
+    """An open task with a due value: a date (``due_date``), or an instant (``due_at``)
+    written in ``zone``; ``reminders``: the instants of the actor's own reminders."""
+
+    id: UUID
+    ref: str
+    title: str
+    description: str
+    list_name: str
+    due_date: date | None
+    due_at: datetime | None
+    zone: str | None
+    updated_at: datetime
+    reminders: tuple[DueReminder, ...]
+
+
+def _shown(actor_id: UUID) -> ColumnElement[bool]:
+    """Whether a task (joined with its list and the actor's membership) is due for them."""
+    return and_(
+        list_members.c.actor_id == actor_id,
+        lists.c.status == ListStatus.ACTIVE.value,
+        _T.status == TaskStatus.OPEN.value,
+        _T.trashed.is_(False),
+        or_(_T.due_date.is_not(None), _T.due_at.is_not(None)),
+    )
+
+
+def due_tasks(conn: Connection, actor_id: UUID) -> list[DueTask]:
+    """The open tasks with a due value in the actor's active lists, by task ID."""
+    shown = _shown(actor_id)
+    joined = tasks.join(list_members, list_members.c.list_id == _T.list_id).join(
+        lists, lists.c.id == _T.list_id
+    )
+    reminders: dict[UUID, list[DueReminder]] = defaultdict(list)
+    for task_id, at, local in conn.execute(
+        select(task_reminders.c.task_id, task_reminders.c.at, task_reminders.c.local)
+        .select_from(joined.join(task_reminders, task_reminders.c.task_id == _T.id))
+        .where(shown, task_reminders.c.recipient_id == actor_id)
+        .order_by(task_reminders.c.task_id, task_reminders.c.position)
+    ):
+        reminders[task_id].append(DueReminder(at=at, local=parse_local_datetime(local, "local")))
+    rows = conn.execute(
+        select(
+            _T.id,
+            _T.ref,
+            _T.title,
+            _T.description,
+            lists.c.name,
+            _T.due_date,
+            _T.due_at,
+            _T.due_zone,
+            _T.updated_at,
+        )
+        .select_from(joined)
+        .where(shown)
+        .order_by(_T.id)
+    ).all()
+    return [
+        DueTask(
+            id=r.id,
+            ref=r.ref,
+            title=r.title,
+            description=r.description or "",
+            list_name=r.name,
+            due_date=r.due_date if r.due_at is None else None,
+            due_at=r.due_at,
+            zone=r.due_zone if r.due_at is not None else None,
+            updated_at=r.updated_at,
+            reminders=tuple(reminders.get(r.id, ())),
+        )
+        for r in rows
+    ]
