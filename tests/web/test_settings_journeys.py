@@ -64,6 +64,18 @@ def test_destination_test_send_reminder_delivery_token_and_clock(
         expect(page.get_by_role("heading", name="Settings", level=1)).to_be_visible()
         check_axe_both(page, "the empty Settings page")
 
+        # A malformed URL: said beside the field, which has the focus; nothing added.
+        field = page.get_by_label("Apprise URL")
+        field.fill(f"not a url {SECRET}")
+        page.get_by_role("button", name="Add destination").click()
+        expect(page.locator("#err-dest_url")).to_contain_text("Not an Apprise URL")
+        expect(page.get_by_label("Apprise URL")).to_be_focused()
+        expect(page.get_by_label("Apprise URL")).to_have_attribute("aria-invalid", "true")
+        expect(page.get_by_text("No push destination yet")).to_be_visible()
+        assert SECRET not in page.content()
+        check_axe_both(page, "the Settings page with an error beside a field")
+        screenshot(page, "settings-error")
+
         # Add the receiver as a push destination: listed only in redacted form.
         url = http_receiver.json_url(f"hooks/{SECRET}")
         page.get_by_role("radio", name=re.compile("^Push")).check()
