@@ -70,9 +70,9 @@ ROWS = [
     ),
     Row(
         "POST",
-        P + "/attach",
+        P + "/attachments",
         "task",
-        P + "/attach",
+        P + "/attachments",
         lambda t, s: {},
         member_write(303),
         files={"file": ("a.txt", b"a\n", "text/plain")},

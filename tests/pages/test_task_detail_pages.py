@@ -13,6 +13,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from kalends.tasks import Task, TimedValue
+from kalends.tasks.values import MAX_ATTACHMENT_BYTES
 from pages.conftest import Pages, csrf_of
 
 NY = "America/New_York"
@@ -61,7 +62,9 @@ def _field_error(html: str, field: str) -> str:
 
 
 class TestReading:
-    def test_the_page_shows_checklist_schedule_comments_and_history(self, pages: Pages) -> None:
+    def test_an_editor_reads_it_all_a_viewer_without_controls_a_stranger_nothing(
+        self, pages: Pages
+    ) -> None:
         world = pages.world
         alice = world.actors["alice"].id
         root = _task(pages, "Pack for the trip")
@@ -80,24 +83,19 @@ class TestReading:
         assert "History (" in html and "created" in html
         assert 'action="/tasks/' in html and "Save schedule" in html
         assert "Make it a series" in html
-
-    def test_a_viewer_reads_the_page_without_any_write_control(self, pages: Pages) -> None:
-        task = _task(pages)
-        client = pages.sign_in("carol")
-        page = client.get(f"/tasks/{task.id}")
+        # A viewer reads it without any write control; a non-member finds nothing.
+        page = pages.sign_in("carol").get(f"/tasks/{root.id}")
         assert page.status_code == 200
         assert "you can read this task but not change it" in page.text
+        assert "Pack for the trip" in page.text
         for control in ("Save schedule", "Add comment", "Upload", "Make it a series", ">Done<"):
             assert control not in page.text
-
-    def test_a_task_of_a_list_one_is_no_member_of_is_not_found(self, pages: Pages) -> None:
-        task = _task(pages)
-        assert pages.sign_in("dave").get(f"/tasks/{task.id}").status_code == 404
-        assert pages.sign_in("bob").get("/tasks/NOSUCH").status_code == 404
+        assert pages.sign_in("dave").get(f"/tasks/{root.id}").status_code == 404
+        assert client.get("/tasks/NOSUCH").status_code == 404
 
 
 class TestSchedule:
-    def test_a_due_time_in_the_new_york_gap_is_refused_as_the_api_refuses_it(
+    def test_gap_overlap_and_bad_values_are_refused_beside_their_fields_as_the_api_does(
         self, pages: Pages
     ) -> None:
         task = _task(pages)
@@ -133,9 +131,6 @@ class TestSchedule:
         assert 'aria-invalid="true"' in reply.text and "autofocus" in reply.text
         assert _read(pages, task).revision == task.revision  # nothing written
 
-    def test_a_due_time_in_the_overlap_names_the_transition(self, pages: Pages) -> None:
-        task = _task(pages)
-        client, csrf = _bob(pages)
         form = _schedule_form(
             csrf, task.revision, due_kind="datetime", due_local="2026-11-01T01:30"
         )
@@ -146,6 +141,7 @@ class TestSchedule:
             "02:00 to 01:00 on 2026-11-01, so it occurs twice"
         )
         assert _read(pages, task).revision == task.revision
+        self._reminder_without_due_time_priority_and_zone(pages, task, client, csrf)
 
     def test_reminders_before_the_due_time_are_stored_as_wall_times_and_shown_back(
         self, pages: Pages
@@ -185,9 +181,9 @@ class TestSchedule:
         assert '<time datetime="2026-03-09T12:45:00Z">2026-03-09 08:45 Mon America/New_York' in page
         assert '<time datetime="2026-03-08T13:00:00Z">2026-03-08 09:00 Sun America/New_York' in page
 
-    def test_a_reminder_without_a_due_time_is_refused_beside_it(self, pages: Pages) -> None:
-        task = _task(pages)
-        client, csrf = _bob(pages)
+    def _reminder_without_due_time_priority_and_zone(
+        self, pages: Pages, task: Task, client: TestClient, csrf: str
+    ) -> None:
         form = _schedule_form(
             csrf,
             task.revision,
@@ -202,10 +198,6 @@ class TestSchedule:
         assert reply.status_code == 422
         assert "give the task a day and time it is due" in _field_error(reply.text, "rem0_amount")
         assert _read(pages, task).revision == task.revision
-
-    def test_a_bad_priority_and_a_bad_zone_are_refused(self, pages: Pages) -> None:
-        task = _task(pages)
-        client, csrf = _bob(pages)
         reply = client.post(
             f"/tasks/{task.id}/page/schedule",
             data=_schedule_form(csrf, task.revision, priority="7"),
@@ -245,7 +237,7 @@ class TestSchedule:
 
 
 class TestCommentsAndAttachments:
-    def test_a_comment_is_added_and_a_blank_one_refused(self, pages: Pages) -> None:
+    def test_a_comment_and_a_file_are_added_and_bad_ones_refused(self, pages: Pages) -> None:
         task = _task(pages)
         client, csrf = _bob(pages)
         reply = client.post(f"/tasks/{task.id}/page/comment", data={"csrf": csrf, "body": "  "})
@@ -255,12 +247,8 @@ class TestCommentsAndAttachments:
         )
         assert reply.status_code == 200 and "Comment added." in reply.text
         assert "Soil is dry &lt;b&gt;" in reply.text
-
-    def test_a_file_is_attached_and_downloaded_from_its_link(self, pages: Pages) -> None:
-        task = _task(pages)
-        client, csrf = _bob(pages)
         reply = client.post(
-            f"/tasks/{task.id}/page/attach",
+            f"/tasks/{task.id}/page/attachments",
             data={"csrf": csrf},
             files={"file": ("notes.txt", b"water on Sundays\n", "text/plain")},
         )
@@ -269,6 +257,16 @@ class TestCommentsAndAttachments:
         assert link is not None
         got = client.get(link.group(1))
         assert got.status_code == 200 and got.content == b"water on Sundays\n"
+        # One byte over the limit is refused beside the file field; nothing is stored.
+        reply = client.post(
+            f"/tasks/{task.id}/page/attachments",
+            data={"csrf": csrf},
+            files={"file": ("big.bin", b"\0" * (MAX_ATTACHMENT_BYTES + 1), "application/zip")},
+        )
+        assert reply.status_code == 413
+        assert "at most 26214400 bytes" in _field_error(reply.text, "file")
+        world = pages.world
+        assert len(world.services.tasks.get(world.actors["alice"].id, task.id).attachments) == 1
 
 
 def _series_page(pages: Pages) -> tuple[TestClient, str, Task]:
@@ -304,7 +302,8 @@ def _series_page(pages: Pages) -> tuple[TestClient, str, Task]:
 
 class TestSeries:
     def test_the_timeline_marks_the_day_the_wall_time_does_not_exist(self, pages: Pages) -> None:
-        _, _, root = _series_page(pages)
+        editor, csrf, root = _series_page(pages)
+        self._bad_series_forms_are_refused(pages, editor, csrf)
         client = pages.sign_in("carol")
         html = client.get(f"/tasks/{root.id}").text
         assert "Every day at 02:30 America/New_York" in html
@@ -397,9 +396,8 @@ class TestSeries:
         assert "02:30 does not exist on Sun 8 Mar" in timeline
         assert "No date ahead" in page
 
-    def test_a_bad_series_form_is_refused_beside_its_field(self, pages: Pages) -> None:
+    def _bad_series_forms_are_refused(self, pages: Pages, client: TestClient, csrf: str) -> None:
         task = _task(pages)
-        client, csrf = _bob(pages)
         form = {"csrf": csrf, "revision": str(task.revision), "kind": "weekdays", "zone": NY}
         reply = client.post(f"/tasks/{task.id}/page/series/start", data=form)
         assert reply.status_code == 422
@@ -410,4 +408,9 @@ class TestSeries:
         form = {**form, "every": "1", "time": "02:30", "zone": "Mars/Olympus"}
         reply = client.post(f"/tasks/{task.id}/page/series/start", data=form)
         assert reply.status_code == 422 and _field_error(reply.text, "s_zone")
+        # A stale revision: refused, the typed values kept in the form.
+        form = {**form, "zone": NY, "time": "07:45", "revision": str(task.revision + 3)}
+        reply = client.post(f"/tasks/{task.id}/page/series/start", data=form)
+        assert reply.status_code == 409 and 'id="conflict"' in reply.text
+        assert 'name="time" type="time" value="07:45"' in reply.text
         assert _read(pages, task).series_id is None

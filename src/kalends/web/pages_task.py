@@ -227,13 +227,20 @@ def task_page(request: Request, task: TaskRefPath) -> Response:
 
 
 def _refused(
-    request: Request, who: Viewer, ref: str, exc: KalendsError, what: str, **extra: Any
+    request: Request,
+    who: Viewer,
+    ref: str,
+    exc: KalendsError,
+    what: str,
+    series_form: dict[str, Any] | None = None,
 ) -> Response:
-    """The page again, saying why ``what`` was refused; a conflict says what holds now."""
+    """The page again, saying why ``what`` was refused; a conflict says what holds now
+    (a series form keeps the values typed)."""
     status = status_of(exc)
     message = plain(exc.message)
     key = "conflict" if isinstance(exc, RevisionConflict) else "problem"
-    values = _values(request, who, ref, extra={key: {"what": what, "message": message}, **extra})
+    said = {key: {"what": what, "message": message}}
+    values = _values(request, who, ref, series_form=series_form, extra=said)
     return render(request, "task.html", values, who=who, status=status)
 
 
@@ -345,7 +352,7 @@ def post_comment(
     return _done(task, "comment", "comments-h")
 
 
-@router.post("/tasks/{task}/page/attach")
+@router.post("/tasks/{task}/page/attachments")
 def post_attachment(
     request: Request,
     task: TaskRefPath,
@@ -477,7 +484,7 @@ def _start_series(request: Request, ref: str, posted: dict[str, str], days: list
         if status_of(exc) not in (409, 422):
             raise
         if isinstance(exc, RevisionConflict):
-            return _refused(request, who, ref, exc, "Make it a series")
+            return _refused(request, who, ref, exc, "Make it a series", series_form=sf)
         name = _series_field(str(exc.details.get("field") or ""), sf["kind"])
         values = _values(
             request, who, ref, series_form=sf, errors=[FieldError(name, plain(exc.message))]
