@@ -96,8 +96,9 @@
   document.addEventListener("pointercancel", function () { endDrag(false); });
   document.addEventListener("keydown", function (event) { if (event.key === "Escape") endDrag(false); });
 
-  // Back from a move: the moved task has focus again, where the move was made from.
-  document.addEventListener("DOMContentLoaded", function () {
+  // Back from a move: the moved task has focus again, where the move was made from (once
+  // the page has loaded: going to the address's #task-… fragment would take focus away).
+  window.addEventListener("load", function () {
     let said = null;
     try {
       said = sessionStorage.getItem(FOCUS_KEY);
@@ -110,7 +111,7 @@
     const focus = parts[1] === "drag" ? item.querySelector("[data-drag]") : item.querySelector(".task-title");
     if (focus) {
       item.classList.add("focused");
-      focus.focus();
+      setTimeout(function () { focus.focus(); }, 0);
     }
   });
 })();
