@@ -25,6 +25,7 @@ DESTINATION = "json://127.0.0.1:9/hooks/alice-secret"
 @dataclass(frozen=True)
 class Ids:
     token: str
+    feed: str
 
 
 Build = Callable[[Ids, str], tuple[str, dict[str, Any] | None]]
@@ -43,7 +44,10 @@ def get(path: str) -> Build:
 
 
 def post(path: str, **data: Any) -> Build:
-    return lambda ids, csrf: (path.format(token=ids.token), {"csrf": csrf, **data})
+    return lambda ids, csrf: (
+        path.format(token=ids.token, feed=ids.feed),
+        {"csrf": csrf, **data},
+    )
 
 
 def own(status: int | str, other: int | str | None = None) -> dict[str, int | str]:
@@ -90,6 +94,13 @@ ROWS = [
         post("/settings/tokens/{token}/revoke"),
         own(303, other=404),
     ),
+    Row("POST", "/settings/feeds", post("/settings/feeds"), own(201)),
+    Row(
+        "POST",
+        "/settings/feeds/{feed_id}/revoke",
+        post("/settings/feeds/{feed}/revoke"),
+        own(303, other=404),
+    ),
     Row(
         "POST",
         "/settings/appearance",
@@ -120,7 +131,8 @@ def test_each_persona_gets_what_its_own_settings_allow(pages: Pages) -> None:
     alice = pages.world.actors["alice"].id
     pages.world.services.destinations.add(alice, alice, "push", DESTINATION)
     [token] = pages.world.accounts.tokens(alice)
-    ids = Ids(str(token.id))
+    feed = pages.world.services.feeds.create(alice, base_url="http://example.com")
+    ids = Ids(str(token.id), str(feed.feed.id))
     clients: dict[str, TestClient] = {"anon": pages.client("bob")}
     tokens = {"anon": ""}
     for who in ("dave", "alice"):
@@ -148,3 +160,7 @@ def test_each_persona_gets_what_its_own_settings_allow(pages: Pages) -> None:
     assert [d.url for d in theirs] == ["json://127.0.0.1:9/hooks/new"]
     assert not next(t for t in pages.world.accounts.tokens(alice) if t.id == token.id).active
     assert all(t.active for t in pages.world.accounts.tokens(dave) if t.name == "tests")
+    feeds = {f.id: f.active for f in pages.world.services.feeds.list(alice)}
+    assert feeds[feed.feed.id] is False
+    assert len(feeds) == 2  # and the one the table made
+    assert len(pages.world.services.feeds.list(dave)) == 1

@@ -269,6 +269,44 @@ class TestTokens:
         assert still.active
 
 
+class TestCalendarFeeds:
+    def test_a_new_feeds_address_is_shown_once_and_answers_until_revoked(
+        self, pages: Pages
+    ) -> None:
+        client, csrf = _signed_in(pages)
+        assert "No calendar feed yet." in client.get("/settings").text
+        reply = _post(client, "/settings/feeds", csrf=csrf)
+        assert reply.status_code == 201, reply.text
+        found = re.search(
+            r'id="new-feed-url"[^>]*value="https?://[^/"]+(/feeds/[^"]+\.ics)"', reply.text
+        )
+        assert found is not None, reply.text
+        path = found.group(1)
+        api = pages.world.client
+        feed = api.get(path)
+        assert feed.status_code == 200
+        assert feed.headers["content-type"].startswith("text/calendar")
+        page = client.get("/settings")
+        assert path not in page.text
+        [made] = pages.world.services.feeds.list(pages.world.actors["bob"].id)
+        revoke = _post(client, f"/settings/feeds/{made.id}/revoke", csrf=csrf)
+        assert revoke.status_code == 303
+        assert revoke.headers["location"] == "/settings?done=feed-revoked#feed"
+        assert api.get(path).status_code == 404
+        page = client.get(revoke.headers["location"])
+        assert "Calendar feed revoked" in page.text
+        assert "/settings/feeds/" not in page.text  # no Revoke left to offer
+        # Someone else's feed is not found, and stays as it was.
+        carol = pages.world.actors["carol"].id
+        theirs = pages.world.services.feeds.create(carol, base_url="http://example.com")
+        refused = _post(client, f"/settings/feeds/{theirs.feed.id}/revoke", csrf=csrf)
+        assert refused.status_code == 404
+        assert api.get(theirs.url.removeprefix("http://example.com")).status_code == 200
+        forged = _post(client, "/settings/feeds", csrf="forged-token")
+        assert forged.status_code == 403
+        assert len(pages.world.services.feeds.list(pages.world.actors["bob"].id)) == 1
+
+
 class TestThemeAndClock:
     def test_the_12_hour_clock_is_followed_by_every_page_and_24_hours_is_the_default(
         self, pages: Pages

@@ -2,9 +2,10 @@
 on a real local HTTP receiver added as a push destination (shown only redacted), sent a
 test message that arrives; a task given a due time and a push reminder (with the CLI),
 which the server's own delivery loop sends to that receiver once its clock passes the
-reminder; an API token created (its secret shown once); the 12-hour clock and the dark
-theme chosen; axe in both schemes and screenshots at 1280 and 390 px; with script off
-a destination is added and removed and the token revoked."""
+reminder; an API token created (its secret shown once); a calendar feed created (its
+address shown once, the task in it); the 12-hour clock and the dark theme chosen; axe in
+both schemes and screenshots at 1280 and 390 px; with script off a destination is added
+and removed, the token and the feed revoked."""
 
 from __future__ import annotations
 
@@ -133,6 +134,17 @@ def test_destination_test_send_reminder_delivery_token_and_clock(
         assert reminder.json()["title"] == f"Reminder: {TASK}"
         assert reminder.header("Idempotency-Key")
 
+        # A calendar feed: its address shown once, the task in it.
+        page.get_by_role("button", name="Create a calendar feed").click()
+        address = page.locator("#new-feed-url").input_value()
+        feed_path = "/feeds/" + address.partition("/feeds/")[2]
+        assert feed_path.endswith(".ics"), address
+        screenshot(page, "settings-feed")
+        with server.client() as api:
+            feed = api.get(feed_path)
+        assert feed.status_code == 200
+        assert TASK in feed.text
+
         # The 12-hour clock and the dark theme, saved together.
         page.get_by_role("radio", name=re.compile("^12-hour")).check()
         page.get_by_role("radio", name="Dark").check()
@@ -167,8 +179,11 @@ def test_destination_test_send_reminder_delivery_token_and_clock(
         expect(page.get_by_text("No email destination yet")).to_be_visible()
         page.get_by_role("button", name="Revoke token journey laptop").click()
         expect(page.get_by_text("Token revoked")).to_be_visible()
+        page.get_by_role("button", name=re.compile("^Revoke the calendar feed")).click()
+        expect(page.get_by_text("Calendar feed revoked")).to_be_visible()
         with server.client() as api:
             answer = api.get("/api/tokens", headers={"Authorization": f"Bearer {token}"})
-        assert answer.status_code == 401
+            assert answer.status_code == 401
+            assert api.get(feed_path).status_code == 404
     finally:
         quiet.close()

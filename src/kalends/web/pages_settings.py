@@ -1,12 +1,14 @@
-"""The viewer's settings: reminder destinations, API tokens, theme and clock.
+"""The viewer's settings: reminder destinations, API tokens, calendar feeds, theme and clock.
 
 Thin callers, as the other pages: the viewer's notification settings through
 :class:`~kalends.cli.reminder_client.DestinationSettingsClient` and their API tokens
-through :class:`~kalends.cli.account_client.AccountsClient`, with the viewer as both the
+through :class:`~kalends.cli.account_client.AccountsClient` and their calendar feeds
+through :class:`~kalends.cli.feed_client.FeedsClient`, with the viewer as both the
 acting actor and the target; the services check that one may only see and change one's
 own. A destination's URL holds secrets, so the page never holds it: it lists each by its
 redacted form and names it in its forms by channel and position. A new token's secret is
-in the answer to the post that made it, never in an address, and is not shown again.
+in the answer to the post that made it, never in an address, and is not shown again; so
+is a new calendar feed's address, whose secret is its credential.
 
 Every write posts the session's CSRF token and lands back on the page with a short
 status (``?done=…``, a word from a fixed table); a refused form is the page again with
@@ -28,8 +30,10 @@ from kalends.api.errors import status_of
 from kalends.auth.tokens import MAX_TOKEN_LIFETIME
 from kalends.auth.values import TokenInfo, instant_json
 from kalends.cli.account_client import AccountsClient
+from kalends.cli.feed_client import FeedsClient
 from kalends.cli.reminder_client import DestinationSettingsClient
 from kalends.errors import KalendsError
+from kalends.feeds import FeedInfo, NewFeed
 from kalends.reminders.channels import Channel
 from kalends.reminders.destinations import MAX_DESTINATIONS, Destination, SendTestResult
 from kalends.web.render import (
@@ -70,6 +74,7 @@ DONE = {
     "removed": "Destination removed.",
     "revoked": "Token revoked: it no longer signs anything in.",
     "appearance": "Theme and clock saved.",
+    "feed-revoked": "Calendar feed revoked: its address answers nothing from now on.",
 }
 _SERVICE_PATH = re.compile(r"^[A-Za-z_][\w.\[\]]*: ")
 
@@ -80,6 +85,10 @@ def _destinations(who: Viewer) -> DestinationSettingsClient:
 
 def _accounts(who: Viewer) -> AccountsClient:
     return who.context.accounts
+
+
+def _feeds(who: Viewer) -> FeedsClient:
+    return who.context.services.feeds
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +124,16 @@ def _token_row(token: TokenInfo) -> dict[str, Any]:
     }
 
 
+def _feed_row(feed: FeedInfo) -> dict[str, Any]:
+    return {
+        "id": str(feed.id),
+        "created": instant_json(feed.created_at),
+        "last_used": instant_json(feed.last_used_at),
+        "revoked": instant_json(feed.revoked_at),
+        "active": feed.active,
+    }
+
+
 def _destination_row(d: Destination) -> dict[str, Any]:
     return {
         "channel": d.channel.value,
@@ -132,6 +151,7 @@ def _page(
     done: str = "",
     tested: SendTestResult | None = None,
     new_token: tuple[TokenInfo, str] | None = None,
+    new_feed: NewFeed | None = None,
     status: int = 200,
 ) -> Response:
     shown = forms or Forms(errors={})
@@ -141,6 +161,7 @@ def _page(
         for value, _, _ in CHANNELS
     }
     tokens = [_token_row(t) for t in _accounts(who).tokens(who.principal.actor_id)]
+    feeds = [_feed_row(f) for f in _feeds(who).list(who.principal.actor_id)]
     test_result = None
     if tested is not None:
         test_result = {
@@ -167,6 +188,10 @@ def _page(
                 None
                 if new_token is None
                 else {"row": _token_row(new_token[0]), "secret": new_token[1]}
+            ),
+            "feeds": feeds,
+            "new_feed": (
+                None if new_feed is None else {"row": _feed_row(new_feed.feed), "url": new_feed.url}
             ),
             "tested": test_result,
             "forms": shown,
@@ -283,6 +308,24 @@ def revoke_token(request: Request, token_id: UUID, csrf: CsrfField = "") -> Resp
     check_csrf(request, who, csrf)
     _accounts(who).revoke_token(who.principal.actor_id, token_id)
     return _back("revoked", "tokens")
+
+
+@router.post(PAGE + "/feeds")
+def create_feed(request: Request, csrf: CsrfField = "") -> Response:
+    """Creates a calendar feed; the answer shows its address (the secret in it) this once."""
+    who = viewer(request)
+    check_csrf(request, who, csrf)
+    made = _feeds(who).create(who.principal.actor_id, base_url=who.context.settings.base_url)
+    return _page(request, who, new_feed=made, status=201)
+
+
+@router.post(PAGE + "/feeds/{feed_id}/revoke")
+def revoke_feed(request: Request, feed_id: UUID, csrf: CsrfField = "") -> Response:
+    """Revokes one of the viewer's calendar feeds (another's is not found)."""
+    who = viewer(request)
+    check_csrf(request, who, csrf)
+    _feeds(who).revoke(who.principal.actor_id, feed_id)
+    return _back("feed-revoked", "feed")
 
 
 @router.post(PAGE + "/appearance")
