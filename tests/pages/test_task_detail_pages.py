@@ -164,6 +164,18 @@ class TestSchedule:
             rem1_channel="push",
             rem2_amount="",
         )
+        # "Show the reminders' times" shows them without saving.
+        shown = client.post(f"/tasks/{task.id}/page/schedule", data={**form, "op": "preview"})
+        assert shown.status_code == 200 and 'id="schedule-preview"' in shown.text
+        assert '→ <time datetime="2026-03-09T12:45:00Z">' in shown.text
+        assert _read(pages, task).revision == task.revision
+        # A day before 02:30 on the 9th is 02:30 on the 8th, which New York skips.
+        early = {**form, "due_local": "2026-03-09T02:30", "op": "preview"}
+        refused = client.post(f"/tasks/{task.id}/page/schedule", data=early)
+        assert refused.status_code == 422
+        assert _field_error(refused.text, "rem1_amount").startswith(
+            "2026-03-08T02:30:00 does not exist in America/New_York"
+        )
         reply = client.post(f"/tasks/{task.id}/page/schedule", data=form, follow_redirects=False)
         assert reply.status_code == 303, reply.text
         saved = _read(pages, task)

@@ -206,6 +206,7 @@ def _values(
         "conflict": None,
         "problem": None,
         "notice": request.query_params.get("done", "")[:32],
+        "preview": False,
         "iso": _iso,
         "shown_zone": default_zone,
         "event_words": lambda e: "; ".join(
@@ -276,6 +277,8 @@ def _save_schedule(request: Request, ref: str, posted: dict[str, str]) -> Respon
 
     if errors:
         return again(422, errors)
+    if posted.get("op") == "preview":
+        return again(200, [], preview=True)
     try:
         _changes(who).schedule(
             who.actor,

@@ -236,7 +236,13 @@ def schedule_json(f: Mapping[str, Any]) -> tuple[dict[str, Any], list[FieldError
             message = exc.message if isinstance(exc, InvalidInput) else "reminder: too far back"
             errors.append(FieldError(name, plain(message)))
             continue
+        try:
+            at = resolve_user_local(said, zone, "reminder")
+        except InvalidInput as exc:
+            errors.append(FieldError(name, plain(exc.message)))
+            continue
         data["reminders"].append(_reminder(row, said, zone, i))
+        row["at"] = at.astimezone(UTC).isoformat().replace("+00:00", "Z")
     return data, errors
 
 
