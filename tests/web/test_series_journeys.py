@@ -92,6 +92,8 @@ def test_schedule_series_done_skip_and_pause_by_keyboard(
     # Made a daily series at 02:30 New York: the 8th has no 02:30.
     series = page.locator("form.series-form")
     series.get_by_label("Every N days").check()
+    expect(series.get_by_label("Every how many days")).to_have_value("1")
+    expect(series.locator("#f-s_after")).to_be_hidden()
     series.get_by_label("Due at (HH:MM)").fill("02:30")
     series.get_by_label("Zone", exact=True).fill(NY)
     series.get_by_role("button", name="Make it a series").click()
