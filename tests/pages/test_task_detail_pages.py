@@ -342,8 +342,11 @@ class TestSeries:
         url = f"/tasks/{root.id}/page/complete"
         reply = client.post(url, data={"csrf": csrf, "revision": str(root.revision)})
         assert reply.status_code == 409
-        assert 'id="problem"' in reply.text or 'id="conflict"' in reply.text
+        assert 'id="problem"' in reply.text and "Done was refused" in reply.text
         assert _read(pages, root).status.value == "open"
+        # Done on the 10th: the series catches up to the 10th, the 7th and 9th missed (the
+        # 8th has no 02:30 at all), never a backlog.
+        pages.world.clock.set(datetime(2026, 3, 10, 12, 0, tzinfo=UTC))
         reply = client.post(
             url, data={"csrf": csrf, "revision": str(root.revision), "subtree": "1"}
         )
@@ -355,10 +358,26 @@ class TestSeries:
         assert successor is not None
         fresh = _read(pages, successor.group(1))
         assert fresh.occurrence == 2 and isinstance(fresh.due, TimedValue)
-        assert fresh.due.local == datetime(2026, 3, 7, 2, 30)
+        assert fresh.due.local == datetime(2026, 3, 10, 2, 30)
         page = client.get(f"/tasks/{fresh.id}").text
         timeline = page.split('id="timeline-h"', 1)[1].split("</ol>", 1)[0]
-        assert re.search(r"Done</span>\s*<span class=\"ordinal\">#1</span>", timeline)
+        items = re.findall(r"<li.*?</li>", timeline, re.S)
+        rows = [re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", li)).strip() for li in items]
+        assert [row.split(" ", 2)[:2] for row in rows] == [
+            ["✓", "Done"],
+            ["✕", "Missed"],
+            ["⚠", "No"],
+            ["●", "Outstanding"],
+        ]
+        assert "Sat 2026-03-07, Mon 2026-03-09" in rows[1]
+        assert "Sun 2026-03-08" in rows[2] and "02:30 does not exist" in rows[2]
+        # Reopening the settled one keeps the successor; the timeline says so.
+        alice = pages.world.actors["alice"].id
+        done = _read(pages, root)
+        pages.world.services.tasks.reopen(alice, done.id, done.revision)
+        page = client.get(f"/tasks/{root.id}").text
+        timeline = page.split('id="timeline-h"', 1)[1].split("</ol>", 1)[0]
+        assert re.search(r"Reopened</span>\s*<span class=\"ordinal\">#1</span>", timeline)
         assert re.search(r"Outstanding</span>\s*<span class=\"ordinal\">#2</span>", timeline)
 
     def test_skip_then_pause_resume_and_end_with_the_series_revision(self, pages: Pages) -> None:
