@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, File, Form, Request, UploadFile
+from fastapi import APIRouter, File, Form, Path, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, Response
 
@@ -58,7 +58,8 @@ __all__ = ["router"]
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
 
-TaskRefPath = Annotated[str, "a task's ID or reference"]
+# A task by its ID or its short reference.
+TaskRefPath = Annotated[str, Path(min_length=1, max_length=64)]
 SERIES_KINDS = (
     ("daily", "Every N days"),
     ("weekdays", "On weekdays"),
@@ -100,9 +101,8 @@ def _iso(at: datetime) -> str:
     return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def _page_url(task: Task | str, anchor: str = "") -> str:
-    ref = task if isinstance(task, str) else str(task.id)
-    return f"/tasks/{quote(ref, safe='')}" + (f"#{anchor}" if anchor else "")
+def _page_url(ref: str) -> str:
+    return f"/tasks/{quote(ref, safe='')}"
 
 
 # --- reading the page --------------------------------------------------------------------
