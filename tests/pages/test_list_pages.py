@@ -286,6 +286,38 @@ class TestTaskWrites:
         assert html.count(">Stand-up</a>") == 2  # the skipped one and its successor
         assert "skipped</span>" in html
 
+    def test_completing_a_series_occurrence_whole_shows_the_fresh_successor(
+        self, pages: Pages
+    ) -> None:
+        _at(pages, "2026-03-06T12:00:00")
+        alice = _actor(pages, "alice")
+        root = _add(pages, "Weekly review")
+        step = _add(pages, "Inbox zero", root.id)
+        pages.world.services.tasks.complete(alice, step.id, step.revision)
+        started = pages.world.services.changes.repeat(
+            alice, root.id, _task(pages, root.id).revision, {"kind": "daily", "interval_days": 7}
+        )
+        client = pages.sign_in("bob")
+        page = client.get(_list_url(pages)).text
+        form = {"revision": started.task.revision, "list": str(pages.world.home_list.id)}
+        # Its items are done, yet a recurring checklist is completed only as a whole.
+        alone = _post(client, f"/tasks/{root.id}/complete", page, **form)
+        assert alone.status_code == 409
+        assert "completed only as a whole" in alone.text
+        whole = _post(client, f"/tasks/{root.id}/complete", page, complete_subtree="true", **form)
+        assert whole.status_code == 303
+        html = client.get(whole.headers["location"]).text
+        assert html.count(">Weekly review</a>") == 2  # the completed one and its successor
+        assert html.count(">Inbox zero</a>") == 2
+        successor = next(
+            n.task
+            for n in pages.world.services.tasks.tree(alice, pages.world.home_list.id)
+            if n.task.title == "Weekly review" and n.task.status is TaskStatus.OPEN
+        )
+        assert successor.id != root.id
+        assert f'formaction="/tasks/{successor.id}/skip"' in html
+        assert "every 7 days" in html
+
     def test_a_blank_title_keeps_the_typed_values_and_says_why(self, pages: Pages) -> None:
         client = pages.sign_in("bob")
         parent = _add(pages, "Garden")
