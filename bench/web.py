@@ -51,16 +51,33 @@ schedules page  ``GET /w/{id}/schedules`` and ``?after=<last ID of the previous 
                 the pages of eight in turn (the cursors read through
                 ``ScheduleService.page`` beforehand);
 Now page        ``GET /``: passages running, recent failures and the next 24 hours' launches
-                over every schedule of the viewer's workspaces.
+                over every schedule of the viewer's workspaces;
+calendar feed   ``GET /feeds/{secret}.ics`` of a second person (see below), whole;
+feed, 304       the same with ``If-None-Match`` naming the feed's ETag: a calendar app's
+                poll while nothing changed.
+
+The feed's fixture, built after the results are filled: a second person, ``feeder``,
+who owns a list holding ``FEED_TASKS`` (2,000) open tasks, each with a due value: every
+other one a date (the next 120 days in turn; every third of those with a reminder at
+08:00 in its zone), the others a time (09:30 on those days, in four zones in turn, each
+with a reminder 30 minutes before), written through ``TaskService.create`` and
+``set_schedule``; and a viewer of a second workspace of the owner's holding
+``FEED_SCHEDULES`` (50) schedules (``bench/missions.py``'s configurations of its
+workspace 1, each Played), so that the feed holds 2,000 tasks and the next 30 days'
+passages of 50 schedules. Its address comes from ``Feeds.create``. Before the feed's
+warm-up, one request is timed alone: the first render, which writes every event's text
+(kept by value afterwards); the table shows it as the cold feed.
 
 Each request is timed with ``time.perf_counter_ns`` from the client's call to the
 complete answer in memory: the application's whole work (routing, session check,
 services, rendering) plus the in-process transport's (no socket, no HTTP parsing). Each
 answer is checked after its timing: status 200; the API detail is the schedule asked for
 with 30 results; a schedule page holds its schedule's title (HTML-escaped); a schedules
-page holds the titles of its eight; the Now page holds its heading. Targets (on the
-median): a schedule page < 30 ms, the schedules page < 20 ms; the Now page and the API
-detail have none. The ratio column is each endpoint's median over the API detail's.
+page holds the titles of its eight; the Now page holds its heading; the feed is 200
+with the first task's title and a passage, the conditional request 304 with no body.
+Targets (on the median): a schedule page < 30 ms, the schedules page < 20 ms, the
+calendar feed and its 304 < 150 ms; the Now page, the cold feed and the API detail
+have none. The ratio column is each endpoint's median over the API detail's.
 
 ``--profile DIR``: afterwards, ``--samples`` more requests of each page under
 ``cProfile`` (the event loop's thread and the request worker thread, which runs the
@@ -95,7 +112,8 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from datetime import time as wall
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +137,8 @@ from kalends.clock import FakeClock  # noqa: E402
 from kalends.missions.limits import MAX_PAGE, MAX_RESULTS, MAX_SCHEDULES  # noqa: E402
 from kalends.missions.runtime.memory import MemoryRuntime  # noqa: E402
 from kalends.missions.scheduler import Scheduler  # noqa: E402
+from kalends.reminders import Channel  # noqa: E402
+from kalends.tasks import Reminder, Role, Schedule, TimedValue  # noqa: E402
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)  # a Monday
 SETTLE = timedelta(seconds=30)  # when an admitted passage's wake is due again
@@ -131,14 +151,23 @@ HANDLE = "owner"
 PASSWORD = "bench password, long enough"
 BASE_URL = "http://127.0.0.1:8000"
 
-KEYS = ("api", "schedule", "schedules", "now")
+FEED_TASKS = 2_000
+FEED_SCHEDULES = 50
+FEED_DAYS = 120
+FEED_ZONES = ("Europe/Paris", "America/New_York", "Asia/Tokyo", "Australia/Sydney")
+FEEDER = "feeder"
+
+KEYS = ("api", "schedule", "schedules", "now", "feed", "feed_304")
 LABELS = {
     "api": "API detail (JSON)",
     "schedule": "schedule page",
     "schedules": "schedules page (8)",
     "now": "Now page",
+    "feed_cold": "calendar feed, first (cold)",
+    "feed": "calendar feed",
+    "feed_304": "calendar feed, 304",
 }
-TARGETS_MS = {"schedule": 30.0, "schedules": 20.0}
+TARGETS_MS = {"schedule": 30.0, "schedules": 20.0, "feed": 150.0, "feed_304": 150.0}
 
 
 @dataclass(frozen=True)
@@ -171,6 +200,9 @@ class Fixture:
     outcomes: dict[str, int] = field(default_factory=dict)
     create_s: float = 0.0
     fill_s: float = 0.0
+    feed_path: str = ""
+    feed_wants: tuple[str, ...] = ()
+    feed_s: float = 0.0
 
 
 def _config(s: int) -> dict[str, Any]:
@@ -212,7 +244,60 @@ def build_fixture(directory: Path, schedules: int) -> Fixture:
         if page.next_after is None:
             break
         after = page.next_after
+    _feed_fixture(fx, directory)
     return fx
+
+
+def _feed_fixture(fx: Fixture, directory: Path) -> None:
+    """The feeder's list of due tasks and a workspace of schedules they view (see the
+    module docstring), and the address of their feed."""
+    services = fx.services
+    t0 = time.perf_counter()
+    log(f"creating the feed's {FEED_TASKS} due tasks and {FEED_SCHEDULES} schedules ...")
+    feeder = services.directory.add_actor(FEEDER, "Feeder").id
+    chores = services.directory.create_list(feeder, "chores").id
+    titles: list[str] = []
+    for n in range(FEED_TASKS):
+        day = START.date() + timedelta(days=1 + (n // 2) % FEED_DAYS)
+        zone = FEED_ZONES[n % len(FEED_ZONES)]
+        title = f"Chore {n:04d}"
+        titles.append(title)
+        task = services.tasks.create(feeder, chores, title)
+        services.tasks.set_schedule(
+            feeder, task.id, task.revision, _due_schedule(n, day, zone, feeder)
+        )
+    (directory / "feeds").mkdir()
+    ws = services.workspaces.add(fx.actor, directory / "feeds", "feeds").id
+    services.workspaces.set_member(fx.actor, ws, feeder, Role.VIEWER)
+    for s in range(FEED_SCHEDULES):
+        config = schedule_config(1, s)
+        receipt = services.schedules.create(fx.actor, ws, config, request_id=f"feed-{s:04d}")
+        if receipt.mission_id is None:
+            raise RuntimeError(f"create returned {receipt!r}")
+        services.schedules.play(
+            fx.actor, receipt.mission_id, request_id=f"feed-play-{s:04d}", expected_revision=1
+        )
+    made = services.feeds.create(feeder, base_url=BASE_URL)
+    fx.feed_path = made.url.removeprefix(BASE_URL)
+    fx.feed_wants = (f"SUMMARY:{titles[0]}", "UID:passage-")
+    fx.feed_s = time.perf_counter() - t0
+    log(f"  feed fixture in {fx.feed_s:.1f} s")
+
+
+def _due_schedule(n: int, day: date, zone: str, recipient: uuid.UUID) -> Schedule:
+    """Task ``n``'s due value: a date (every third with a reminder at 08:00), or 09:30 in
+    ``zone`` with a reminder 30 minutes before."""
+    if n % 2:
+        morning = TimedValue.parse(datetime.combine(day, wall(8)).isoformat(), zone, "due")
+        reminders = (
+            () if n % 3 else (Reminder(channel=Channel.PUSH, time=morning, recipient_id=recipient),)
+        )
+        return Schedule(due=day, reminders=reminders)
+    due = TimedValue.parse(datetime.combine(day, wall(9, 30)).isoformat(), zone, "due")
+    before = TimedValue.parse(datetime.combine(day, wall(9)).isoformat(), zone, "due")
+    return Schedule(
+        due=due, reminders=(Reminder(channel=Channel.PUSH, time=before, recipient_id=recipient),)
+    )
 
 
 def _fill(fx: Fixture) -> None:
@@ -333,6 +418,8 @@ class Call:
     path: str
     wants: tuple[str, ...] = ()
     schedule: uuid.UUID | None = None
+    status: int = 200
+    headers: dict[str, str] | None = None
 
 
 def _calls(fx: Fixture) -> dict[str, list[Call]]:
@@ -350,6 +437,7 @@ def _calls(fx: Fixture) -> dict[str, list[Call]]:
         ],
         "schedules": pages,
         "now": [Call("/", ("<h1",))],
+        "feed": [Call(fx.feed_path, fx.feed_wants)],
     }
 
 
@@ -358,8 +446,12 @@ class Checker:
         self.problems: list[str] = []
 
     def check(self, key: str, call: Call, answer: httpx.Response) -> None:
-        if answer.status_code != 200:
+        if answer.status_code != call.status:
             self._add(f"{key} {call.path}: status {answer.status_code}")
+            return
+        if call.status == 304:
+            if answer.content:
+                self._add(f"{key} {call.path}: a 304 with a body")
             return
         if call.schedule is not None:
             doc = answer.json()
@@ -383,7 +475,7 @@ async def _series(
     for i in range(n):
         call = calls[i % len(calls)]
         t0 = time.perf_counter_ns()
-        answer = await client.get(call.path)
+        answer = await client.get(call.path, headers=call.headers)
         out.samples_ms.append((time.perf_counter_ns() - t0) / 1e6)
         out.bytes = max(out.bytes, len(answer.content))
         checker.check(key, call, answer)
@@ -432,6 +524,13 @@ async def measure(
         ) as client,
     ):
         for key in KEYS:
+            if key == "feed":
+                # The first render writes every event's text: timed alone, before warm-up.
+                results.append(await _series(client, "feed_cold", calls["feed"], 1, checker))
+            if key == "feed_304":
+                answer = await client.get(fx.feed_path)
+                etag = answer.headers.get("etag", "")
+                calls[key] = [Call(fx.feed_path, status=304, headers={"If-None-Match": etag})]
             log(f"{LABELS[key]}: {WARMUP} warm-up requests, then {samples} timed ...")
             await _series(client, key, calls[key], WARMUP, checker)
             results.append(await _series(client, key, calls[key], samples, checker))
@@ -488,6 +587,11 @@ def print_table(rep: Report) -> None:
         f"fixture: 1 workspace, {len(fx.schedules)} schedules played, {MAX_RESULTS} results each"
         f" ({triggers}; {outcomes}); {fx.passages} passages settled in {fx.rounds} rounds"
         f" ({fx.create_s:.1f} s to create, {fx.fill_s:.1f} s to fill)"
+    )
+    print(
+        f"feed: {FEED_TASKS} open tasks with a due value (dates and times, with reminders)"
+        f" and the next 30 days of {FEED_SCHEDULES} played schedules"
+        f" ({fx.feed_s:.1f} s to create)"
     )
     print(
         "in-process: httpx.ASGITransport, one event loop, the owner's session cookie;"

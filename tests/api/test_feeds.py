@@ -16,8 +16,10 @@ import ics
 import pytest
 
 from api.conftest import ApiWorld
+from kalends.errors import InvalidInput
 from kalends.feeds import MAX_ACTIVE_FEEDS
 from kalends.reminders import Channel
+from kalends.storage.meta import SERVER_BASE_URL, write_meta
 from kalends.storage.testing import nothing_written
 from kalends.tasks import Reminder, Role, Schedule, TimedValue
 from missions.conftest import daily_config
@@ -183,6 +185,16 @@ class TestCreatingAndListing:
         first = api.client.get("/api/feeds", headers=api.headers("carol")).json()[-1]
         api.client.delete(f"/api/feeds/{first['id']}", headers=api.headers("carol"))
         new_feed(api, "carol")
+
+    def test_the_service_names_the_address_serve_recorded_and_refuses_without_one(
+        self, api: ApiWorld
+    ) -> None:
+        alice = api.actors["alice"].id
+        with nothing_written(api.store), pytest.raises(InvalidInput, match="base-url"):
+            api.services.feeds.create(alice)
+        write_meta(api.store, SERVER_BASE_URL, "https://cal.example.org")
+        made = api.services.feeds.create(alice)
+        assert made.url == f"https://cal.example.org/feeds/{made.secret}.ics"
 
 
 class TestTheFeed:

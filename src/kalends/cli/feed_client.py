@@ -26,7 +26,8 @@ class FeedsClient(Protocol):
 
     def create(self, actor: UUID | str, *, base_url: str | None) -> NewFeed:
         """A new feed of the actor, its secret and address shown this once. ``base_url``:
-        the server's public URL for the address (local mode; a server knows its own)."""
+        the server's public URL for the address (``None``: the one recorded; a server
+        gives its own)."""
         ...
 
     def list(self, actor: UUID | str) -> list[FeedInfo]:

@@ -140,19 +140,15 @@ def _head(handle: str) -> bytes:
 
 def _zones(contents: Contents) -> list[bytes]:
     """The ``VTIMEZONE`` of each zone an event is written in, over the years it spans."""
+    seen = {(t.zone, t.due_at.year) for t in contents.tasks if t.due_at is not None}
+    seen.update((p.zone, p.at.year) for p in contents.passages)
     years: dict[str, tuple[int, int]] = {}
-
-    def seen(zone: str, at: datetime) -> None:
-        low, high = years.get(zone, (at.year, at.year))
-        years[zone] = (min(low, at.year), max(high, at.year))
-
-    for task in contents.tasks:
-        if task.due_at is not None and task.zone is not None:
-            seen(task.zone, task.due_at)
-    for passage in contents.passages:
-        seen(passage.zone, passage.at)
-    # UTC is written as such (a trailing Z), with no VTIMEZONE.
-    years.pop("UTC", None)
+    for zone, year in seen:
+        # UTC is written as such (a trailing Z), with no VTIMEZONE.
+        if zone is None or zone == "UTC":
+            continue
+        low, high = years.get(zone, (year, year))
+        years[zone] = (min(low, year), max(high, year))
     return [_timezone_text(z, low, high) for z, (low, high) in sorted(years.items())]
 
 

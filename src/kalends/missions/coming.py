@@ -9,13 +9,15 @@ up, not a coming passage.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
+from typing import NamedTuple
 from uuid import UUID
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
+from kalends.civil import Slot
 from kalends.missions.document import Phase, State, preview_slots
 from kalends.missions.rows import ScheduleRow
 from kalends.missions.stored_documents import doc_of
@@ -24,12 +26,15 @@ from kalends.storage.mission_tables import schedules, workspace_members, workspa
 __all__ = ["ComingPassage", "coming_passages"]
 
 _SCHEDULE_COLUMNS = len(ScheduleRow._fields)
+# The slots asked for first; a schedule with more before ``until`` is asked again for
+# four times as many (most schedules run at most a few times a day).
+_FIRST_ASK = 40
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ComingPassage:
+class ComingPassage(NamedTuple):
     """A coming passage: its schedule, the slot's instant and the zone it is written in;
-    ``updated_at``: when the schedule last changed."""
+    ``updated_at``: when the schedule last changed. A named tuple: a feed holds
+    thousands."""
 
     schedule_id: UUID
     title: str
@@ -59,20 +64,26 @@ def coming_passages(
     found: list[ComingPassage] = []
     for r in rows:
         row = ScheduleRow._make(tuple(r)[:_SCHEDULE_COLUMNS])
-        doc = doc_of(row)
-        body = doc.body
-        if body.first_play_at is not None:
-            body = replace(body, high_water=max(body.high_water or now, now))
+        if row.next_due_at is not None and row.next_due_at > until:
+            continue  # its next slot is past the horizon: nothing to compute
+        made = (row.id, row.title, r.workspace_name)
         found.extend(
-            ComingPassage(
-                schedule_id=row.id,
-                title=row.title,
-                workspace_name=r.workspace_name,
-                at=slot.at,
-                zone=slot.zone,
-                updated_at=row.updated_at,
-            )
-            for slot in preview_slots(doc.config, body, now, per_schedule)
+            ComingPassage(*made, slot.at, slot.zone, row.updated_at)
+            for slot in _slots(row, now, until, per_schedule)
             if now < slot.at <= until
         )
     return found
+
+
+def _slots(row: ScheduleRow, now: datetime, until: datetime, most: int) -> list[Slot]:
+    """At most ``most`` of the schedule's slots after ``now``, enough to pass ``until``."""
+    doc = doc_of(row)
+    body = doc.body
+    if body.first_play_at is not None:
+        body = replace(body, high_water=max(body.high_water or now, now))
+    count = min(_FIRST_ASK, most)
+    while True:
+        slots = preview_slots(doc.config, body, now, count)
+        if len(slots) < count or slots[-1].at > until or count >= most:
+            return slots
+        count = min(4 * count, most)

@@ -3,30 +3,35 @@ what a calendar of the actor's tasks shows.
 
 Only tasks of the lists the actor is a member of now, and of active lists; trashed and
 completed tasks are not due. A reminder is the actor's own when they are its recipient.
+
+A calendar app polls this every few minutes for thousands of tasks, so the rows are
+named tuples, and the task IDs are read as the driver gives them and turned into UUIDs
+the short way (SQLAlchemy's own conversion was a third of the read).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from datetime import date, datetime
+from typing import Any, NamedTuple
 from uuid import UUID
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, or_, select, type_coerce
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.types import NullType
 
-from kalends.civil import parse_local_datetime
 from kalends.storage.task_tables import list_members, lists, task_reminders, tasks
 from kalends.tasks.values import ListStatus, TaskStatus
 
 __all__ = ["DueReminder", "DueTask", "due_tasks"]
 
 _T = tasks.c
+# Read as the driver gives it: 32 hex digits on SQLite, a UUID on PostgreSQL.
+_RAW = NullType()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DueReminder:
+class DueReminder(NamedTuple):
     """One of the actor's reminders of a task: its instant, and its wall time in its own
     zone (``local``, naive)."""
 
@@ -34,10 +39,9 @@ class DueReminder:
     local: datetime
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DueTask:
+class DueTask(NamedTuple):
     """An open task with a due value: a date (``due_date``), or an instant (``due_at``)
-    written in ``zone``; ``reminders``: the instants of the actor's own reminders."""
+    written in ``zone``; ``reminders``: the actor's own, in their order."""
 
     id: UUID
     ref: str
@@ -49,6 +53,13 @@ class DueTask:
     zone: str | None
     updated_at: datetime
     reminders: tuple[DueReminder, ...]
+
+
+def _uuid(raw: Any) -> UUID:
+    if isinstance(raw, UUID):
+        return raw
+    # SQLite's 32 hex digits are the UUID's integer.
+    return UUID(int=int(raw, 16))
 
 
 def _shown(actor_id: UUID) -> ColumnElement[bool]:
@@ -68,17 +79,19 @@ def due_tasks(conn: Connection, actor_id: UUID) -> list[DueTask]:
     joined = tasks.join(list_members, list_members.c.list_id == _T.list_id).join(
         lists, lists.c.id == _T.list_id
     )
-    reminders: dict[UUID, list[DueReminder]] = defaultdict(list)
+    raw_id = type_coerce(_T.id, _RAW)
+    reminders: dict[Any, list[DueReminder]] = defaultdict(list)
     for task_id, at, local in conn.execute(
-        select(task_reminders.c.task_id, task_reminders.c.at, task_reminders.c.local)
+        select(raw_id, task_reminders.c.at, task_reminders.c.local)
         .select_from(joined.join(task_reminders, task_reminders.c.task_id == _T.id))
         .where(shown, task_reminders.c.recipient_id == actor_id)
         .order_by(task_reminders.c.task_id, task_reminders.c.position)
     ):
-        reminders[task_id].append(DueReminder(at=at, local=parse_local_datetime(local, "local")))
+        # Written as YYYY-MM-DDTHH:MM:SS, checked when it was set.
+        reminders[task_id].append(DueReminder(at, datetime.fromisoformat(local)))
     rows = conn.execute(
         select(
-            _T.id,
+            raw_id,
             _T.ref,
             _T.title,
             _T.description,
@@ -92,18 +105,19 @@ def due_tasks(conn: Connection, actor_id: UUID) -> list[DueTask]:
         .where(shown)
         .order_by(_T.id)
     ).all()
+    none: tuple[DueReminder, ...] = ()
     return [
         DueTask(
-            id=r.id,
-            ref=r.ref,
-            title=r.title,
-            description=r.description or "",
-            list_name=r.name,
-            due_date=r.due_date if r.due_at is None else None,
-            due_at=r.due_at,
-            zone=r.due_zone if r.due_at is not None else None,
-            updated_at=r.updated_at,
-            reminders=tuple(reminders.get(r.id, ())),
+            _uuid(raw),
+            ref,
+            title,
+            description or "",
+            list_name,
+            due_date if due_at is None else None,
+            due_at,
+            zone if due_at is not None else None,
+            updated_at,
+            tuple(reminders[raw]) if raw in reminders else none,
         )
-        for r in rows
+        for raw, ref, title, description, list_name, due_date, due_at, zone, updated_at in rows
     ]
