@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from .browser_support import (
@@ -142,12 +143,37 @@ def test_a_shared_list_built_reordered_and_completed_with_its_checklist(
         expect(row(page, title).locator(":scope > .task-row .state-word")).to_have_text("done")
     check_axe_both(page, "list (after completing)")
 
+    # Keyboard only: from the top of the page, Tab reaches Passport's Done; Enter presses it.
+    page.goto(list_url)
+    page.locator("body").press("Tab")
+    expect(page.locator(":focus")).to_have_text("Skip to content")
+    for _ in range(30):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.getAttribute('aria-label')") == "Done: Passport":
+            break
+    else:
+        pytest.fail("Tab never reached Passport's Done")
+    page.keyboard.press("Enter")
+    expect(page.locator("#said")).to_contain_text("Completed: “Passport”")
+
     # The Now page lists the task due today.
     page.goto(f"{server.base_url}/")
     due = page.locator("section.due-list")
     expect(due).to_contain_text("Tickets")
     expect(due).to_contain_text("due today")
     check_axe_both(page, "now (tasks due)")
+
+    # A stale page: Tickets is completed elsewhere; its Done shows what was sent and what holds.
+    page.goto(list_url)
+    revision = cli(server, "task", "show", tickets)["revision"]
+    cli(server, "task", "done", tickets, "--expect", str(revision))
+    row(page, "Tickets").get_by_role("button", name="Done: Tickets").click()
+    conflict = page.locator("#conflict")
+    expect(conflict).to_contain_text("“Tickets” changed before your Done arrived")
+    expect(conflict).to_contain_text(f"Done at revision {revision}")
+    expect(conflict).to_contain_text(f"completed at revision {revision + 1}")
+    check_axe_both(page, "list (conflict)")
+    screenshot(page, "task-list-conflict")
 
     # The viewer sees the list and no write control.
     context = browser.new_context(viewport={"width": WIDTHS[0], "height": VIEWPORT_HEIGHT})
