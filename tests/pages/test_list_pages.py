@@ -338,6 +338,25 @@ class TestTaskWrites:
         tree = pages.world.services.tasks.tree(_actor(pages, "alice"), pages.world.home_list.id)
         assert len(tree) == 1 and not tree[0].children
 
+    def test_a_malformed_revision_or_task_is_said_and_nothing_is_written(
+        self, pages: Pages
+    ) -> None:
+        task = _add(pages, "Exact")
+        client = pages.sign_in("bob")
+        page = client.get(_list_url(pages)).text
+        list_id = str(pages.world.home_list.id)
+        cases = [
+            (f"/tasks/{task.id}/complete", {"revision": "0", "list": list_id}),  # out of range
+            (f"/tasks/{task.id}/complete", {"revision": "two", "list": list_id}),  # not a number
+            (f"/tasks/{task.id}/move", {"revision": "1", "list": list_id, "before": "nope"}),
+            ("/tasks/not-a-task/complete", {"revision": "1", "list": list_id}),  # not an ID
+        ]
+        for url, data in cases:
+            reply = _post(client, url, page, **data)
+            assert reply.status_code == 422, (url, data, reply.status_code)
+            assert "<h1>" in reply.text  # a page saying which, not JSON
+        assert _task(pages, task.id).revision == task.revision
+
     def test_a_viewers_forged_write_is_refused_by_the_service(self, pages: Pages) -> None:
         task = _add(pages, "Read only")
         client = pages.sign_in("carol")

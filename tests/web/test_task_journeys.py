@@ -162,6 +162,7 @@ def test_a_shared_list_built_reordered_and_completed_with_its_checklist(
     expect(due).to_contain_text("Tickets")
     expect(due).to_contain_text("due today")
     check_axe_both(page, "now (tasks due)")
+    screenshot(page, "now-tasks-due")
 
     # A stale page: Tickets is completed elsewhere; its Done shows what was sent and what holds.
     page.goto(list_url)
