@@ -94,8 +94,9 @@ def test_schedule_series_done_skip_and_pause_by_keyboard(
     series.get_by_label("Every N days").check()
     expect(series.get_by_label("Every how many days")).to_have_value("1")
     expect(series.locator("#f-s_after")).to_be_hidden()
-    series.get_by_label("Due at (HH:MM)").fill("02:30")
-    series.get_by_label("Zone", exact=True).fill(NY)
+    # The task's own due wall time and zone are offered.
+    expect(series.get_by_label("Due at (HH:MM)")).to_have_value("02:30")
+    expect(series.get_by_label("Zone", exact=True)).to_have_value(NY)
     series.get_by_role("button", name="Make it a series").click()
     expect(page.locator("#notice")).to_contain_text("It is a series now.")
     expect(page.locator(".series-card")).to_contain_text("Every day at 02:30 America/New_York")

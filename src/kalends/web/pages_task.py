@@ -33,7 +33,7 @@ from kalends.cli.task_client import SeriesClient, TaskChanges, TaskClient
 from kalends.cli.task_views import WEEKDAY_NAMES, _detail, rule_text
 from kalends.errors import InvalidInput, KalendsError, RevisionConflict
 from kalends.identity import Role
-from kalends.tasks import Task, TreeNode
+from kalends.tasks import Task, TimedValue, TreeNode
 from kalends.tasks.series import SeriesView
 from kalends.tasks.series_views import today_in
 from kalends.tasks.values import MAX_ATTACHMENT_BYTES, MAX_COMMENT_BYTES
@@ -121,14 +121,17 @@ def _find(
     return None, None
 
 
-def _blank_series_form(zone: str) -> dict[str, str | list[str]]:
+def _blank_series_form(task: Task, zone: str) -> dict[str, str | list[str]]:
+    """The "make it a series" form as first shown: daily, at the task's own due wall time
+    and zone when it has one."""
+    due = task.due
     return {
         "kind": "daily",
         "every": "1",
         "days": [],
         "after": "1",
-        "time": "",
-        "zone": zone,
+        "time": due.local.strftime("%H:%M") if isinstance(due, TimedValue) else "",
+        "zone": due.zone if isinstance(due, TimedValue) else zone,
         "until": "",
         "count": "",
     }
@@ -187,7 +190,7 @@ def _values(
         "can_write": can_write,
         "role": role.value if role is not None else "",
         "f": form if form is not None else fields_of(task, default_zone),
-        "sf": series_form if series_form is not None else _blank_series_form(default_zone),
+        "sf": series_form if series_form is not None else _blank_series_form(task, default_zone),
         "errors": errors,
         "field_errors": field_errors,
         "first_error": next((e.field for e in errors if e.field is not None), None),
