@@ -28,7 +28,8 @@ DAILY = SeriesRule.parse({"kind": "daily", "interval_days": 1})
 class Row:
     method: str
     template: str
-    # What the row needs: "task", "series" (an outstanding occurrence), "paused".
+    # What the row needs: "task", "completed", "series" (an outstanding occurrence),
+    # "paused".
     needs: str
     path: str
     data: Callable[[Task, int], dict[str, str]] | None
@@ -79,6 +80,7 @@ ROWS = [
     ),
     Row("POST", P + "/complete", "task", P + "/complete", task_revision({}), member_write(303)),
     Row("POST", P + "/skip", "series", P + "/skip", task_revision({}), member_write(303)),
+    Row("POST", P + "/reopen", "completed", P + "/reopen", task_revision({}), member_write(303)),
     Row(
         "POST",
         P + "/series/start",
@@ -135,6 +137,8 @@ def test_each_persona_gets_what_its_role_allows_and_a_refusal_writes_nothing(
 
     def made(needs: str) -> UUID:
         task = services.tasks.create(alice, world.home_list.id, f"Row {needs}")
+        if needs == "completed":
+            services.tasks.complete(alice, task.id, task.revision)
         if needs in ("series", "paused"):
             view = services.changes.repeat(
                 alice, task.id, task.revision, DAILY, time_of_day="09:00", zone=NY

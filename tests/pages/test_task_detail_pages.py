@@ -372,10 +372,12 @@ class TestSeries:
         assert "Sat 2026-03-07, Mon 2026-03-09" in rows[1]
         assert "Sun 2026-03-08" in rows[2] and "02:30 does not exist" in rows[2]
         # Reopening the settled one keeps the successor; the timeline says so.
-        alice = pages.world.actors["alice"].id
         done = _read(pages, root)
-        pages.world.services.tasks.reopen(alice, done.id, done.revision)
-        page = client.get(f"/tasks/{root.id}").text
+        reply = client.post(
+            f"/tasks/{root.id}/page/reopen", data={"csrf": csrf, "revision": str(done.revision)}
+        )
+        assert reply.status_code == 200 and "Reopened." in reply.text
+        page = reply.text
         timeline = page.split('id="timeline-h"', 1)[1].split("</ol>", 1)[0]
         assert re.search(r"Reopened</span>\s*<span class=\"ordinal\">#1</span>", timeline)
         assert re.search(r"Outstanding</span>\s*<span class=\"ordinal\">#2</span>", timeline)

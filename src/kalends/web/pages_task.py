@@ -400,6 +400,22 @@ def post_complete(
     return _done(task, "completed", "task-state")
 
 
+@router.post("/tasks/{task}/page/reopen")
+def post_reopen(
+    request: Request, task: TaskRefPath, revision: Revision, csrf: Csrf = ""
+) -> Response:
+    """Reopens the settled task (and its settled ancestors); a series' successor stays."""
+    who = viewer(request)
+    check_csrf(request, who, csrf)
+    try:
+        _tasks(who).reopen(who.actor, task, revision)
+    except KalendsError as exc:
+        if status_of(exc) not in (409, 422):
+            raise
+        return _refused(request, who, task, exc, "Reopen")
+    return _done(task, "reopened", "task-state")
+
+
 @router.post("/tasks/{task}/page/skip")
 def post_skip(request: Request, task: TaskRefPath, revision: Revision, csrf: Csrf = "") -> Response:
     """Skips the series' outstanding occurrence whole; the next one is created."""
