@@ -1,8 +1,11 @@
-"""The ``kalends`` executable: ``kalends report`` starts without loading the rest.
+"""The ``kalends`` executable: a command loads only its own module.
 
-A passage reports from inside its own process, often at the end of a short script, so
-that one command loads only what it needs; every other command goes to the full
-command line of :mod:`kalends.cli.main`.
+``kalends preview`` needs the civil-time engine, ``kalends report`` (run from inside a
+passage, often at the end of a short script) only its report client; loading every
+command's module first would cost each of them well over a second. The first argument
+names the command (:mod:`kalends.cli.command_table`); without one, with an option first
+(``--help``, ``--version``) or with a name that is no command, the whole command line is
+built, which lists the commands or says which name is unknown.
 """
 
 from __future__ import annotations
@@ -11,14 +14,13 @@ import sys
 
 
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "report":
-        import typer  # noqa: PLC0415
+    from kalends.cli.command_table import COMMANDS  # noqa: PLC0415
 
-        from kalends.cli.report import report_command  # noqa: PLC0415
+    name = sys.argv[1] if len(sys.argv) > 1 else ""
+    if name in COMMANDS:
+        from kalends.cli.main import command_line  # noqa: PLC0415
 
-        app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-        app.command()(report_command)
-        app(args=sys.argv[2:], prog_name="kalends report")
+        command_line([name])(args=sys.argv[1:], prog_name="kalends")
         return
     from kalends.cli.main import main as full  # noqa: PLC0415
 

@@ -1,57 +1,19 @@
-"""The ``kalends`` command."""
+"""The ``kalends`` command: every top-level command of :mod:`kalends.cli.command_table`,
+or only the one being run (:func:`command_line`)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cache
 
 import typer
 
 from kalends import __version__
-from kalends.cli.actors import actor_app
-from kalends.cli.db import db_app
-from kalends.cli.feeds import feed_app
-from kalends.cli.lists import list_app
-from kalends.cli.login import login_command, logout_command, whoami_command
-from kalends.cli.passage_isolation import doctor_command
-from kalends.cli.passages import passage_app
-from kalends.cli.preview import preview_command
-from kalends.cli.reminders import reminders_app
-from kalends.cli.report import report_command
-from kalends.cli.schedules import schedule_app
-from kalends.cli.serve import serve_command
-from kalends.cli.tasks import task_app
-from kalends.cli.tokens import login_link_command, password_command, token_app
-from kalends.cli.worker import worker_command
-from kalends.cli.workspaces import workspace_app
+from kalends.cli.command_table import COMMANDS
 
-app = typer.Typer(
-    name="kalends",
-    help="Recurring work that happens on time, exactly as promised.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-app.command("preview")(preview_command)
-app.add_typer(db_app, name="db")
-app.add_typer(actor_app, name="actor")
-app.add_typer(list_app, name="list")
-app.add_typer(task_app, name="task")
-app.add_typer(reminders_app, name="reminders")
-app.add_typer(workspace_app, name="workspace")
-app.add_typer(schedule_app, name="schedule")
-app.add_typer(passage_app, name="passage")
-app.command("worker")(worker_command)
-app.command("report")(report_command)
-app.command("doctor")(doctor_command)
-app.command("serve")(serve_command)
-app.add_typer(token_app, name="token")
-app.add_typer(feed_app, name="feed")
-app.command("login-link")(login_link_command)
-app.command("password")(password_command)
-app.command("login")(login_command)
-app.command("logout")(logout_command)
-app.command("whoami")(whoami_command)
+__all__ = ["command_line", "main", "whole"]
 
 
-@app.callback(invoke_without_command=True)
 def _root(
     version: bool = typer.Option(False, "--version", help="Print the version and exit."),
 ) -> None:
@@ -60,5 +22,38 @@ def _root(
         raise typer.Exit()
 
 
+def command_line(names: Iterable[str]) -> typer.Typer:
+    """The command line with the named top-level commands (each module imported here)."""
+    line = typer.Typer(
+        name="kalends",
+        help="Recurring work that happens on time, exactly as promised.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    line.callback(invoke_without_command=True)(_root)
+    for name in names:
+        command = COMMANDS[name]
+        if command.group:
+            line.add_typer(command.load(), name=name)
+        else:
+            line.command(name)(command.load())
+    return line
+
+
+@cache
+def whole() -> typer.Typer:
+    """The command line with every command (built once, on first use)."""
+    return command_line(COMMANDS)
+
+
+def __getattr__(name: str) -> typer.Typer:
+    # ``app``, the whole command line, is built when it is first asked for: importing
+    # this module for :func:`command_line` loads no command's module.
+    if name == "app":
+        return whole()
+    raise AttributeError(name)
+
+
 def main() -> None:
-    app()
+    whole()()
