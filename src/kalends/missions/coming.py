@@ -75,15 +75,47 @@ def coming_passages(
     return found
 
 
+# kalends: each schedule's last slots, kept while its document is unchanged (see
+# _slots); a process keeps at most this many schedules' (some 50 bytes a slot).
+MAX_KEPT = 4096
+_kept: dict[UUID, tuple[str | None, str | None, int, datetime, int, list[Slot]]] = {}
+
+
 def _slots(row: ScheduleRow, now: datetime, until: datetime, most: int) -> list[Slot]:
-    """At most ``most`` of the schedule's slots after ``now``, enough to pass ``until``."""
+    """At most ``most`` of the schedule's slots after ``now``, enough to pass ``until``.
+
+    The slots depend on the document and on the instant they follow (the later of the
+    high-water mark and ``now``) alone, and are the same for every instant before the
+    first of them: those of an unchanged document are kept and given again while that
+    holds and they still reach past ``until`` (or hold all there are, or ``most``). A
+    document that changed, or a first slot that passed, asks the rule again.
+    """
     doc = doc_of(row)
     body = doc.body
-    if body.first_play_at is not None:
-        body = replace(body, high_water=max(body.high_water or now, now))
+    played = body.first_play_at is not None
+    after = max(body.high_water or now, now)
+    kept = _kept.get(row.id) if played else None
+    if kept is not None:
+        config, stored_body, kept_most, since, count, slots = kept
+        if (
+            config == row.config
+            and stored_body == row.body
+            and kept_most == most
+            and since <= after
+            and (not slots or after < slots[0].at)
+            and (len(slots) < count or slots[-1].at > until or count >= most)
+        ):
+            return slots
+    if played:
+        body = replace(body, high_water=after)
     count = min(_FIRST_ASK, most)
     while True:
         slots = preview_slots(doc.config, body, now, count)
         if len(slots) < count or slots[-1].at > until or count >= most:
-            return slots
+            break
         count = min(4 * count, most)
+    if played:
+        if len(_kept) >= MAX_KEPT:
+            _kept.clear()
+        _kept[row.id] = (row.config, row.body, most, after, count, slots)
+    return slots
