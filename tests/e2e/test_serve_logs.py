@@ -90,11 +90,13 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
     """``request.param``: the options of the server's log."""
     url = f"sqlite:///{tmp_path / 'kalends.sqlite3'}"
     server = start_server(url, tmp_path, *request.param)
-    services = open_services(url)
     try:
-        yield World(server, services)
+        services = open_services(url)
+        try:
+            yield World(server, services)
+        finally:
+            services.store.close()
     finally:
-        services.store.close()
         finish(server)
 
 
