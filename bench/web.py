@@ -52,6 +52,8 @@ schedules page  ``GET /w/{id}/schedules`` and ``?after=<last ID of the previous 
                 ``ScheduleService.page`` beforehand);
 Now page        ``GET /``: passages running, recent failures and the next 24 hours' launches
                 over every schedule of the viewer's workspaces;
+list page       ``GET /lists/{id}``: a list of the owner's holding a 500-task checklist
+                (see below), the whole tree with its controls;
 calendar feed   ``GET /feeds/{secret}.ics`` of a second person (see below), whole;
 feed, 304       the same with ``If-None-Match`` naming the feed's ETag: a calendar app's
                 poll while nothing changed.
@@ -68,15 +70,22 @@ passages of 50 schedules. Its address comes from ``Feeds.create``. Before the fe
 warm-up, one request is timed alone: the first render, which writes every event's text
 (kept by value afterwards); the table shows it as the cold feed.
 
+The list page's fixture, built last: a list of the owner's holding ``TREE_ROOTS`` (50)
+roots, each with ``TREE_CHILDREN`` (3) items, each of those with ``TREE_GRANDCHILDREN``
+(2): 500 open tasks, three levels deep, written through ``TaskService.create``; every
+fifth root has a due day (some past, so the page says "overdue") and a priority
+(``set_schedule``), every third item a tag.
+
 Each request is timed with ``time.perf_counter_ns`` from the client's call to the
 complete answer in memory: the application's whole work (routing, session check,
 services, rendering) plus the in-process transport's (no socket, no HTTP parsing). Each
 answer is checked after its timing: status 200; the API detail is the schedule asked for
 with 30 results; a schedule page holds its schedule's title (HTML-escaped); a schedules
-page holds the titles of its eight; the Now page holds its heading; the feed is 200
-with the first task's title and a passage, the conditional request 304 with no body.
-Targets (on the median): a schedule page < 30 ms, the schedules page < 20 ms, the
-calendar feed and its 304 < 150 ms; the Now page, the cold feed and the API detail
+page holds the titles of its eight; the Now page holds its heading; the list page holds
+its first and last task; the feed is 200 with the first task's title and a passage, the
+conditional request 304 with no body. Targets (on the median): a schedule page < 30 ms,
+the schedules page < 20 ms, the list page < 40 ms, the calendar feed and its 304
+< 150 ms; the Now page, the cold feed and the API detail
 have none. The ratio column is each endpoint's median over the API detail's.
 
 ``--profile DIR``: afterwards, ``--samples`` more requests of each page under
@@ -156,18 +165,30 @@ FEED_SCHEDULES = 50
 FEED_DAYS = 120
 FEED_ZONES = ("Europe/Paris", "America/New_York", "Asia/Tokyo", "Australia/Sydney")
 FEEDER = "feeder"
+# The tree page's checklist: TREE_ROOTS roots, each with TREE_CHILDREN items, each of
+# those with TREE_GRANDCHILDREN: 50 x (1 + 3 x (1 + 2)) = 500 tasks.
+TREE_ROOTS = 50
+TREE_CHILDREN = 3
+TREE_GRANDCHILDREN = 2
 
-KEYS = ("api", "schedule", "schedules", "now", "feed", "feed_304")
+KEYS = ("api", "schedule", "schedules", "now", "tree", "feed", "feed_304")
 LABELS = {
     "api": "API detail (JSON)",
     "schedule": "schedule page",
     "schedules": "schedules page (8)",
     "now": "Now page",
+    "tree": "list page (500 tasks)",
     "feed_cold": "calendar feed, first (cold)",
     "feed": "calendar feed",
     "feed_304": "calendar feed, 304",
 }
-TARGETS_MS = {"schedule": 30.0, "schedules": 20.0, "feed": 150.0, "feed_304": 150.0}
+TARGETS_MS = {
+    "schedule": 30.0,
+    "schedules": 20.0,
+    "tree": 40.0,
+    "feed": 150.0,
+    "feed_304": 150.0,
+}
 
 
 @dataclass(frozen=True)
@@ -203,6 +224,9 @@ class Fixture:
     feed_path: str = ""
     feed_wants: tuple[str, ...] = ()
     feed_s: float = 0.0
+    tree_path: str = ""
+    tree_wants: tuple[str, ...] = ()
+    tree_s: float = 0.0
 
 
 def _config(s: int) -> dict[str, Any]:
@@ -245,7 +269,38 @@ def build_fixture(directory: Path, schedules: int) -> Fixture:
             break
         after = page.next_after
     _feed_fixture(fx, directory)
+    _tree_fixture(fx)
     return fx
+
+
+def _tree_fixture(fx: Fixture) -> None:
+    """The owner's list of a 500-task checklist, three levels deep (see the module
+    docstring): every 5th root due on a day with a priority, every 3rd item tagged."""
+    services = fx.services
+    t0 = time.perf_counter()
+    total = TREE_ROOTS * (1 + TREE_CHILDREN * (1 + TREE_GRANDCHILDREN))
+    log(f"creating the list page's {total}-task checklist ...")
+    trip = services.directory.create_list(fx.actor, "checklist").id
+    last = ""
+    for r in range(TREE_ROOTS):
+        root = services.tasks.create(fx.actor, trip, f"Step {r:02d}")
+        if r % 5 == 0:
+            day = START.date() + timedelta(days=r - 10)
+            services.tasks.set_schedule(
+                fx.actor, root.id, root.revision, Schedule(due=day, priority=1 + r % 3)
+            )
+        for c in range(TREE_CHILDREN):
+            tags = ("errand",) if c % 3 == 0 else ()
+            child = services.tasks.create(
+                fx.actor, trip, f"Item {r:02d}.{c}", parent=root.id, tags=tags
+            )
+            for g in range(TREE_GRANDCHILDREN):
+                last = f"Detail {r:02d}.{c}.{g}"
+                services.tasks.create(fx.actor, trip, last, parent=child.id)
+    fx.tree_path = f"/lists/{trip}"
+    fx.tree_wants = ("Step 00", last)
+    fx.tree_s = time.perf_counter() - t0
+    log(f"  list fixture in {fx.tree_s:.1f} s")
 
 
 def _feed_fixture(fx: Fixture, directory: Path) -> None:
@@ -437,6 +492,7 @@ def _calls(fx: Fixture) -> dict[str, list[Call]]:
         ],
         "schedules": pages,
         "now": [Call("/", ("<h1",))],
+        "tree": [Call(fx.tree_path, fx.tree_wants)],
         "feed": [Call(fx.feed_path, fx.feed_wants)],
     }
 
