@@ -29,7 +29,7 @@ class Row:
     method: str
     template: str
     # What the row needs: "task", "completed", "series" (an outstanding occurrence),
-    # "paused".
+    # "paused", "child" (a checklist item).
     needs: str
     path: str
     data: Callable[[Task, int], dict[str, str]] | None
@@ -81,6 +81,9 @@ ROWS = [
     Row("POST", P + "/complete", "task", P + "/complete", task_revision({}), member_write(303)),
     Row("POST", P + "/skip", "series", P + "/skip", task_revision({}), member_write(303)),
     Row("POST", P + "/reopen", "completed", P + "/reopen", task_revision({}), member_write(303)),
+    Row(
+        "POST", P + "/move", "child", P + "/move", task_revision({"parent": ""}), member_write(303)
+    ),
     Row(
         "POST",
         P + "/series/start",
@@ -139,6 +142,9 @@ def test_each_persona_gets_what_its_role_allows_and_a_refusal_writes_nothing(
         task = services.tasks.create(alice, world.home_list.id, f"Row {needs}")
         if needs == "completed":
             services.tasks.complete(alice, task.id, task.revision)
+        if needs == "child":
+            parent = task.id
+            task = services.tasks.create(alice, world.home_list.id, "Row item", parent=parent)
         if needs in ("series", "paused"):
             view = services.changes.repeat(
                 alice, task.id, task.revision, DAILY, time_of_day="09:00", zone=NY

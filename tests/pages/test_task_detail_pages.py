@@ -447,3 +447,54 @@ class TestSeries:
         assert reply.status_code == 409 and 'id="conflict"' in reply.text
         assert 'name="time" type="time" value="07:45"' in reply.text
         assert _read(pages, task).series_id is None
+
+
+class TestMoving:
+    def test_under_another_task_and_back_to_the_top_each_refusal_writing_nothing(
+        self, pages: Pages
+    ) -> None:
+        trip = _task(pages, "Pack for the trip")
+        socks = _task(pages, "Socks")
+        sub = _task(pages, "Wool ones", parent=socks.id)
+        client, csrf = _bob(pages)
+        page = client.get(f"/tasks/{socks.id}").text
+        # Its own checklist is no place to put it.
+        assert f'<option value="{trip.id}">' in page
+        assert f'<option value="{sub.id}">' not in page
+
+        url = f"/tasks/{socks.id}/page/move"
+        form = {"csrf": csrf, "revision": str(socks.revision), "parent": str(trip.id)}
+        moved = client.post(url, data=form, follow_redirects=False)
+        assert moved.status_code == 303, moved.text
+        now = _read(pages, socks)
+        assert now.parent_id == trip.id
+        assert _read(pages, sub).parent_id == socks.id  # its checklist went with it
+
+        # A stale revision: refused with what holds now, nothing moved.
+        stale = client.post(url, data={**form, "parent": ""}, follow_redirects=False)
+        assert stale.status_code == 409
+        assert _read(pages, socks).parent_id == trip.id
+        # Malformed and unknown parents: refused, nothing moved.
+        fresh = {"csrf": csrf, "revision": str(now.revision)}
+        bad = client.post(url, data={**fresh, "parent": "not-an-id"}, follow_redirects=False)
+        assert bad.status_code == 422 and "Not an ID: &#39;not-an-id&#39;" in bad.text
+        assert _read(pages, socks).revision == now.revision
+        # Back to the top of the list.
+        top = client.post(url, data={**fresh, "parent": ""}, follow_redirects=False)
+        assert top.status_code == 303
+        now = _read(pages, socks)
+        assert now.parent_id is None
+
+        # A viewer's forged move is refused by the service, nothing moved.
+        carol = pages.sign_in("carol")
+        forged = carol.post(
+            url,
+            data={
+                "csrf": csrf_of(carol.get("/").text),
+                "revision": str(now.revision),
+                "parent": str(trip.id),
+            },
+            follow_redirects=False,
+        )
+        assert forged.status_code == 403
+        assert _read(pages, socks).parent_id is None

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any
 from urllib.parse import quote
+from uuid import UUID
 
 from fastapi import APIRouter, File, Form, Path, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
@@ -173,6 +174,7 @@ def _values(
         timeline = series_timeline.occurrences(view, roots, today)
         upcoming = series_timeline.upcoming(view, view.next_date)
         outstanding = next((t for t in roots if t.id == view.outstanding_task_id), None)
+    move_parents = _move_choices(nodes, task) if can_write else []
     errors = errors or []
     field_errors: dict[str, str] = {}
     for e in errors:
@@ -199,6 +201,7 @@ def _values(
         "timeline": timeline,
         "upcoming": upcoming,
         "outstanding": outstanding,
+        "move_parents": move_parents,
         "due_kinds": DUE_KINDS,
         "units": UNITS,
         "series_kinds": SERIES_KINDS,
@@ -541,3 +544,58 @@ def _series_change(name: str) -> None:
 
 for _name in ("pause", "resume", "stop"):
     _series_change(_name)
+
+
+# --- moving the task -------------------------------------------------------------------------
+
+
+def _move_refused(request: Request, who: Viewer, ref: str, exc: KalendsError) -> Response:
+    if status_of(exc) not in (409, 422):
+        raise exc
+    return _refused(request, who, ref, exc, "Move")
+
+
+@router.post("/tasks/{task}/page/move")
+def post_move(
+    request: Request,
+    task: TaskRefPath,
+    revision: Revision,
+    parent: Annotated[str, Form(max_length=64)] = "",
+    csrf: Csrf = "",
+) -> Response:
+    """Puts the task under another task of its list (``parent``, an ID), or at the top of
+    the list (``parent`` empty); its checklist goes with it. (Another list: the CLI's
+    ``kalends task move`` and the API.)"""
+    who = viewer(request)
+    check_csrf(request, who, csrf)
+    try:
+        if parent:
+            _changes(who).relocate(who.actor, task, revision, parent=_task_id(parent))
+        else:
+            _changes(who).relocate(who.actor, task, revision, root=True)
+    except KalendsError as exc:
+        return _move_refused(request, who, task, exc)
+    return _done(task, "moved", "move-h")
+
+
+def _task_id(value: str) -> UUID:
+    try:
+        return UUID(value)
+    except ValueError:
+        raise InvalidInput(f"parent: not an ID: {value[:40]!r}", field="parent") from None
+
+
+def _move_choices(
+    nodes: list[TreeNode] | tuple[TreeNode, ...], task: Task
+) -> list[tuple[str, str]]:
+    """Where the task may go in its list: every other task outside its own checklist, the
+    title indented by its depth."""
+    parents: list[tuple[str, str]] = []
+    stack: list[tuple[TreeNode, int]] = [(n, 0) for n in reversed(nodes)]
+    while stack:
+        node, depth = stack.pop()
+        if node.task.id == task.id:
+            continue  # neither itself nor its own checklist
+        parents.append((str(node.task.id), "— " * depth + node.task.title))
+        stack.extend((kid, depth + 1) for kid in reversed(node.children))
+    return parents
