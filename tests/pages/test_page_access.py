@@ -5,7 +5,7 @@ a new page is given its row."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -186,11 +186,36 @@ def test_every_page_route_has_its_row_in_the_table(pages: Pages) -> None:
     assert rows - served == set(), "rows of routes nobody serves"
 
 
-def _status(reply: Any) -> int | str:
+def reply_status(reply: Any) -> int | str:
+    """A reply's status, or :data:`SIGN_IN` for a redirect to the sign-in page."""
     location = reply.headers.get("location", "")
     if reply.status_code == 303 and (location == "/login" or location.startswith("/login?next=")):
         return SIGN_IN
     return int(reply.status_code)
+
+
+def ask_everyone(
+    rows: Sequence[Any],
+    personas: Sequence[str],
+    clients: dict[str, TestClient],
+    tokens: dict[str, str],
+    ids: Any,
+) -> list[str]:
+    """Sends each row's request (``row.build(ids, token)``: a path, and a form to post or
+    ``None`` to get) as each persona; what differs from the row's ``expect``, in words."""
+    seen: list[str] = []
+    for row in rows:
+        for persona in personas:
+            url, data = row.build(ids, tokens[persona])
+            client = clients[persona]
+            if data is None:
+                reply = client.get(url, follow_redirects=False)
+            else:
+                reply = client.post(url, data=data, follow_redirects=False)
+            got, wanted = reply_status(reply), row.expect[persona]
+            if got != wanted:
+                seen.append(f"{row.method} {url} as {persona}: {got}, wanted {wanted}")
+    return seen
 
 
 def test_each_persona_gets_what_its_role_allows(pages: Pages) -> None:
@@ -210,16 +235,5 @@ def test_each_persona_gets_what_its_role_allows(pages: Pages) -> None:
         clients[who] = pages.sign_in(who)
         tokens[who] = csrf_of(clients[who].get("/").text)
     clients["forged"], tokens["forged"] = clients["bob"], "forged-token"
-    seen: list[str] = []
-    for row in ROWS:
-        for persona in PERSONAS:
-            url, data = row.build(ids, tokens[persona])
-            client = clients[persona]
-            if data is None:
-                reply = client.get(url, follow_redirects=False)
-            else:
-                reply = client.post(url, data=data, follow_redirects=False)
-            got, wanted = _status(reply), row.expect[persona]
-            if got != wanted:
-                seen.append(f"{row.method} {url} as {persona}: {got}, wanted {wanted}")
+    seen = ask_everyone(ROWS, PERSONAS, clients, tokens, ids)
     assert seen == [], "\n".join(seen)

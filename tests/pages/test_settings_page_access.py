@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from pages.conftest import Pages, csrf_of
-from pages.test_page_access import SIGN_IN, page_routes
+from pages.test_page_access import SIGN_IN, ask_everyone, page_routes
 
 MODULE = ("kalends.web.pages_settings",)
 # The personas of a row, in the order they are asked; "forged" is alice with a wrong token.
@@ -120,13 +120,6 @@ def test_every_settings_route_has_its_row_in_the_table(pages: Pages) -> None:
     assert rows - served == set(), "rows of routes nobody serves"
 
 
-def _status(reply: Any) -> int | str:
-    location = reply.headers.get("location", "")
-    if reply.status_code == 303 and (location == "/login" or location.startswith("/login?next=")):
-        return SIGN_IN
-    return int(reply.status_code)
-
-
 def test_each_persona_gets_what_its_own_settings_allow(pages: Pages) -> None:
     alice = pages.world.actors["alice"].id
     pages.world.services.destinations.add(alice, alice, "push", DESTINATION)
@@ -139,18 +132,7 @@ def test_each_persona_gets_what_its_own_settings_allow(pages: Pages) -> None:
         clients[who] = pages.sign_in(who)
         tokens[who] = csrf_of(clients[who].get("/settings").text)
     clients["forged"], tokens["forged"] = clients["alice"], "forged-token"
-    seen: list[str] = []
-    for row in ROWS:
-        for persona in PERSONAS:
-            url, data = row.build(ids, tokens[persona])
-            client = clients[persona]
-            if data is None:
-                reply = client.get(url, follow_redirects=False)
-            else:
-                reply = client.post(url, data=data, follow_redirects=False)
-            got, wanted = _status(reply), row.expect[persona]
-            if got != wanted:
-                seen.append(f"{row.method} {url} as {persona}: {got}, wanted {wanted}")
+    seen = ask_everyone(ROWS, PERSONAS, clients, tokens, ids)
     assert seen == [], "\n".join(seen)
     # What the table's writes left: alice's own changes only; dave's his own.
     dave = pages.world.actors["dave"].id

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 from uuid import UUID
 
 from fastapi import FastAPI
@@ -17,7 +16,7 @@ from fastapi.testclient import TestClient
 from kalends.tasks import Task
 from kalends.tasks.series_rules import SeriesRule
 from pages.conftest import Pages, csrf_of
-from pages.test_page_access import PERSONAS, SIGN_IN, every, page_routes
+from pages.test_page_access import PERSONAS, SIGN_IN, every, page_routes, reply_status
 
 MODULE = ("kalends.web.pages_task",)
 NY = "America/New_York"
@@ -124,13 +123,6 @@ def test_every_route_of_the_task_page_has_its_row(pages: Pages) -> None:
     assert rows - served == set(), "rows of routes nobody serves"
 
 
-def _status(reply: Any) -> int | str:
-    location = reply.headers.get("location", "")
-    if reply.status_code == 303 and (location == "/login" or location.startswith("/login?next=")):
-        return SIGN_IN
-    return int(reply.status_code)
-
-
 def test_each_persona_gets_what_its_role_allows_and_a_refusal_writes_nothing(
     pages: Pages,
 ) -> None:
@@ -184,7 +176,7 @@ def test_each_persona_gets_what_its_role_allows_and_a_refusal_writes_nothing(
                 data = {"csrf": tokens[persona], **row.data(current, series)}
                 files = dict(row.files) if row.files else None
                 reply = client.post(url, data=data, files=files, follow_redirects=False)
-            got, wanted = _status(reply), row.expect[persona]
+            got, wanted = reply_status(reply), row.expect[persona]
             if got != wanted:
                 seen.append(f"{row.method} {url} as {persona}: {got}, wanted {wanted}")
             if row.data is not None and wanted != 303 and state(task) != before:

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from kalends.tasks import Task
 from pages.conftest import Pages, csrf_of
-from pages.test_page_access import SIGN_IN, page_routes
+from pages.test_page_access import SIGN_IN, ask_everyone, page_routes
 
 PERSONAS = ("anon", "dave", "carol", "forged", "bob", "alice")
 MODULE = ("kalends.web.pages_tasks",)
@@ -127,13 +127,6 @@ def test_every_route_of_the_task_pages_has_its_row(pages: Pages) -> None:
     assert rows - served == set(), "rows of routes nobody serves"
 
 
-def _status(reply: Any) -> int | str:
-    location = reply.headers.get("location", "")
-    if reply.status_code == 303 and (location == "/login" or location.startswith("/login?next=")):
-        return SIGN_IN
-    return int(reply.status_code)
-
-
 def test_each_persona_gets_what_its_role_allows(pages: Pages) -> None:
     services = pages.world.services
     alice = pages.world.actors["alice"].id
@@ -160,16 +153,5 @@ def test_each_persona_gets_what_its_role_allows(pages: Pages) -> None:
         clients[who] = pages.sign_in(who)
         tokens[who] = csrf_of(clients[who].get("/lists").text)
     clients["forged"], tokens["forged"] = clients["bob"], "forged-token"
-    seen: list[str] = []
-    for row in ROWS:
-        for persona in PERSONAS:
-            url, data = row.build(ids, tokens[persona])
-            client = clients[persona]
-            if data is None:
-                reply = client.get(url, follow_redirects=False)
-            else:
-                reply = client.post(url, data=data, follow_redirects=False)
-            got, wanted = _status(reply), row.expect[persona]
-            if got != wanted:
-                seen.append(f"{row.method} {url} as {persona}: {got}, wanted {wanted}")
+    seen = ask_everyone(ROWS, PERSONAS, clients, tokens, ids)
     assert seen == [], "\n".join(seen)
