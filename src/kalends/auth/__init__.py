@@ -19,7 +19,7 @@ from kalends.auth.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from kalends.auth.sessions import SESSION_TTL
 from kalends.auth.throttle import LoginThrottle
 from kalends.auth.tokens import TOKEN_PREFIX
-from kalends.auth.values import LoginLink, Principal, SessionGrant, TokenInfo
+from kalends.auth.values import LoginLink, Principal, SessionGrant, TokenInfo, instant_json
 
 __all__ = [
     "LOGIN_LINK_TTL",
@@ -35,6 +35,7 @@ __all__ = [
     "SessionGrant",
     "TokenInfo",
     "digest",
+    "instant_json",
     "new_secret",
     "require_privilege",
     "usable",

@@ -9,6 +9,8 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from kalends.auth import instant_json
+
 __all__ = ["FeedBody", "FeedInfo", "NewFeed", "feed_path"]
 
 
@@ -60,11 +62,6 @@ class FeedInfo:
             revoked_at=None if d.get("revokedAt") is None else _instant(d["revokedAt"]),
             last_used_at=None if d.get("lastUsedAt") is None else _instant(d["lastUsedAt"]),
         )
-
-
-def instant_json(value: datetime | None) -> str | None:
-    """An instant as ISO-8601 text ending in ``Z``, as the rest of the JSON writes it."""
-    return None if value is None else value.isoformat().replace("+00:00", "Z")
 
 
 def _instant(value: object) -> datetime:

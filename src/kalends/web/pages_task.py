@@ -17,7 +17,6 @@ script every form posts and lands on the page again (303).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Annotated, Any
 from urllib.parse import quote
 from uuid import UUID
@@ -40,7 +39,7 @@ from kalends.tasks.series_views import today_in
 from kalends.tasks.values import MAX_ATTACHMENT_BYTES, MAX_COMMENT_BYTES
 from kalends.web import series_timeline
 from kalends.web.pages_editor import zone_names
-from kalends.web.render import WebRoute, render, viewer_zone
+from kalends.web.render import WebRoute, instant_text, render, viewer_zone
 from kalends.web.schedule_display import Badge
 from kalends.web.session import CSRF_FIELD, Viewer, check_csrf, viewer
 from kalends.web.task_schedule_form import (
@@ -95,11 +94,6 @@ def _series(who: Viewer) -> SeriesClient:
 
 def _changes(who: Viewer) -> TaskChanges:
     return who.context.services.changes
-
-
-def _iso(at: datetime) -> str:
-    """An instant as the pages' ``time_tag`` filter reads it (``…Z``)."""
-    return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _page_url(ref: str) -> str:
@@ -213,7 +207,7 @@ def _values(
         "problem": None,
         "notice": request.query_params.get("done", "")[:32],
         "preview": False,
-        "iso": _iso,
+        "iso": instant_text,
         "shown_zone": default_zone,
         "event_words": lambda e: "; ".join(
             line for k, v in e.payload.items() for line in _detail(k, v, handles)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Annotated, Any
 from urllib.parse import urlencode
 from uuid import UUID
@@ -44,7 +44,7 @@ from kalends.errors import (
 from kalends.identity import Role
 from kalends.tasks import Task, TaskList, TaskStatus, TimedValue, TreeNode
 from kalends.tasks.series import SeriesStatus, SeriesView
-from kalends.web.render import WebRoute, render, viewer_zone
+from kalends.web.render import WebRoute, instant_text, render, viewer_zone
 from kalends.web.session import CSRF_FIELD, Viewer, check_csrf, viewer
 
 __all__ = ["due_chip", "due_today", "router"]
@@ -89,10 +89,6 @@ def _changes(who: Viewer) -> TaskChanges:
     return who.context.services.changes
 
 
-def _iso(at: datetime) -> str:
-    return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
 # --- what a row shows ---------------------------------------------------------------------
 
 
@@ -113,7 +109,7 @@ def due_chip(due: object, now: datetime, today: date, zone: str) -> Chip | None:
         day = wall_of(due.at, zone).date()
         text = f"{due.local:%Y-%m-%d %H:%M} {due.zone}"
         overdue = due.at < now
-        iso = _iso(due.at)
+        iso = instant_text(due.at)
     elif isinstance(due, date):
         day, text, overdue, iso = due, due.isoformat(), due < today, due.isoformat()
     else:

@@ -59,6 +59,11 @@ CLOCKS = ("12", "24")
 DEFAULT_CLOCK = "24"
 
 
+def instant_text(at: datetime) -> str:
+    """An instant as the ``time_tag`` filter and the documents write it (UTC, ``…Z``)."""
+    return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
 def instant(text: str | None) -> datetime | None:
     """An ISO instant as the documents write it (``…Z``), or ``None``."""
     if not text:
