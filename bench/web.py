@@ -91,7 +91,7 @@ have none. The ratio column is each endpoint's median over the API detail's.
 ``--profile DIR``: afterwards, ``--samples`` more requests of each page under
 ``cProfile`` (the event loop's thread and the request worker thread, which runs the
 pages: the pool is narrowed to that one thread while profiling); writes
-``schedule.prof``, ``schedules.prof`` and ``now.prof`` into DIR and prints each one's top
+``schedule.prof``, ``schedules.prof``, ``now.prof`` and ``tree.prof`` (the list page) into DIR and prints each one's top
 entries in the worker thread (the page's own work) to stderr. The timed series are not
 profiled.
 
@@ -545,7 +545,7 @@ async def _profile(
     directory.mkdir(parents=True, exist_ok=True)
     to_thread.current_default_thread_limiter().total_tokens = 1
     out: dict[str, str] = {}
-    for key in ("schedule", "schedules", "now"):
+    for key in ("schedule", "schedules", "now", "tree"):
         loop_prof, worker_prof = cProfile.Profile(), cProfile.Profile()
         await to_thread.run_sync(worker_prof.enable)
         loop_prof.enable()
@@ -758,7 +758,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--profile",
         type=Path,
         metavar="DIR",
-        help="afterwards profile the three pages; write DIR/{schedule,schedules,now}.prof",
+        help="afterwards profile the four pages; write DIR/{schedule,schedules,now,tree}.prof",
     )
     args = parser.parse_args(argv)
     base = QUICK if args.quick else DEFAULT

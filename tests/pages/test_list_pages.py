@@ -14,6 +14,7 @@ from uuid import UUID
 from fastapi.testclient import TestClient
 
 from kalends.tasks import Task, TaskStatus
+from kalends.web.render import ZONE_COOKIE
 from pages.conftest import Pages, csrf_of
 
 
@@ -478,6 +479,27 @@ class TestNowPage:
         assert f'href="/tasks/{late.id}"' in section
         assert "Next week" not in section and "Done already" not in section
         assert '<time datetime="2026-03-06T17:00:00Z">2026-03-06 17:00 UTC</time>' in section
+
+    def test_today_is_the_viewers_day_in_the_zone_their_browser_reports(self, pages: Pages) -> None:
+        # 03:30 UTC on the 7th is still the 6th in New York: due today there, not in UTC.
+        _at(pages, "2026-03-06T20:00:00")
+        _schedule(
+            pages,
+            _add(pages, "Late call"),
+            due={"local": "2026-03-07T03:30:00", "zone": "UTC"},
+        )
+        _schedule(
+            pages,
+            _add(pages, "Tomorrow in New York"),
+            due={"local": "2026-03-07T00:30:00", "zone": "America/New_York"},
+        )
+        client = pages.sign_in("carol")
+        utc = client.get("/").text.split('id="due-h"')[1].split("</section>")[0]
+        assert "Late call" not in utc and "Tomorrow in New York" not in utc
+        client.cookies.set(ZONE_COOKIE, "America/New_York")
+        there = client.get("/").text.split('id="due-h"')[1].split("</section>")[0]
+        assert "Tasks due or overdue (1)" in there
+        assert "Late call" in there and "Tomorrow in New York" not in there
 
 
 def _titles(html: str) -> list[str]:

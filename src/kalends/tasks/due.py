@@ -53,6 +53,9 @@ class DueTask(NamedTuple):
     zone: str | None
     updated_at: datetime
     reminders: tuple[DueReminder, ...]
+    list_id: UUID
+    # The due wall time in ``zone`` (naive), beside ``due_at``.
+    due_local: datetime | None
 
 
 def _uuid(raw: Any) -> UUID:
@@ -62,20 +65,31 @@ def _uuid(raw: Any) -> UUID:
     return UUID(int=int(raw, 16))
 
 
-def _shown(actor_id: UUID) -> ColumnElement[bool]:
-    """Whether a task (joined with its list and the actor's membership) is due for them."""
+def _shown(actor_id: UUID, through: date | None, before: datetime | None) -> ColumnElement[bool]:
+    """Whether a task (joined with its list and the actor's membership) is due for them,
+    by the bounds when there are some."""
+    dated = _T.due_date.is_not(None) if through is None else _T.due_date <= through
+    timed = _T.due_at.is_not(None) if before is None else _T.due_at < before
     return and_(
         list_members.c.actor_id == actor_id,
         lists.c.status == ListStatus.ACTIVE.value,
         _T.status == TaskStatus.OPEN.value,
         _T.trashed.is_(False),
-        or_(_T.due_date.is_not(None), _T.due_at.is_not(None)),
+        or_(dated, timed),
     )
 
 
-def due_tasks(conn: Connection, actor_id: UUID) -> list[DueTask]:
-    """The open tasks with a due value in the actor's active lists, by task ID."""
-    shown = _shown(actor_id)
+def due_tasks(
+    conn: Connection,
+    actor_id: UUID,
+    *,
+    through: date | None = None,
+    before: datetime | None = None,
+) -> list[DueTask]:
+    """The open tasks with a due value in the actor's active lists, by task ID: every one,
+    or, with bounds, those due on a date up to ``through`` or at an instant before
+    ``before`` (both bounds apply together: a bound left out lets that kind through)."""
+    shown = _shown(actor_id, through, before)
     joined = tasks.join(list_members, list_members.c.list_id == _T.list_id).join(
         lists, lists.c.id == _T.list_id
     )
@@ -100,6 +114,8 @@ def due_tasks(conn: Connection, actor_id: UUID) -> list[DueTask]:
             _T.due_at,
             _T.due_zone,
             _T.updated_at,
+            type_coerce(_T.list_id, _RAW),
+            _T.due_local,
         )
         .select_from(joined)
         .where(shown)
@@ -118,6 +134,20 @@ def due_tasks(conn: Connection, actor_id: UUID) -> list[DueTask]:
             zone if due_at is not None else None,
             updated_at,
             tuple(reminders[raw]) if raw in reminders else none,
+            _uuid(list_raw),
+            None if due_at is None else datetime.fromisoformat(local),
         )
-        for raw, ref, title, description, list_name, due_date, due_at, zone, updated_at in rows
+        for (
+            raw,
+            ref,
+            title,
+            description,
+            list_name,
+            due_date,
+            due_at,
+            zone,
+            updated_at,
+            list_raw,
+            local,
+        ) in rows
     ]

@@ -5,6 +5,7 @@ time (as values, as JSON or as JSON text), a checklist and a task's history.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import date, datetime
 from typing import Any, TypeVar, Unpack
 from uuid import UUID
 
@@ -17,6 +18,7 @@ from kalends.tasks import history
 from kalends.tasks.access import require_list_role, task_with_role
 from kalends.tasks.detail import read_detail
 from kalends.tasks.directory import find_list
+from kalends.tasks.due import DueTask, due_tasks
 from kalends.tasks.keywords import TreeFilters, TreePageKeywords
 from kalends.tasks.models import (
     HistoryEvent,
@@ -52,6 +54,16 @@ class TaskReads(ServiceBase):
             actor_id = resolve_actor(conn, actor)
             row = task_with_role(conn, actor_id, task, Role.VIEWER, write=False, detail=True)
             return read_detail(conn, row)
+
+        return self.store.run(run, write=False)
+
+    def due(self, actor: ActorRef, *, through: date, before: datetime) -> list[DueTask]:
+        """The actor's open tasks, over the active lists they are a member of, due on a
+        date up to ``through`` or at an instant before ``before``, by task ID: one read,
+        whatever the number of lists (the Now page's tasks due today or overdue)."""
+
+        def run(conn: Connection) -> list[DueTask]:
+            return due_tasks(conn, resolve_actor(conn, actor), through=through, before=before)
 
         return self.store.run(run, write=False)
 

@@ -31,7 +31,6 @@ from fastapi.responses import RedirectResponse, Response
 
 from kalends.api.errors import status_of
 from kalends.civil import wall_of
-from kalends.cli.task_client import DirectoryClient, SeriesClient, TaskChanges, TaskClient
 from kalends.cli.task_views import rule_text
 from kalends.errors import (
     Conflict,
@@ -44,6 +43,7 @@ from kalends.errors import (
 from kalends.identity import Role
 from kalends.tasks import Task, TaskList, TaskStatus, TimedValue, TreeNode
 from kalends.tasks.series import SeriesStatus, SeriesView
+from kalends.web import task_services
 from kalends.web.render import WebRoute, instant_text, render, viewer_zone
 from kalends.web.session import CSRF_FIELD, Viewer, check_csrf, viewer
 
@@ -71,22 +71,6 @@ LIVE_SERIES = (SeriesStatus.ACTIVE, SeriesStatus.PAUSED)
 
 Csrf = Annotated[str, Form(alias=CSRF_FIELD, max_length=128)]
 Revision = Annotated[int, Form(ge=1)]
-
-
-def _directory(who: Viewer) -> DirectoryClient:
-    return who.context.services.directory
-
-
-def _tasks(who: Viewer) -> TaskClient:
-    return who.context.services.tasks
-
-
-def _series(who: Viewer) -> SeriesClient:
-    return who.context.services.series
-
-
-def _changes(who: Viewer) -> TaskChanges:
-    return who.context.services.changes
 
 
 # --- what a row shows ---------------------------------------------------------------------
@@ -167,7 +151,7 @@ def _series_of(who: Viewer, nodes: Sequence[TreeNode]) -> dict[UUID, SeriesView]
     for node in nodes:
         series_id = node.task.series_id
         if series_id is not None and series_id not in found:
-            found[series_id] = _series(who).get(who.actor, series_id)
+            found[series_id] = task_services.series(who).get(who.actor, series_id)
     return found
 
 
@@ -239,8 +223,8 @@ def _nav(who: Viewer) -> list[Any]:
 
 
 def _lists_values(who: Viewer) -> dict[str, Any]:
-    lists = _directory(who).lists(who.actor)
-    rows = [(lst, len(_directory(who).members(who.actor, lst.id))) for lst in lists]
+    lists = task_services.directory(who).lists(who.actor)
+    rows = [(lst, len(task_services.directory(who).members(who.actor, lst.id))) for lst in lists]
     return {
         "title": "Task lists",
         "nav_workspaces": _nav(who),
@@ -271,7 +255,7 @@ def create_list(
     who = viewer(request)
     check_csrf(request, who, csrf)
     try:
-        made = _directory(who).create_list(who.actor, name)
+        made = task_services.directory(who).create_list(who.actor, name)
     except InvalidInput as exc:
         values = _lists_values(who)
         values["form"] = {"name": name}
@@ -298,9 +282,9 @@ class ListPage:
 
 
 def _list_page(request: Request, who: Viewer, list_id: UUID) -> ListPage:
-    directory = _directory(who)
+    directory = task_services.directory(who)
     task_list = directory.get_list(who.actor, list_id)
-    nodes = _tasks(who).tree(who.actor, task_list.id)
+    nodes = task_services.tasks(who).tree(who.actor, task_list.id)
     members = directory.members(who.actor, task_list.id)
     sections = {s.id: s.name for s in directory.sections(who.actor, task_list.id)}
     clock = Clockface.of(request, who)
@@ -419,7 +403,7 @@ def share_list(
             raise InvalidInput("member: say whose role changes (a handle)", field="member")
         if chosen is not None and chosen not in ROLES:
             raise InvalidInput(f"role: no role {role!r}", field="role")
-        _directory(who).share(who.actor, list_id, member.strip(), chosen, revision)
+        task_services.directory(who).share(who.actor, list_id, member.strip(), chosen, revision)
     except RevisionConflict as exc:
         sent = {"action": f"give {member} the role {role}", "revision": revision, "list": True}
         return _refused(request, who, list_id, exc, sent=sent, values=kept)
@@ -441,7 +425,9 @@ def archive_list(
     who = viewer(request)
     check_csrf(request, who, csrf)
     try:
-        _directory(who).archive(who.actor, list_id, archived=archived, expected_revision=revision)
+        task_services.directory(who).archive(
+            who.actor, list_id, archived=archived, expected_revision=revision
+        )
     except (Conflict, InvalidInput) as exc:
         action = "archive the list" if archived else "make the list active"
         sent = {"action": action, "revision": revision, "list": True}
@@ -464,7 +450,7 @@ def create_task(
     check_csrf(request, who, csrf)
     names = [t.strip().lstrip("#") for t in tags.replace(",", " ").split() if t.strip("# ")]
     try:
-        made = _tasks(who).create(
+        made = task_services.tasks(who).create(
             who.actor,
             list_id,
             title,
@@ -522,7 +508,9 @@ def complete_task(
     action = "Done with its open items" if complete_subtree else "Done"
 
     def write() -> Task:
-        return _tasks(who).complete(who.actor, task, revision, complete_subtree=complete_subtree)
+        return task_services.tasks(who).complete(
+            who.actor, task, revision, complete_subtree=complete_subtree
+        )
 
     return _task_write(request, who, list_id, task, revision, action, write, "completed")
 
@@ -536,7 +524,7 @@ def reopen_task(
     check_csrf(request, who, csrf)
 
     def write() -> Task:
-        return _tasks(who).reopen(who.actor, task, revision)
+        return task_services.tasks(who).reopen(who.actor, task, revision)
 
     return _task_write(request, who, list_id, task, revision, "Reopen", write, "reopened")
 
@@ -550,7 +538,7 @@ def skip_task(
     check_csrf(request, who, csrf)
 
     def write() -> Task:
-        skipped = _changes(who).skip(who.actor, task, revision)
+        skipped = task_services.changes(who).skip(who.actor, task, revision)
         return skipped.successor or skipped.skipped
 
     return _task_write(request, who, list_id, task, revision, "Skip", write, "skipped")
@@ -574,7 +562,9 @@ def move_task(
     def write() -> Task:
         if before is None and after is None:
             raise InvalidInput("move: say where: before or after a sibling", field="move")
-        return _changes(who).relocate(who.actor, task, revision, before=before, after=after)
+        return task_services.changes(who).relocate(
+            who.actor, task, revision, before=before, after=after
+        )
 
     return _task_write(request, who, list_id, task, revision, action, write, "moved")
 
@@ -584,26 +574,21 @@ def move_task(
 
 def due_today(request: Request, who: Viewer) -> list[dict[str, Any]]:
     """The viewer's open tasks due at or before the end of their today, over their active
-    lists (a filtered tree read per list), overdue first, then by due time."""
+    lists, overdue first, then by due time: one read of the tasks due by tomorrow (a
+    timed one up to two days ahead, as no zone's day is longer), kept if due today."""
     clock = Clockface.of(request, who)
     found: list[dict[str, Any]] = []
-    for task_list in _directory(who).lists(who.actor, include_archived=False):
-        nodes = _tasks(who).tree(
-            who.actor,
-            task_list.id,
-            status=TaskStatus.OPEN.value,
-            due_to=clock.today + timedelta(days=1),
+    for task in who.context.services.tasks.due(
+        who.actor, through=clock.today, before=clock.now + timedelta(days=2)
+    ):
+        due: date | TimedValue | None = task.due_date
+        if task.due_at is not None and task.due_local is not None and task.zone is not None:
+            due = TimedValue(local=task.due_local, zone=task.zone, at=task.due_at)
+        chip = due_chip(due, clock.now, clock.today, clock.zone)
+        if chip is None or chip.state not in ("overdue", "today"):
+            continue
+        found.append(
+            {"task": task, "list": {"id": task.list_id, "name": task.list_name}, "due": chip}
         )
-        stack = list(nodes)
-        while stack:
-            node = stack.pop()
-            stack.extend(node.children)
-            task = node.task
-            chip = due_chip(task.due, clock.now, clock.today, clock.zone)
-            if task.status is not TaskStatus.OPEN or chip is None:
-                continue
-            if chip.state not in ("overdue", "today"):
-                continue
-            found.append({"task": task, "list": task_list, "due": chip})
     found.sort(key=lambda f: (f["due"].state != "overdue", f["due"].iso, f["task"].title))
     return found
