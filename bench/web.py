@@ -91,8 +91,9 @@ have none. The ratio column is each endpoint's median over the API detail's.
 ``--profile DIR``: afterwards, ``--samples`` more requests of each page under
 ``cProfile`` (the event loop's thread and the request worker thread, which runs the
 pages: the pool is narrowed to that one thread while profiling); writes
-``schedule.prof``, ``schedules.prof``, ``now.prof`` and ``tree.prof`` (the list page) into DIR and prints each one's top
-entries in the worker thread (the page's own work) to stderr. The timed series are not
+``schedule.prof``, ``schedules.prof``, ``now.prof`` and ``tree.prof`` (the list page)
+into DIR and prints each one's top entries in the worker thread (the page's own work)
+to stderr. The timed series are not
 profiled.
 
 Run from the repository root: ``python bench/web.py [--json] [--quick] [--profile DIR]``.

@@ -13,6 +13,7 @@ from uuid import UUID
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from kalends.identity import Role
 from kalends.tasks import Task
 from kalends.tasks.series_rules import SeriesRule
 from pages.conftest import Pages, csrf_of
@@ -28,7 +29,8 @@ class Row:
     method: str
     template: str
     # What the row needs: "task", "completed", "series" (an outstanding occurrence),
-    # "paused", "child" (a checklist item).
+    # "paused", "child" (a checklist item), "elsewhere" (a task and another list bob edits,
+    # in OTHER_LIST).
     needs: str
     path: str
     data: Callable[[Task, int], dict[str, str]] | None
@@ -46,6 +48,14 @@ def task_revision(fields: dict[str, str]) -> Callable[[Task, int], dict[str, str
 
 def series_revision(task: Task, series: int) -> dict[str, str]:
     return {"series_revision": str(series)}
+
+
+# The list a "elsewhere" row's task may move to, made by the test.
+OTHER_LIST: dict[str, UUID] = {}
+
+
+def to_other_list(task: Task, _series: int) -> dict[str, str]:
+    return {"revision": str(task.revision), "list": str(OTHER_LIST["id"])}
 
 
 T = "/tasks/{task}"
@@ -83,6 +93,7 @@ ROWS = [
     Row(
         "POST", P + "/move", "child", P + "/move", task_revision({"parent": ""}), member_write(303)
     ),
+    Row("POST", P + "/move-list", "elsewhere", P + "/move-list", to_other_list, member_write(303)),
     Row(
         "POST",
         P + "/series/start",
@@ -134,6 +145,10 @@ def test_each_persona_gets_what_its_role_allows_and_a_refusal_writes_nothing(
         task = services.tasks.create(alice, world.home_list.id, f"Row {needs}")
         if needs == "completed":
             services.tasks.complete(alice, task.id, task.revision)
+        if needs == "elsewhere":
+            other = services.directory.create_list(alice, "Row elsewhere")
+            services.directory.share(alice, other.id, world.actors["bob"].id, Role.EDITOR)
+            OTHER_LIST["id"] = other.id
         if needs == "child":
             parent = task.id
             task = services.tasks.create(alice, world.home_list.id, "Row item", parent=parent)

@@ -12,6 +12,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from kalends.identity import Role
 from kalends.tasks import Task, TimedValue
 from kalends.tasks.values import MAX_ATTACHMENT_BYTES
 from pages.conftest import Pages, csrf_of
@@ -498,3 +499,60 @@ class TestMoving:
         )
         assert forged.status_code == 403
         assert _read(pages, socks).parent_id is None
+
+    def test_to_another_list_with_its_checklist_and_each_refusal_writing_nothing(
+        self, pages: Pages
+    ) -> None:
+        world = pages.world
+        alice, bob = world.actors["alice"].id, world.actors["bob"].id
+        directory = world.services.directory
+        errands = directory.create_list(alice, "Errands")
+        directory.share(alice, errands.id, bob, Role.EDITOR)
+        watched = directory.create_list(alice, "Watched")
+        directory.share(alice, watched.id, bob, Role.VIEWER)
+        trip = _task(pages, "Pack for the trip")
+        socks = _task(pages, "Socks", parent=trip.id)
+        client, csrf = _bob(pages)
+        page = client.get(f"/tasks/{trip.id}").text
+        # Only the other lists bob edits are offered; an item is moved with its task.
+        assert f'<option value="{errands.id}">Errands</option>' in page
+        assert str(watched.id) not in page
+        assert f'<option value="{world.home_list.id}">' not in page
+        assert "/page/move-list" not in client.get(f"/tasks/{socks.id}").text
+
+        url = f"/tasks/{trip.id}/page/move-list"
+        form = {"csrf": csrf, "revision": str(trip.revision)}
+        # A list bob only views: refused by the service, nothing moved.
+        viewer_only = client.post(
+            url, data={**form, "list": str(watched.id)}, follow_redirects=False
+        )
+        assert viewer_only.status_code == 403
+        # Malformed, missing and unknown lists: refused beside the field, nothing moved.
+        bad = client.post(url, data={**form, "list": "not-an-id"}, follow_redirects=False)
+        assert bad.status_code == 422 and "Not an ID: &#39;not-an-id&#39;" in bad.text
+        assert 'id="err-list"' in bad.text and 'aria-invalid="true"' in bad.text
+        none = client.post(url, data={**form, "list": ""}, follow_redirects=False)
+        assert none.status_code == 422 and "Choose the list to move it to" in none.text
+        unknown = client.post(url, data={**form, "list": "00000000-0000-4000-8000-000000000000"})
+        assert unknown.status_code == 404
+        # A forged post without the CSRF token.
+        forged = client.post(url, data={"revision": str(trip.revision), "list": str(errands.id)})
+        assert forged.status_code == 403
+        assert _read(pages, trip).list_id == world.home_list.id
+        assert _read(pages, trip).revision == trip.revision
+
+        moved = client.post(url, data={**form, "list": str(errands.id)}, follow_redirects=False)
+        assert moved.status_code == 303, moved.text
+        assert moved.headers["location"].endswith("?done=moved-list#move-h")
+        assert _read(pages, trip).list_id == errands.id
+        assert _read(pages, socks).list_id == errands.id  # its checklist went with it
+        shown = client.get(moved.headers["location"]).text
+        assert "Moved to Errands." in shown
+        assert f'href="/lists/{errands.id}"' in shown
+
+        # The page it was sent from is stale now: a conflict, nothing moved back.
+        stale = client.post(
+            url, data={**form, "list": str(world.home_list.id)}, follow_redirects=False
+        )
+        assert stale.status_code == 409
+        assert _read(pages, trip).list_id == errands.id

@@ -211,14 +211,14 @@ def history_lines(events: Sequence[HistoryEvent], handles: Mapping[UUID, str]) -
             head.append(f"  (occurrence #{event.occurrence})", style="dim")
         lines.append(head)
         for key, value in event.payload.items():
-            for said in _detail(key, value, handles):
+            for said in payload_lines(key, value, handles):
                 lines.append(Text(f"    {said}"))
     if not lines:
         lines.append(Text("no history", style="dim"))
     return Group(*lines)
 
 
-def _detail(key: str, value: object, handles: Mapping[UUID, str]) -> list[str]:
+def payload_lines(key: str, value: object, handles: Mapping[UUID, str]) -> list[str]:
     """One payload entry as lines ``name: value``; a list of reminders a line each."""
     name = key.replace("_", " ")
     if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):

@@ -26,18 +26,17 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, Response
 
 from kalends.api.errors import status_of
-from kalends.api.routes.tasks_files import _file_name, _media_type, _read_limited
+from kalends.api.uploads import read_upload, upload_media_type, upload_name
 from kalends.civil import parse_date
 from kalends.cli.series import series_rule
-from kalends.cli.task_client import SeriesClient, TaskChanges, TaskClient
-from kalends.cli.task_views import WEEKDAY_NAMES, _detail, rule_text
+from kalends.cli.task_views import WEEKDAY_NAMES, payload_lines, rule_text
 from kalends.errors import InvalidInput, KalendsError, RevisionConflict
 from kalends.identity import Role
 from kalends.tasks import Task, TimedValue, TreeNode
 from kalends.tasks.series import SeriesView
 from kalends.tasks.series_views import today_in
 from kalends.tasks.values import MAX_ATTACHMENT_BYTES, MAX_COMMENT_BYTES
-from kalends.web import series_timeline
+from kalends.web import series_timeline, task_services
 from kalends.web.pages_editor import zone_names
 from kalends.web.render import WebRoute, instant_text, render, viewer_zone
 from kalends.web.schedule_display import Badge
@@ -82,18 +81,6 @@ STATE_BADGES = {
     "stopped": Badge("Stopped", "■", "idle"),
     "ended": Badge("Ended", "■", "idle"),
 }
-
-
-def _tasks(who: Viewer) -> TaskClient:
-    return who.context.services.tasks
-
-
-def _series(who: Viewer) -> SeriesClient:
-    return who.context.services.series
-
-
-def _changes(who: Viewer) -> TaskChanges:
-    return who.context.services.changes
 
 
 def _page_url(ref: str) -> str:
@@ -144,7 +131,7 @@ def _values(
 ) -> dict[str, Any]:
     """Everything the task page shows, read for ``who``."""
     services = who.context.services
-    tasks = _tasks(who)
+    tasks = task_services.tasks(who)
     detail = tasks.get(who.actor, ref)
     task = detail.task
     role = detail.list.role
@@ -162,13 +149,14 @@ def _values(
     upcoming: list[series_timeline.Upcoming] = []
     outstanding: Task | None = None
     if task.series_id is not None and task.parent_id is None:
-        view = _series(who).get(who.actor, task.id)
+        view = task_services.series(who).get(who.actor, task.id)
         roots = [n.task for n in nodes if n.task.series_id == view.id]
         today = today_in(services.store.clock.now(), view.zone)
         timeline = series_timeline.occurrences(view, roots, today)
         upcoming = series_timeline.upcoming(view, view.next_date)
         outstanding = next((t for t in roots if t.id == view.outstanding_task_id), None)
     move_parents = _move_choices(nodes, task) if can_write else []
+    move_lists = _list_choices(who, task) if can_write else []
     errors = errors or []
     field_errors: dict[str, str] = {}
     for e in errors:
@@ -196,6 +184,7 @@ def _values(
         "upcoming": upcoming,
         "outstanding": outstanding,
         "move_parents": move_parents,
+        "move_lists": move_lists,
         "due_kinds": DUE_KINDS,
         "units": UNITS,
         "series_kinds": SERIES_KINDS,
@@ -210,7 +199,7 @@ def _values(
         "iso": instant_text,
         "shown_zone": default_zone,
         "event_words": lambda e: "; ".join(
-            line for k, v in e.payload.items() for line in _detail(k, v, handles)
+            line for k, v in e.payload.items() for line in payload_lines(k, v, handles)
         ),
         **(extra or {}),
     }
@@ -234,14 +223,18 @@ def _refused(
     exc: KalendsError,
     what: str,
     series_form: dict[str, Any] | None = None,
+    beside: tuple[str, ...] = (),
 ) -> Response:
     """The page again, saying why ``what`` was refused; a conflict says what holds now
-    (a series form keeps the values typed)."""
+    (a series form keeps the values typed); a mistake in one of the ``beside`` fields is
+    said beside it too."""
     status = status_of(exc)
     message = plain(exc.message)
     key = "conflict" if isinstance(exc, RevisionConflict) else "problem"
     said = {key: {"what": what, "message": message}}
-    values = _values(request, who, ref, series_form=series_form, extra=said)
+    field = getattr(exc, "field", None)
+    errors = [FieldError(field, message)] if field in beside else None
+    values = _values(request, who, ref, series_form=series_form, errors=errors, extra=said)
     return render(request, "task.html", values, who=who, status=status)
 
 
@@ -280,7 +273,7 @@ def _save_schedule(request: Request, ref: str, posted: dict[str, str]) -> Respon
     if posted.get("op") == "preview":
         return again(200, [], preview=True)
     try:
-        _changes(who).schedule(
+        task_services.changes(who).schedule(
             who.actor,
             ref,
             int(revision_text),
@@ -288,7 +281,7 @@ def _save_schedule(request: Request, ref: str, posted: dict[str, str]) -> Respon
             from_current=False,
         )
     except RevisionConflict as exc:
-        current = _tasks(who).get(who.actor, ref).task
+        current = task_services.tasks(who).get(who.actor, ref).task
         saved = fields_of(current, fields["due_zone"] or "UTC")
         rows = _comparison(fields, saved)
         conflict = {"what": "Schedule", "message": plain(exc.message), "rows": rows}
@@ -347,7 +340,7 @@ def post_comment(
         values = _values(request, who, task, errors=[error], extra={"comment_text": body})
         return render(request, "task.html", values, who=who, status=422)
     try:
-        _tasks(who).comment(who.actor, task, body)
+        task_services.tasks(who).comment(who.actor, task, body)
     except InvalidInput as exc:
         error = FieldError("comment", plain(exc.message))
         values = _values(request, who, task, errors=[error], extra={"comment_text": body})
@@ -366,10 +359,10 @@ def post_attachment(
     who = viewer(request)
     check_csrf(request, who, csrf)
     try:
-        name = _file_name(None, file.filename)
-        media = _media_type(None, file.content_type, name)
-        data = _read_limited(file)
-        _tasks(who).attach(who.actor, task, name, media, data)
+        name = upload_name(None, file.filename)
+        media = upload_media_type(None, file.content_type, name)
+        data = read_upload(file)
+        task_services.tasks(who).attach(who.actor, task, name, media, data)
     except InvalidInput as exc:
         error = FieldError("file", plain(exc.message))
         values = _values(request, who, task, errors=[error])
@@ -389,7 +382,9 @@ def post_complete(
     who = viewer(request)
     check_csrf(request, who, csrf)
     try:
-        _tasks(who).complete(who.actor, task, revision, complete_subtree=subtree == "1")
+        task_services.tasks(who).complete(
+            who.actor, task, revision, complete_subtree=subtree == "1"
+        )
     except KalendsError as exc:
         if status_of(exc) not in (409, 422):
             raise
@@ -405,7 +400,7 @@ def post_reopen(
     who = viewer(request)
     check_csrf(request, who, csrf)
     try:
-        _tasks(who).reopen(who.actor, task, revision)
+        task_services.tasks(who).reopen(who.actor, task, revision)
     except KalendsError as exc:
         if status_of(exc) not in (409, 422):
             raise
@@ -419,7 +414,7 @@ def post_skip(request: Request, task: TaskRefPath, revision: Revision, csrf: Csr
     who = viewer(request)
     check_csrf(request, who, csrf)
     try:
-        _changes(who).skip(who.actor, task, revision)
+        task_services.changes(who).skip(who.actor, task, revision)
     except KalendsError as exc:
         if status_of(exc) not in (409, 422):
             raise
@@ -489,7 +484,7 @@ def _start_series(request: Request, ref: str, posted: dict[str, str], days: list
             if not sf["count"].isdigit():
                 raise InvalidInput(f"count: a whole number ≥ 1, got {sf['count']!r}", field="count")
             count = int(sf["count"])
-        _changes(who).repeat(
+        task_services.changes(who).repeat(
             who.actor,
             ref,
             int(revision_text),
@@ -521,7 +516,7 @@ def _series_change(name: str) -> None:
     ) -> Response:
         who = viewer(request)
         check_csrf(request, who, csrf)
-        series = _series(who)
+        series = task_services.series(who)
         view = series.get(who.actor, task)
         try:
             getattr(series, name)(who.actor, view.id, series_revision)
@@ -546,7 +541,7 @@ for _name in ("pause", "resume", "stop"):
 def _move_refused(request: Request, who: Viewer, ref: str, exc: KalendsError) -> Response:
     if status_of(exc) not in (409, 422):
         raise exc
-    return _refused(request, who, ref, exc, "Move")
+    return _refused(request, who, ref, exc, "Move", beside=("parent", "list"))
 
 
 @router.post("/tasks/{task}/page/move")
@@ -564,19 +559,57 @@ def post_move(
     check_csrf(request, who, csrf)
     try:
         if parent:
-            _changes(who).relocate(who.actor, task, revision, parent=_task_id(parent))
+            task_services.changes(who).relocate(
+                who.actor, task, revision, parent=_id(parent, "parent")
+            )
         else:
-            _changes(who).relocate(who.actor, task, revision, root=True)
+            task_services.changes(who).relocate(who.actor, task, revision, root=True)
     except KalendsError as exc:
         return _move_refused(request, who, task, exc)
     return _done(task, "moved", "move-h")
 
 
-def _task_id(value: str) -> UUID:
+@router.post("/tasks/{task}/page/move-list")
+def post_move_list(
+    request: Request,
+    task: TaskRefPath,
+    revision: Revision,
+    target: Annotated[str, Form(alias="list", max_length=64)] = "",
+    csrf: Csrf = "",
+) -> Response:
+    """Moves a top-level task, with its checklist, to another list the viewer edits
+    (``list``, an ID), as ``kalends task move --list`` does: the service checks the
+    viewer is an editor of both lists."""
+    who = viewer(request)
+    check_csrf(request, who, csrf)
+    try:
+        if not target:
+            raise InvalidInput("list: choose the list to move it to", field="list")
+        task_services.tasks(who).move_to_list(who.actor, task, revision, _id(target, "list"))
+    except KalendsError as exc:
+        return _move_refused(request, who, task, exc)
+    return _done(task, "moved-list", "move-h")
+
+
+def _list_choices(who: Viewer, task: Task) -> list[tuple[str, str]]:
+    """The other active lists the viewer edits, where a top-level task that is no series'
+    occurrence may go (an item moves with its task; a series stays with its list)."""
+    if task.parent_id is not None or task.series_id is not None:
+        return []
+    return [
+        (str(found.id), found.name)
+        for found in task_services.directory(who).lists(who.actor, include_archived=False)
+        if found.id != task.list_id
+        and found.role is not None
+        and found.role.rank >= Role.EDITOR.rank
+    ]
+
+
+def _id(value: str, field: str) -> UUID:
     try:
         return UUID(value)
     except ValueError:
-        raise InvalidInput(f"parent: not an ID: {value[:40]!r}", field="parent") from None
+        raise InvalidInput(f"{field}: not an ID: {value[:40]!r}", field=field) from None
 
 
 def _move_choices(

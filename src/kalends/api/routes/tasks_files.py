@@ -9,8 +9,6 @@ sandboxing content security policy, since the bytes are whatever a member upload
 
 from __future__ import annotations
 
-import mimetypes
-import re
 from typing import Annotated, Literal
 from urllib.parse import quote
 from uuid import UUID
@@ -29,54 +27,15 @@ from kalends.api.routes.tasks_models import (
     atomic,
 )
 from kalends.api.security import ContextDep, PrincipalDep
-from kalends.errors import InvalidInput, TooLarge
+from kalends.api.uploads import GENERIC_TYPE, read_upload, upload_media_type, upload_name
 from kalends.reminders.outbox import MAX_ATTEMPTS, Intent, Outbox
 from kalends.tasks.media import MAX_MEDIA_TYPE_LENGTH, MEDIA_TYPE_PATTERN, is_media_type
-from kalends.tasks.values import MAX_ATTACHMENT_BYTES
 
 router = APIRouter(prefix="/api", tags=["attachments and reminders"], route_class=DispatchedRoute)
 
-# Control characters never belong in a name shown or sent back in a header.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-GENERIC_TYPE = "application/octet-stream"
 MAX_NAME = 255
 REMINDER_LIMIT = 10_000
 Status = Literal["pending", "leased", "delivered", "cancelled", "dead", "closed"]
-
-
-def _media_type(given: str | None, sent: str | None, name: str) -> str:
-    """The form's ``mediaType``, else the part's own type, else a guess from the name."""
-    if given is not None:
-        return given
-    if sent and sent != GENERIC_TYPE and is_media_type(sent):
-        return sent
-    return mimetypes.guess_type(name)[0] or GENERIC_TYPE
-
-
-def _file_name(given: str | None, sent: str | None) -> str:
-    name = given if given is not None else (sent or "").replace("\\", "/").rsplit("/", 1)[-1]
-    if not name.strip():
-        raise InvalidInput(
-            "name: give the attachment a name (or upload a named file)", field="name"
-        )
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput("name: not valid text", field="name") from None
-    if _CONTROL.search(name):
-        raise InvalidInput("name: control characters are not allowed in a name", field="name")
-    return name
-
-
-def _read_limited(upload: UploadFile) -> bytes:
-    data = upload.file.read(MAX_ATTACHMENT_BYTES + 1)
-    if len(data) > MAX_ATTACHMENT_BYTES:
-        raise TooLarge(
-            f"file: an attachment holds at most {MAX_ATTACHMENT_BYTES} bytes",
-            field="file",
-            limit=MAX_ATTACHMENT_BYTES,
-        )
-    return data
 
 
 @router.post(
@@ -104,9 +63,9 @@ def upload_attachment(
         ),
     ] = None,
 ) -> JSONResponse:
-    label = _file_name(name, file.filename)
-    media = _media_type(mediaType, file.content_type, label)
-    data = _read_limited(file)
+    label = upload_name(name, file.filename)
+    media = upload_media_type(mediaType, file.content_type, label)
+    data = read_upload(file)
     made = ctx.services.tasks.attach(who.actor_id, task, label, media, data)
     return answer(made.to_json(), 201)
 
