@@ -2,7 +2,8 @@
 in the page and shared with a viewer (who sees no write control), a checklist of three
 levels built through the add form, due chips and priority in words, reordering by
 keyboard (Alt+arrows) and by dragging a handle with the pointer, completing a task with
-its checklist; then a touch journey on a phone's width and the core actions with script
+its checklist; then a touch journey on a phone's width (taps, and a finger dragging a handle)
+and the core actions with script
 off. Each page is checked by axe in both color schemes where script runs, and
 photographed at 1280 and 390 px."""
 
@@ -51,6 +52,29 @@ def titles(page: Page, parent: str | None = None) -> list[str]:
 
 def row(page: Page, title: str) -> Any:
     return page.locator("li.task-item", has=page.locator(f".task-title:text-is('{title}')")).last
+
+
+def touch_drag(page: Page, item: Any, onto: Any) -> None:
+    """One finger on ``item``'s drag handle, moved in steps to the top quarter of
+    ``onto``'s row and lifted: real touch events through the browser's input layer, which
+    the page sees as pointer events of type touch."""
+    # Both rows on the screen: the target's in the middle.
+    onto.evaluate("el => el.scrollIntoView({block: 'center'})")
+    handle = item.locator(":scope > .task-row [data-drag]").bounding_box()
+    target = onto.locator(":scope > .task-row").bounding_box()
+    assert handle is not None and target is not None
+    x, y = handle["x"] + handle["width"] / 2, handle["y"] + handle["height"] / 2
+    to_y = target["y"] + target["height"] / 4
+    cdp = page.context.new_cdp_session(page)
+
+    def send(kind: str, points: list[dict[str, float]]) -> None:
+        cdp.send("Input.dispatchTouchEvent", {"type": kind, "touchPoints": points})
+
+    send("touchStart", [{"x": x, "y": y}])
+    for i in range(1, 9):
+        send("touchMove", [{"x": x, "y": y + (to_y - y) * i / 8}])
+    send("touchEnd", [])
+    cdp.detach()
 
 
 def add_task(page: Page, title: str, under: str | None = None) -> None:
@@ -212,6 +236,10 @@ def test_touch_and_script_off_journeys(browser: Browser, server: Server) -> None
         row(page, "Dishes").get_by_role("button", name="Move “Dishes” down").tap()
         expect(page.locator("#said")).to_contain_text("Moved: “Dishes”")
         assert titles(page) == ["Laundry", "Dishes", "Bins"]
+        # A finger drags Bins' handle above Laundry: touch events as a phone sends them.
+        touch_drag(page, row(page, "Bins"), row(page, "Laundry"))
+        expect(page.locator("#said")).to_contain_text("Moved: “Bins”")
+        assert titles(page) == ["Bins", "Laundry", "Dishes"]
         row(page, "Bins").get_by_role("button", name="Done: Bins").tap()
         expect(page.locator("#said")).to_contain_text("Completed: “Bins”")
         check_axe_both(page, "list (touch, 390 px)")
@@ -232,7 +260,7 @@ def test_touch_and_script_off_journeys(browser: Browser, server: Server) -> None
         expect(page.locator("#said")).to_contain_text("Completed: “Laundry”")
         row(page, "Bins").get_by_role("button", name="Reopen: Bins").click()
         expect(page.locator("#said")).to_contain_text("Reopened: “Bins”")
-        row(page, "Bins").get_by_role("button", name="Move “Bins” up").click()
+        row(page, "Laundry").get_by_role("button", name="Move “Laundry” up").click()
         assert titles(page) == ["Laundry", "Bins", "Dishes"]
         page.goto(f"{server.base_url}/lists")
         expect(page.get_by_role("row", name=re.compile("Chores"))).to_contain_text("owner")
