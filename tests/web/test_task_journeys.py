@@ -2,10 +2,9 @@
 in the page and shared with a viewer (who sees no write control), a checklist of three
 levels built through the add form, due chips and priority in words, reordering by
 keyboard (Alt+arrows) and by dragging a handle with the pointer, completing a task with
-its checklist; then a touch journey on a phone's width (taps, and a finger dragging a handle)
-and the core actions with script
-off. Each page is checked by axe in both color schemes where script runs, and
-photographed at 1280 and 390 px."""
+its checklist; then a touch journey on a phone's width (taps, and a finger dragging a
+handle) and the core actions with script off. Each page is checked by axe in both color
+schemes where script runs, and photographed at 1280 and 390 px."""
 
 from __future__ import annotations
 
