@@ -169,6 +169,8 @@ class TestSchedule:
         shown = client.post(f"/tasks/{task.id}/page/schedule", data={**form, "op": "preview"})
         assert shown.status_code == 200 and 'id="schedule-preview"' in shown.text
         assert '→ <time datetime="2026-03-09T12:45:00Z">' in shown.text
+        # In the due time's zone, as it is saved.
+        assert "2026-03-09 08:45 Mon America/New_York</time>" in shown.text
         assert _read(pages, task).revision == task.revision
         # A day before 02:30 on the 9th is 02:30 on the 8th, which New York skips.
         early = {**form, "due_local": "2026-03-09T02:30", "op": "preview"}

@@ -1,11 +1,11 @@
 """The task page in Debian's chromium against a real ``kalends serve`` on a clock set to
 5 March 2026 (New York's clocks go forward on the 8th): a due time in the gap is refused
-in the form with the transition named and the values kept; the task scheduled with a
-reminder shows the reminder's time; made a daily series at 02:30 New York, its next
-dates mark the 8th as a day without an occurrence; Done with the checklist makes the
-next occurrence, which is skipped in turn; the series is paused with the keyboard only;
-axe in both schemes and screenshots at 1280 and 390 px; with script off the page reads
-and Done works."""
+in the form with the transition named and the values kept; the reminder's time follows
+the form before it is saved (with script), and the saved schedule shows it; made a daily
+series at 02:30 New York, its next dates mark the 8th as a day without an occurrence;
+Done with the checklist makes the next occurrence, which is skipped in turn; the series
+is paused with the keyboard only; axe in both schemes and screenshots at 1280 and 390
+px; with script off the page reads and Done works."""
 
 from __future__ import annotations
 
@@ -84,7 +84,11 @@ def test_schedule_series_done_skip_and_pause_by_keyboard(
     check_axe_both(page, "task (a due time in the gap)")
     screenshot(page, "task-dst-refused")
 
+    # With script the reminder's time follows the form before it is saved.
     due.fill("2026-03-06T02:30")
+    due.press("Tab")
+    expect(page.locator("#rem0-at")).to_contain_text("2026-03-06 02:15 Fri America/New_York")
+    expect(page.get_by_label("Reminder 1: how long before the due time")).to_have_value("15")
     page.get_by_role("button", name="Save schedule").click()
     expect(page.locator("#notice")).to_contain_text("Schedule saved.")
     expect(page.locator("#schedule-facts")).to_contain_text("2026-03-06 02:15 Fri America/New_York")

@@ -243,6 +243,7 @@ def schedule_json(f: Mapping[str, Any]) -> tuple[dict[str, Any], list[FieldError
             continue
         data["reminders"].append(_reminder(row, said, zone, i))
         row["at"] = at.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        row["zone"] = zone  # shown in the due time's zone, as it is saved
     return data, errors
 
 
