@@ -13,6 +13,7 @@ from pathlib import Path
 from kalends.auth.grants import Grants
 from kalends.clock import Clock
 from kalends.config import resolve_database_url
+from kalends.conversations import Conversations
 from kalends.feeds import Feeds
 from kalends.missions import ScheduleService, Workspaces
 from kalends.reminders.destinations import Destinations
@@ -56,6 +57,7 @@ class Services:
     schedules: ScheduleService
     grants: Grants
     feeds: Feeds
+    conversations: Conversations
 
 
 def build(store: Store) -> Services:
@@ -73,6 +75,7 @@ def build(store: Store) -> Services:
         schedules=ScheduleService(store),
         grants=Grants(store),
         feeds=Feeds(store),
+        conversations=Conversations(store),
     )
 
 

@@ -29,6 +29,7 @@ DOMAINS = (
     "kalends.civil",
     "kalends.storage",
     "kalends.feeds",
+    "kalends.conversations",
 )
 
 # Which domain may use which other domain (through its package only). Identity is who
@@ -44,6 +45,8 @@ DOMAIN_DEPENDENCIES = {
     # A calendar feed shows the tasks and passages its owner may see; its secret is kept
     # as the API tokens' are.
     "kalends.feeds": ("kalends.identity", "kalends.tasks", "kalends.missions", "kalends.auth"),
+    # A conversation lives in a workspace and is read by its members' roles.
+    "kalends.conversations": ("kalends.identity",),
 }
 
 

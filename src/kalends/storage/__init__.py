@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from kalends.storage import (
     auth_tables,
+    conversation_tables,
     feed_tables,
     identity_tables,
     leases,
@@ -29,6 +30,7 @@ __all__ = [
     "Lease",
     "Store",
     "auth_tables",
+    "conversation_tables",
     "create_engine_for",
     "feed_tables",
     "current_revision",
