@@ -16,6 +16,7 @@ from kalends.config import resolve_database_url
 from kalends.conversations import Conversations
 from kalends.feeds import Feeds
 from kalends.missions import ScheduleService, Workspaces
+from kalends.questions import Questions
 from kalends.reminders.destinations import Destinations
 from kalends.storage.checkpoints import Checkpointer
 from kalends.storage.migrate import head_revision, open_store
@@ -58,6 +59,7 @@ class Services:
     grants: Grants
     feeds: Feeds
     conversations: Conversations
+    questions: Questions
 
 
 def build(store: Store) -> Services:
@@ -76,6 +78,7 @@ def build(store: Store) -> Services:
         grants=Grants(store),
         feeds=Feeds(store),
         conversations=Conversations(store),
+        questions=Questions(store),
     )
 
 

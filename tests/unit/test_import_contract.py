@@ -30,6 +30,7 @@ DOMAINS = (
     "kalends.storage",
     "kalends.feeds",
     "kalends.conversations",
+    "kalends.questions",
 )
 
 # Which domain may use which other domain (through its package only). Identity is who
@@ -47,6 +48,9 @@ DOMAIN_DEPENDENCIES = {
     "kalends.feeds": ("kalends.identity", "kalends.tasks", "kalends.missions", "kalends.auth"),
     # A conversation lives in a workspace and is read by its members' roles.
     "kalends.conversations": ("kalends.identity",),
+    # A question lives in a workspace and is read by its members' roles; its answer
+    # tokens are kept as the API tokens' are.
+    "kalends.questions": ("kalends.identity", "kalends.auth"),
 }
 
 

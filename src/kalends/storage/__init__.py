@@ -16,6 +16,7 @@ from kalends.storage import (
     identity_tables,
     leases,
     mission_tables,
+    question_tables,
     task_tables,
 )
 from kalends.storage.engine import DEFAULT_BUSY_TIMEOUT_MS, create_engine_for
@@ -41,6 +42,7 @@ __all__ = [
     "metadata",
     "mission_tables",
     "open_store",
+    "question_tables",
     "task_tables",
     "upgrade",
 ]

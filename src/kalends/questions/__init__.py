@@ -1,0 +1,113 @@
+"""Questions passages ask people, their answers, and who decided them.
+
+A passage asks (:func:`~kalends.questions.records.ask`); a person answers through the
+kalends interface with a one-use token and a two-phase mark, or through the API or the
+command line; the passage may decide itself. :func:`decision` tells whether a person
+decided through the interface (seed 002, "Wayfinder human decision mark").
+"""
+
+from __future__ import annotations
+
+from kalends.questions import records
+from kalends.questions.decision import (
+    CAUSE_API,
+    CAUSE_CLI,
+    CAUSE_COORDINATOR,
+    CAUSE_NO_MARK,
+    CAUSE_NOT_ANSWERED,
+    CAUSE_PENDING,
+    HUMAN_DECISION_REQUIRED,
+    Decision,
+    decision,
+)
+from kalends.questions.records import (
+    ANSWER_TOKEN_PREFIX,
+    ANSWER_TOKEN_TTL,
+    MAX_LIST,
+    MAX_LIVE_TOKENS,
+    MAX_OPEN_PER_PASSAGE,
+    AnswerTokenRefused,
+    ask,
+    confirm_handover,
+    coordinator_decision,
+    handover_failed,
+    open_for_passage,
+)
+from kalends.questions.service import Questions
+from kalends.questions.values import (
+    MAX_FIELD_ID_CHARS,
+    MAX_FIELDS,
+    MAX_LABEL_CHARS,
+    MAX_OPTION_CHARS,
+    MAX_OPTIONS,
+    MAX_PROMPT_CHARS,
+    MAX_TEXT_LENGTH,
+    AnswerVia,
+    ChoiceField,
+    ConfirmField,
+    Field,
+    FieldKind,
+    Mark,
+    MarkState,
+    Principal,
+    PrincipalKind,
+    Question,
+    QuestionState,
+    TextField,
+    UiAnswer,
+    answer_digest,
+    canonical_json,
+    check_answer,
+    parse_fields,
+    schema_digest,
+)
+
+__all__ = [
+    "ANSWER_TOKEN_PREFIX",
+    "ANSWER_TOKEN_TTL",
+    "CAUSE_API",
+    "CAUSE_CLI",
+    "CAUSE_COORDINATOR",
+    "CAUSE_NOT_ANSWERED",
+    "CAUSE_NO_MARK",
+    "CAUSE_PENDING",
+    "HUMAN_DECISION_REQUIRED",
+    "MAX_FIELDS",
+    "MAX_FIELD_ID_CHARS",
+    "MAX_LABEL_CHARS",
+    "MAX_LIST",
+    "MAX_LIVE_TOKENS",
+    "MAX_OPEN_PER_PASSAGE",
+    "MAX_OPTIONS",
+    "MAX_OPTION_CHARS",
+    "MAX_PROMPT_CHARS",
+    "MAX_TEXT_LENGTH",
+    "AnswerTokenRefused",
+    "AnswerVia",
+    "ChoiceField",
+    "ConfirmField",
+    "Decision",
+    "Field",
+    "FieldKind",
+    "Mark",
+    "MarkState",
+    "Principal",
+    "PrincipalKind",
+    "Question",
+    "QuestionState",
+    "Questions",
+    "TextField",
+    "UiAnswer",
+    "answer_digest",
+    "ask",
+    "canonical_json",
+    "check_answer",
+    "confirm_handover",
+    "coordinator_decision",
+    "decision",
+    "handover_failed",
+    "open_for_passage",
+    "parse_fields",
+    "records",
+    "schema_digest",
+]
