@@ -3,6 +3,8 @@ input that writes nothing."""
 
 from __future__ import annotations
 
+import hashlib
+import threading
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -46,6 +48,8 @@ class TestCreate:
         assert shown["workspaceId"] == str(world.home.id)
         assert shown["lastSeq"] == 0
         assert shown["placementDigest"] == placement_digest(made)
+        expected = hashlib.sha256(f"{made.id}\x00{world.home.id}".encode()).hexdigest()
+        assert placement_digest(made) == expected
         assert shown["createdAt"].endswith("Z")
         assert shown["createdBy"] == str(world.alice.id)
 
@@ -122,6 +126,15 @@ class TestListAndGet:
         elsewhere = world.conversations.create(world.alice.id, world.away.id, "Elsewhere")
         with pytest.raises(NotFound):
             world.conversations.get(world.bob.id, elsewhere.id)
+
+    def test_the_list_gives_at_most_limit_of_the_newest(self, world: World) -> None:
+        world.conversations.create(world.alice.id, world.home.id, "Older")
+        world.clock.advance(timedelta(seconds=1))
+        newer = world.conversations.create(world.alice.id, world.home.id, "Newer")
+        assert world.conversations.list(world.alice.id, world.home.id, limit=1) == [newer]
+        for limit in (0, MAX_PAGE + 1, True):  # under, over, not a count
+            with pytest.raises(InvalidInput):
+                world.conversations.list(world.alice.id, world.home.id, limit=limit)
 
     def test_an_unknown_or_malformed_conversation_is_refused(self, world: World) -> None:
         with pytest.raises(NotFound):
@@ -251,3 +264,28 @@ class TestPostAndRead:
         with nothing_written(world.store), pytest.raises(Conflict) as caught:
             world.conversations.post(world.alice.id, opened.id, "may I?")
         assert "passage" in str(caught.value)
+
+
+class TestConcurrentPosts:
+    def test_writers_at_once_get_distinct_consecutive_seqs(self, world: World) -> None:
+        made = world.conversations.create(world.alice.id, world.home.id, "Busy")
+        errors: list[BaseException] = []
+        barrier = threading.Barrier(2)
+
+        def writer(who: str) -> None:
+            try:
+                barrier.wait(5)
+                for n in range(8):
+                    world.conversations.post(who, made.id, f"{who} {n}")
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=writer, args=(who,)) for who in ("alice", "bob")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert errors == []
+        listed = world.conversations.messages(world.carol.id, made.id)
+        assert [m.seq for m in listed] == list(range(1, 17))
+        assert world.conversations.get(world.carol.id, made.id).last_seq == 16

@@ -46,8 +46,9 @@ DOMAIN_DEPENDENCIES = {
     # A calendar feed shows the tasks and passages its owner may see; its secret is kept
     # as the API tokens' are.
     "kalends.feeds": ("kalends.identity", "kalends.tasks", "kalends.missions", "kalends.auth"),
-    # A conversation lives in a workspace and is read by its members' roles.
-    "kalends.conversations": ("kalends.identity",),
+    # A conversation lives in a workspace and is read by its members' roles; it writes
+    # its instants as the rest of the JSON interface does.
+    "kalends.conversations": ("kalends.identity", "kalends.auth"),
     # A question lives in a workspace and is read by its members' roles; its answer
     # tokens are kept as the API tokens' are.
     "kalends.questions": ("kalends.identity", "kalends.auth"),

@@ -184,12 +184,13 @@ def read_conversation(
     return None if row is None else Conversation.from_row(row)
 
 
-def list_conversations(conn: Connection, workspace_id: UUID) -> list[Conversation]:
-    """The workspace's conversations, newest activity first."""
+def list_conversations(conn: Connection, workspace_id: UUID, limit: int) -> list[Conversation]:
+    """At most ``limit`` of the workspace's conversations, newest activity first."""
     rows = conn.execute(
         select(conversations)
         .where(_C.workspace_id == workspace_id)
         .order_by(_C.updated_at.desc(), _C.id.desc())
+        .limit(limit)
     ).all()
     return [Conversation.from_row(r) for r in rows]
 

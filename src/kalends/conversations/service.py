@@ -65,14 +65,16 @@ def _conversation(
 def _message(
     conn: Connection, actor_id: UUID, message_id: UUID, expected_revision: int
 ) -> tuple[Message, Conversation, Role]:
-    """The message (locked), its conversation and the actor's role (editor at least), once
-    the message is still at ``expected_revision``."""
+    """The message, its conversation (both locked, the conversation first, as every write
+    locks them) and the actor's role (editor at least), once the message is still at
+    ``expected_revision``."""
     unseen = NotFound(f"message: no message {message_id}", field="message")
-    message = records.read_message(conn, message_id, lock=True)
-    if message is None:
+    seen = records.read_message(conn, message_id)
+    if seen is None:
         raise unseen
-    conversation = records.read_conversation(conn, message.conversation_id, lock=True)
-    if conversation is None:  # deleted meanwhile, with its messages
+    conversation = records.read_conversation(conn, seen.conversation_id, lock=True)
+    message = records.read_message(conn, message_id, lock=True)
+    if conversation is None or message is None:  # deleted meanwhile
         raise unseen
     role = _role(conn, actor_id, conversation.workspace_id, Role.EDITOR, unseen)
     if message.revision != expected_revision:
@@ -120,14 +122,18 @@ class Conversations:
 
         return self.store.run(run)
 
-    def list(self, actor: UUID | str, workspace: UUID | str) -> builtins.list[Conversation]:
-        """The workspace's conversations (threads and passages), newest activity first."""
+    def list(
+        self, actor: UUID | str, workspace: UUID | str, *, limit: int = MAX_PAGE
+    ) -> builtins.list[Conversation]:
+        """The workspace's ``limit`` (1 to :data:`MAX_PAGE`) conversations of newest
+        activity (threads and passages), newest first."""
         workspace_id = records.check_id(workspace, "workspace")
+        count = records.check_limit(limit)
 
         def run(conn: Connection) -> builtins.list[Conversation]:
             actor_id = resolve_actor(conn, actor)
             _workspace(conn, actor_id, workspace_id, Role.VIEWER)
-            return records.list_conversations(conn, workspace_id)
+            return records.list_conversations(conn, workspace_id, count)
 
         return self.store.run(run, write=False)
 

@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any
 from uuid import UUID
 
+from kalends.auth import instant_json
 from kalends.storage.conversation_tables import MAX_TITLE
 
 __all__ = [
@@ -30,7 +31,8 @@ __all__ = [
 # kalends decision: a message holds at most 65,536 characters (a long report still
 # fits; a watched conversation's reader keeps messages whole, seed 002 "Watched sources").
 MAX_MESSAGE_CHARS = 65_536
-# kalends decision: a page of messages holds at most 100 of them.
+# kalends decision: a page of messages, or of a workspace's conversations, holds at most
+# 100 of them.
 MAX_PAGE = 100
 
 
@@ -60,10 +62,6 @@ def message_digest(role: MessageRole | str, text: str) -> str:
     """SHA-256 (hex) of the role, a NUL and the text, in UTF-8: the same content always
     gives the same digest, and a rewritten message another."""
     return hashlib.sha256(f"{role}\x00{text}".encode()).hexdigest()
-
-
-def _instant(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat().replace("+00:00", "Z")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,8 +109,8 @@ class Conversation:
             "revision": self.revision,
             "lastSeq": self.last_seq,
             "placementDigest": placement_digest(self),
-            "createdAt": _instant(self.created_at),
-            "updatedAt": _instant(self.updated_at),
+            "createdAt": instant_json(self.created_at),
+            "updatedAt": instant_json(self.updated_at),
         }
 
 
@@ -169,7 +167,7 @@ class Message:
             "digest": self.digest,
             "complete": self.complete,
             "revision": self.revision,
-            "createdAt": _instant(self.created_at),
-            "updatedAt": _instant(self.updated_at),
-            "completedAt": _instant(self.completed_at),
+            "createdAt": instant_json(self.created_at),
+            "updatedAt": instant_json(self.updated_at),
+            "completedAt": instant_json(self.completed_at),
         }
