@@ -157,6 +157,7 @@ TABLES_ELSEWHERE = {
     "kalends.web.pages_tasks": "test_task_page_access.py",
     "kalends.web.pages_task": "test_task_detail_access.py",
     "kalends.web.pages_settings": "test_settings_page_access.py",
+    "kalends.web.pages_conversations": "test_conversation_page_access.py",
 }
 
 

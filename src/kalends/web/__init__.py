@@ -13,6 +13,7 @@ from fastapi.routing import APIRoute
 
 from kalends.web import (
     pages_auth,
+    pages_conversations,
     pages_editor,
     pages_missions,
     pages_passages,
@@ -32,6 +33,7 @@ MODULES = (
     pages_tasks,
     pages_task,
     pages_settings,
+    pages_conversations,
 )
 
 __all__ = ["MODULES", "install_web"]
