@@ -883,6 +883,149 @@ FEEDS = [
 ]
 
 
+# --- conversations --------------------------------------------------------------------------------
+# Viewers read a workspace's conversations, editors post, a message's author streams,
+# rewrites and deletes it, owners of both workspaces move one; dave, no member of home,
+# is told none of it exists.
+
+
+def _thread(m: Matrix) -> str:
+    made = m.api.services.conversations.create(m.api.actors["bob"].id, m.api.home.id, "Plans")
+    return str(made.id)
+
+
+def _said(m: Matrix, column: Column, *, complete: bool) -> tuple[str, str]:
+    """A fresh thread and a message in it by the column's person (alice for a viewer,
+    who may not post): their IDs."""
+    who = "alice" if person(column) in ("carol", "dave") else person(column)
+    thread = _thread(m)
+    said = m.api.services.conversations.post(
+        m.api.actors[who].id, thread, "draft", complete=complete
+    )
+    return thread, str(said.id)
+
+
+def _conversations(m: Matrix, column: Column) -> Call:
+    def after(reply: Reply, _client: TestClient) -> None:
+        listed = [c["id"] for c in reply.json()]
+        found = m.api.services.conversations.list(actor_id(m, column), m.api.home.id)
+        assert listed == [str(c.id) for c in found]
+
+    m.once("thread", lambda: _thread(m))
+    return Call(f"/api/workspaces/{m.home}/conversations", after=after)
+
+
+def _new_conversation(m: Matrix, column: Column) -> Call:
+    def after(reply: Reply, _client: TestClient) -> None:
+        made = m.api.services.conversations.get(actor_id(m, column), reply.json()["id"])
+        assert (made.title, made.created_by) == ("Matrix", actor_id(m, column))
+
+    return Call(f"/api/workspaces/{m.home}/conversations", json={"title": "Matrix"}, after=after)
+
+
+def _conversation(m: Matrix, column: Column) -> Call:
+    thread = m.once("thread", lambda: _thread(m))
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        found = m.api.services.conversations.get(actor_id(m, column), thread)
+        assert reply.json() == found.to_json()
+
+    return Call(f"/api/conversations/{thread}", after=after)
+
+
+def _messages(m: Matrix, column: Column) -> Call:
+    thread = m.once("thread", lambda: _thread(m))
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        found = m.api.services.conversations.messages(actor_id(m, column), thread)
+        assert reply.json() == {"messages": [x.to_json() for x in found], "nextAfterSeq": None}
+
+    return Call(f"/api/conversations/{thread}/messages", after=after)
+
+
+def _post(m: Matrix, column: Column) -> Call:
+    thread = _thread(m)
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        [found] = m.api.services.conversations.messages(actor_id(m, column), thread)
+        assert reply.json() == found.to_json()
+        assert found.author_actor_id == actor_id(m, column)
+
+    return Call(f"/api/conversations/{thread}/messages", json={"text": "hi"}, after=after)
+
+
+def _message_change(tail: str, body: dict[str, Any], text: str, complete: bool) -> Any:
+    def build(m: Matrix, column: Column) -> Call:
+        thread, said = _said(m, column, complete=False)
+
+        def after(reply: Reply, _client: TestClient) -> None:
+            [found] = m.api.services.conversations.messages(actor_id(m, column), thread)
+            assert reply.json() == found.to_json()
+            assert (found.text, found.complete, found.revision) == (text, complete, 2)
+
+        return Call(f"/api/messages/{said}{tail}", json=body, after=after)
+
+    return build
+
+
+def _delete_message(m: Matrix, column: Column) -> Call:
+    thread, said = _said(m, column, complete=True)
+
+    def after(_reply: Reply, _client: TestClient) -> None:
+        assert m.api.services.conversations.messages(actor_id(m, column), thread) == []
+
+    return Call(f"/api/messages/{said}", params={"expectedRevision": 1}, after=after)
+
+
+def _move(m: Matrix, column: Column) -> Call:
+    thread, target = _thread(m), m.spare_workspace()
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        found = m.api.services.conversations.get(actor_id(m, column), thread)
+        assert str(found.workspace_id) == target == reply.json()["workspaceId"]
+
+    body = {"workspace": target, "expectedRevision": 1}
+    return Call(f"/api/conversations/{thread}/move", json=body, after=after)
+
+
+WS_CONVERSATIONS = WS + "/conversations"
+CONVERSATION = "/api/conversations/{conversation}"
+MESSAGE = "/api/messages/{message}"
+CONVERSATION_ROWS = [
+    Row("conversations", "GET", WS_CONVERSATIONS, read(), _conversations),
+    Row("new thread", "POST", WS_CONVERSATIONS, write(201), _new_conversation, fresh="success"),
+    Row("a conversation", "GET", CONVERSATION, read(), _conversation),
+    Row("its messages", "GET", CONVERSATION + "/messages", read(), _messages),
+    Row("post", "POST", CONVERSATION + "/messages", write(201), _post, fresh="success"),
+    Row(
+        "append to one's message",
+        "POST",
+        MESSAGE + "/append",
+        write(),
+        _message_change("/append", {"text": "ed", "expectedRevision": 1}, "drafted", False),
+        fresh="success",
+    ),
+    Row(
+        "finish one's message",
+        "POST",
+        MESSAGE + "/finish",
+        write(),
+        _message_change("/finish", {"expectedRevision": 1}, "draft", True),
+        fresh="success",
+    ),
+    Row(
+        "rewrite one's message",
+        "PATCH",
+        MESSAGE,
+        write(),
+        _message_change("", {"text": "final", "expectedRevision": 1}, "final", False),
+        fresh="success",
+    ),
+    Row("delete one's message", "DELETE", MESSAGE, write(204), _delete_message, fresh="success"),
+    Row("move", "POST", CONVERSATION + "/move", owners_only(), _move, fresh="success"),
+]
+
+
 GROUPS: dict[str, list[Row]] = {
     "health-and-auth": HEALTH + AUTH,
     "workspaces": WORKSPACES,
@@ -890,6 +1033,7 @@ GROUPS: dict[str, list[Row]] = {
     "passage-report": REPORTS,
     "actors-and-passages": ACTOR_ROWS,
     "feeds": FEEDS,
+    "conversations": CONVERSATION_ROWS,
 }
 ROWS = [row for rows in GROUPS.values() for row in rows]
 
