@@ -52,8 +52,8 @@ CAUSE_NOT_ANSWERED = "not answered yet"
 CAUSE_API = "answered through the API, not the kalends interface"
 CAUSE_CLI = "answered through the command line, not the kalends interface"
 CAUSE_PENDING = "the interface answer's hand-over is not confirmed (pending)"
-# kalends decision: an interface answer whose attempt has no mark at all (none of the
-# services records one; the cause keeps the gate honest should a row say so).
+# kalends decision: an interface answer recorded without a mark (seed 002's fallback
+# when no mark could be prepared, :meth:`Questions.answer_from_ui_unmarked`).
 CAUSE_NO_MARK = "answered in the kalends interface without a hand-over mark"
 CAUSE_COORDINATOR = "decided by the passage itself"
 

@@ -15,6 +15,8 @@ token up, records the answer and writes a ``pending`` mark in one transaction, b
 the answer is handed to the passage; the hand-over's outcome confirms the mark
 (:meth:`Questions.confirm_handover`), removes it when it definitely failed
 (:meth:`Questions.handover_failed`), or, when uncertain, leaves it pending for good.
+When no token could be had, the person is not blocked: the answer is recorded without a
+mark (:meth:`Questions.answer_from_ui_unmarked`) and never counts as their decision.
 """
 
 from __future__ import annotations
@@ -214,6 +216,21 @@ class Questions:
 
         return self.store.run(run)
 
+    def answer_from_ui_unmarked(
+        self,
+        actor: UUID | str,
+        question: UUID | str,
+        answer: object,
+        expected_revision: int,
+    ) -> Question:
+        """Records an interface answer whose mark could not be prepared (no token: the
+        principal is unknown or was revoked, or minting failed): seed 002 never blocks
+        the person from answering, so the answer is recorded (``ui``) without a mark and
+        can never count as a person's decision. Editors and up; a question no longer
+        open is :class:`~kalends.errors.Conflict`, a stale revision
+        :class:`~kalends.errors.RevisionConflict`."""
+        return self._answer(actor, question, answer, expected_revision, AnswerVia.UI)
+
     def answer_from_api(
         self,
         actor: UUID | str,
@@ -226,11 +243,20 @@ class Questions:
         (``"cli"``); never a mark, so it never counts as a person's decision. Editors and
         up; a question no longer open is :class:`~kalends.errors.Conflict`, a stale
         revision :class:`~kalends.errors.RevisionConflict`."""
-        question_id = records.check_question_id(question)
-        revision = _revision(expected_revision)
         if via not in (AnswerVia.API.value, AnswerVia.CLI.value):
             raise InvalidInput(f"via: must be api or cli, got {via!r}", field="via")
-        door = AnswerVia(via)
+        return self._answer(actor, question, answer, expected_revision, AnswerVia(via))
+
+    def _answer(
+        self,
+        actor: UUID | str,
+        question: UUID | str,
+        answer: object,
+        expected_revision: int,
+        door: AnswerVia,
+    ) -> Question:
+        question_id = records.check_question_id(question)
+        revision = _revision(expected_revision)
 
         def run(conn: Connection) -> Question:
             actor_id, found = _question(conn, actor, question_id, Role.EDITOR, lock=True)
