@@ -281,3 +281,33 @@ class TestCoordinatorDecision:
     def test_an_unanswered_question_is_not_decided(self, world: World) -> None:
         asked = world.ask()
         assert world.questions.decision(world.carol.id, asked.id).cause == CAUSE_NOT_ANSWERED
+
+
+class TestWithdraw:
+    def test_a_settled_passages_open_questions_are_withdrawn_and_take_no_answer(
+        self, world: World
+    ) -> None:
+        first = world.ask()
+        answered = world.ask()
+        world.questions.answer_from_api(world.bob.id, answered.id, ANSWER, 1)
+        other = world.ask(passage_id="passage-0002")
+        world.clock.advance(7)
+        gone = world.questions.withdraw_open(PASSAGE)
+        assert [(q.id, q.state, q.revision) for q in gone] == [
+            (first.id, QuestionState.WITHDRAWN, 2)
+        ]
+        assert gone[0].updated_at == world.clock.now()
+        assert world.questions.open_for_passage(PASSAGE) == []
+        assert world.questions.get(world.bob.id, answered.id).state is QuestionState.ANSWERED
+        assert world.questions.get(world.bob.id, other.id).state is QuestionState.OPEN
+        told = world.questions.decision(world.carol.id, first.id)
+        assert (told.decided_by, told.cause) == (None, CAUSE_NOT_ANSWERED)
+        with nothing_written(world.store), pytest.raises(Conflict) as caught:
+            world.questions.answer_from_api(world.bob.id, first.id, ANSWER, 2)
+        assert caught.value.message == "question: the question is withdrawn; it takes no answer"
+        with nothing_written(world.store):
+            assert world.questions.withdraw_open(PASSAGE) == []
+
+    def test_a_malformed_passage_id_is_refused(self, world: World) -> None:
+        with nothing_written(world.store), pytest.raises(InvalidInput):
+            world.questions.withdraw_open("bad id")

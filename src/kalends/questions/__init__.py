@@ -32,6 +32,7 @@ from kalends.questions.records import (
     coordinator_decision,
     handover_failed,
     open_for_passage,
+    withdraw_open,
 )
 from kalends.questions.service import Questions
 from kalends.questions.values import (
@@ -110,4 +111,5 @@ __all__ = [
     "parse_fields",
     "records",
     "schema_digest",
+    "withdraw_open",
 ]

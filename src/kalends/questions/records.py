@@ -71,6 +71,7 @@ __all__ = [
     "read_question",
     "record_answer",
     "take_token",
+    "withdraw_open",
     "write_mark",
 ]
 
@@ -448,6 +449,29 @@ def handover_failed(
     reopened = read_question(conn, question_id)
     assert reopened is not None
     return reopened
+
+
+def withdraw_open(conn: Connection, now: datetime, passage_id: str) -> list[Question]:
+    """Withdraws the passage's open questions, oldest first (the passage settled and
+    nobody can answer it any more); answered ones stay as they are."""
+    passage = check_passage_id(passage_id)
+    open_now = open_for_passage(conn, passage)
+    for question in open_now:
+        conn.execute(
+            update(questions)
+            .where(
+                _Q.id == question.id,
+                _Q.revision == question.revision,
+                _Q.state == QuestionState.OPEN.value,
+            )
+            .values(
+                state=QuestionState.WITHDRAWN.value,
+                revision=question.revision + 1,
+                updated_at=now,
+            )
+        )
+    withdrawn = [read_question(conn, question.id) for question in open_now]
+    return [question for question in withdrawn if question is not None]
 
 
 def coordinator_decision(

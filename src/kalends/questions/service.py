@@ -293,6 +293,13 @@ class Questions:
             )
         )
 
+    def withdraw_open(self, passage_id: str) -> list[Question]:
+        """:func:`~kalends.questions.records.withdraw_open` at the store's clock, for the
+        runtime once the passage settled."""
+        return self.store.run(
+            lambda conn: records.withdraw_open(conn, self.store.clock.now(), passage_id)
+        )
+
     def coordinator_decision(
         self, passage_id: str, question: UUID | str, answer: object
     ) -> Question:
