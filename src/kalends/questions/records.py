@@ -2,9 +2,10 @@
 mint and take answer tokens, and the marks of interface answers.
 
 The runtime calls :func:`ask`, :func:`open_for_passage`, :func:`confirm_handover`,
-:func:`handover_failed` and :func:`coordinator_decision` directly, with the passage's
-own token checked elsewhere; :class:`~kalends.questions.service.Questions` calls the
-rest after checking the actor's role. Every change of a question is a compare-and-swap
+:func:`handover_failed`, :func:`coordinator_decision` and :func:`withdraw_open` directly,
+with the passage's own token checked elsewhere;
+:class:`~kalends.questions.service.Questions` calls the rest after checking the actor's
+role. Every change of a question is a compare-and-swap
 on its revision and state; a refusal raises before anything is written.
 """
 
