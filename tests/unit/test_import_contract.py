@@ -36,12 +36,18 @@ DOMAINS = (
 # Which domain may use which other domain (through its package only). Identity is who
 # someone is and what role they hold; the task store writes its reminders' intents
 # through the reminders, which know no task store; a mission's run privilege is an
-# account's grant; a passage's checklist is tasks in its workspace's list.
+# account's grant; a passage's checklist is tasks in its workspace's list, and its
+# transcript a conversation of its workspace.
 DOMAIN_DEPENDENCIES = {
     "kalends.identity": (),
     "kalends.tasks": ("kalends.identity", "kalends.reminders"),
     "kalends.reminders": ("kalends.identity",),
-    "kalends.missions": ("kalends.identity", "kalends.auth", "kalends.tasks"),
+    "kalends.missions": (
+        "kalends.identity",
+        "kalends.auth",
+        "kalends.tasks",
+        "kalends.conversations",
+    ),
     "kalends.auth": ("kalends.identity",),
     # A calendar feed shows the tasks and passages its owner may see; its secret is kept
     # as the API tokens' are.

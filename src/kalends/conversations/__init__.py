@@ -14,8 +14,10 @@ passages' conversations with the connection-level functions of
 from __future__ import annotations
 
 from kalends.conversations.passages import (
+    PassageOpening,
     conversation_of_passage,
     open_passage_conversation,
+    open_passage_conversations,
     passage_say,
     settle_passage_conversation,
 )
@@ -43,9 +45,11 @@ __all__ = [
     "Conversations",
     "Message",
     "MessageRole",
+    "PassageOpening",
     "conversation_of_passage",
     "message_digest",
     "open_passage_conversation",
+    "open_passage_conversations",
     "passage_say",
     "placement_digest",
     "settle_passage_conversation",

@@ -10,10 +10,12 @@ settling.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection
 
 from kalends.conversations import records
@@ -23,15 +25,19 @@ from kalends.conversations.values import (
     ConversationState,
     Message,
     MessageRole,
+    message_digest,
 )
 from kalends.errors import Conflict, InvalidInput, NotFound
 from kalends.storage.conversation_tables import conversation_messages, conversations
+from kalends.storage.ids import ids_at
 from kalends.storage.mission_tables import PASSAGE_ID_LENGTH
 from kalends.storage.unit_of_work import for_update
 
 __all__ = [
+    "PassageOpening",
     "conversation_of_passage",
     "open_passage_conversation",
+    "open_passage_conversations",
     "passage_say",
     "settle_passage_conversation",
 ]
@@ -111,6 +117,86 @@ def open_passage_conversation(
     if opened is None:  # pragma: no cover - inserted just above, in this transaction
         raise NotFound(f"passage: no conversation of passage {passage}", field="passage")
     return opened
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PassageOpening:
+    """A reserved passage's conversation to open: where, whose, and its input."""
+
+    workspace_id: UUID
+    schedule_id: UUID
+    passage_id: str
+    title: str
+    input_text: str
+
+
+def open_passage_conversations(
+    conn: Connection, now: datetime, openings: Sequence[PassageOpening]
+) -> int:
+    """:func:`open_passage_conversation` for a round's reservations at once, in three
+    statements whatever their number (a read of those already open, then one insert of
+    the conversations and one of their first messages); those already open are left as
+    they are. How many were opened."""
+    checked = [
+        (o, _check_passage_id(o.passage_id), records.check_title(o.title),
+         records.check_text(o.input_text, "input_text"))
+        for o in openings
+    ]  # fmt: skip
+    if not checked:
+        return 0
+    already = set(
+        conn.execute(
+            select(_C.passage_id).where(_C.passage_id.in_([p for _, p, _, _ in checked]))
+        ).scalars()
+    )
+    fresh = [c for c in checked if c[1] not in already]
+    if not fresh:
+        return 0
+    ids = ids_at(now, 2 * len(fresh))
+    role = MessageRole.USER
+    conn.execute(
+        insert(conversations),
+        [
+            {
+                "id": ids[2 * i],
+                "workspace_id": o.workspace_id,
+                "kind": ConversationKind.PASSAGE.value,
+                "title": title,
+                "created_by": None,
+                "passage_id": passage,
+                "schedule_id": o.schedule_id,
+                "state": ConversationState.STREAMING.value,
+                # As one insert and one post would leave it: its first message counted.
+                "revision": 2,
+                "last_seq": 1,
+                "created_at": now,
+                "updated_at": now,
+            }
+            for i, (o, passage, title, _text) in enumerate(fresh)
+        ],
+    )
+    conn.execute(
+        insert(conversation_messages),
+        [
+            {
+                "id": ids[2 * i + 1],
+                "conversation_id": ids[2 * i],
+                "seq": 1,
+                "role": role.value,
+                "author_actor_id": None,
+                "author_passage_id": passage,
+                "text": text,
+                "digest": message_digest(role, text),
+                "complete": True,
+                "revision": 1,
+                "created_at": now,
+                "updated_at": now,
+                "completed_at": now,
+            }
+            for i, (_o, passage, _title, text) in enumerate(fresh)
+        ],
+    )
+    return len(fresh)
 
 
 def passage_say(

@@ -31,7 +31,7 @@ from kalends.missions.leases import SetWake, set_wakes
 from kalends.missions.limits import MAX_DOCUMENT_BYTES
 from kalends.missions.looks import LookResult, fallback_at
 from kalends.missions.passages import admission, log_passage, reservation, start_of
-from kalends.missions.reservation_writes import Reserved, read_items, write_checklists
+from kalends.missions.reservation_writes import Reserved, read_items, write_reservations
 from kalends.missions.runtime.base import Presence, Runtime
 from kalends.missions.scheduler_rows import DueWake, SchedulerRow
 from kalends.missions.source_reads import RecordSource, is_workspace_source, read_records
@@ -253,7 +253,7 @@ class Batch:
                         )  # fmt: skip
                 elif applied:
                     reserved.append(write)
-            made = write_checklists(
+            made = write_reservations(
                 conn,
                 [
                     Reserved(

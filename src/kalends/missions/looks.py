@@ -57,7 +57,12 @@ from kalends.missions.passages import (
     settle_outcome,
     start_of,
 )
-from kalends.missions.reservation_writes import read_counts, read_items, write_checklist
+from kalends.missions.reservation_writes import (
+    read_counts,
+    read_items,
+    settle_transcript,
+    write_reserved,
+)
 from kalends.missions.runtime.base import Observation, PassageStart, Presence, Runtime
 from kalends.missions.scheduler_rows import SchedulerRow, read_schedule
 from kalends.missions.source_reads import is_workspace_source
@@ -276,7 +281,7 @@ class Look:
         assert pending is not None
 
         def checklist(conn: Connection) -> None:
-            write_checklist(
+            write_reserved(
                 conn, schedule_id=row.id, workspace_id=row.workspace_id, config=doc.config,
                 pending=pending, now=now,
             )  # fmt: skip
@@ -327,7 +332,12 @@ class Look:
         waiting: list[ColumnElement[bool]] = [_C.c.action.in_(("pause", "stop", "check"))]
         if pending.request_id is not None:
             waiting.append(and_(_C.c.action == "run-now", _C.c.request_id == pending.request_id))
-        if not self._cas(row, doc, body, now, complete=waiting):
+        passage_id = pending.passage_id
+
+        def transcript(conn: Connection) -> None:
+            settle_transcript(conn, now, passage_id, outcome, reason, summary)
+
+        if not self._cas(row, doc, body, now, complete=waiting, also=transcript):
             return False
         seconds = ran_seconds(obs, pending, now)
         log_passage("settled", doc, pending, outcome=outcome, reason=reason, seconds=seconds)

@@ -1,11 +1,13 @@
 """What a passage's reservation writes beside its document: the task checklist made from
-the schedule's template (SPEC §4 "Templates"), in the reservation's own transaction, and
-the counts its settlement records.
+the schedule's template (SPEC §4 "Templates") and the passage's own conversation (SPEC
+§4 "Conversations": its input as the first message, ``streaming`` until it settles), in
+the reservation's own transaction, and the counts its settlement records.
 
 Every caller that reserves a passage (the scheduler's set-based round, a look of its own,
-Run now) calls :func:`write_checklist` in the transaction of the compare-and-swap that
-wrote the pending record, only when that write applied: the checklist and the pending
-record that names it are committed together or not at all.
+Run now) calls :func:`write_reserved` (or :func:`write_reservations` for a round) in the
+transaction of the compare-and-swap that wrote the pending record, only when that write
+applied: the checklist, the conversation and the pending record that names the passage
+are committed together or not at all.
 """
 
 from __future__ import annotations
@@ -18,6 +20,14 @@ from uuid import UUID
 from sqlalchemy.engine import Connection
 
 from kalends.civil import Calendars
+from kalends.conversations import (
+    MessageRole,
+    PassageOpening,
+    conversation_of_passage,
+    open_passage_conversations,
+    passage_say,
+    settle_passage_conversation,
+)
 from kalends.errors import NotFound
 from kalends.missions.checklists import (
     ChecklistSpec,
@@ -34,8 +44,10 @@ __all__ = [
     "passage_zone",
     "read_counts",
     "read_items",
-    "write_checklist",
-    "write_checklists",
+    "settle_transcript",
+    "passage_input_text",
+    "write_reservations",
+    "write_reserved",
 ]
 
 
@@ -49,7 +61,7 @@ def passage_zone(config: Config) -> str:
     return zone if isinstance(zone, str) else "UTC"
 
 
-def write_checklist(
+def write_reserved(
     conn: Connection,
     *,
     schedule_id: UUID,
@@ -58,12 +70,12 @@ def write_checklist(
     pending: Pending,
     now: datetime,
 ) -> None:
-    """Create the pending passage's checklist (nothing when it has none): one
-    reservation's :func:`write_checklists`."""
+    """Create the pending passage's checklist (nothing when it has none) and open its
+    conversation: one reservation's :func:`write_reservations`."""
     reserved = Reserved(
         schedule_id=schedule_id, workspace_id=workspace_id, config=config, pending=pending
     )
-    write_checklists(conn, [reserved], now)
+    write_reservations(conn, [reserved], now)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,21 +88,31 @@ class Reserved:
     pending: Pending
 
 
-def write_checklists(
+def write_reservations(
     conn: Connection, reserved: list[Reserved], now: datetime
 ) -> dict[str, list[dict[str, Any]]]:
-    """:func:`write_checklist` for a round's reservations at once; the items of the
-    checklists made, by passage (for the passages' input files)."""
+    """:func:`write_reserved` for a round's reservations at once (the conversations in
+    three statements whatever their number); the items of the checklists made, by
+    passage (for the passages' input files)."""
+    open_passage_conversations(
+        conn,
+        now,
+        [
+            PassageOpening(
+                workspace_id=r.workspace_id,
+                schedule_id=r.schedule_id,
+                passage_id=r.pending.passage_id,
+                title=_passage_title(r),
+                input_text=passage_input_text(r.config, r.pending),
+            )
+            for r in reserved
+        ],
+    )
     specs = [
         ChecklistSpec(
             checklist_id=UUID(r.pending.checklist_id),
             workspace_id=r.workspace_id,
-            title=slot_title(
-                r.config.title,
-                r.pending.slot,
-                passage_zone(r.config),
-                reserved_at=r.pending.reserved_at,
-            ),
+            title=_passage_title(r),
             template=r.config.template,
             passage_id=r.pending.passage_id,
             schedule_id=r.schedule_id,
@@ -99,6 +121,31 @@ def write_checklists(
         if r.pending.checklist_id is not None
     ]
     return create_checklists(conn, specs, now) if specs else {}
+
+
+def _passage_title(r: Reserved) -> str:
+    """The title of the passage's checklist and conversation: the schedule's and the slot."""
+    return slot_title(
+        r.config.title,
+        r.pending.slot,
+        passage_zone(r.config),
+        reserved_at=r.pending.reserved_at,
+    )
+
+
+def passage_input_text(config: Config, pending: Pending) -> str:
+    """The first message of the passage's conversation: what it was asked to do, in
+    words (the schedule's title, objective and notes, and what launched it)."""
+    lines = [config.title]
+    if config.objective:
+        lines.append(f"Objective: {config.objective}")
+    if config.notes:
+        lines.append(f"Notes: {config.notes}")
+    if pending.trigger == "manual":
+        lines.append("Launched by Run now.")
+    elif pending.slot is not None:
+        lines.append(f"Launched for the slot {pending.slot.isoformat().replace('+00:00', 'Z')}.")
+    return "\n".join(lines)
 
 
 def read_counts(conn: Connection, pending: Pending) -> tuple[int, int] | None:
@@ -123,3 +170,25 @@ def read_items(conn: Connection, pendings: list[Pending]) -> dict[str, list[dict
         except NotFound:
             continue
     return out
+
+
+def settle_transcript(
+    conn: Connection,
+    now: datetime,
+    passage_id: str,
+    outcome: str,
+    reason: str | None,
+    summary: str | None,
+) -> None:
+    """At settlement, in the archive's transaction: the outcome (and the report's
+    summary) as the last message of the passage's conversation, which is then
+    ``settled``. A passage reserved before passages had conversations has none."""
+    found = conversation_of_passage(conn, passage_id, lock=True)
+    if found is None:
+        return
+    if found.state.value == "streaming":
+        said = f"Settled: {outcome}" + (f" ({reason})" if reason else "") + "."
+        if summary:
+            said += f"\nReport: {summary}"
+        passage_say(conn, now, passage_id, said, role=MessageRole.SYSTEM)
+    settle_passage_conversation(conn, now, passage_id)

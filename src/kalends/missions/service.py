@@ -54,7 +54,7 @@ from kalends.missions.requests import (
     check_revision,
     request_digest,
 )
-from kalends.missions.reservation_writes import write_checklist
+from kalends.missions.reservation_writes import write_reserved
 from kalends.missions.rows import ControlRead, ControlRecord, ScheduleRead, ScheduleRow
 from kalends.missions.schedule_reads import (
     ScheduleReads,
@@ -395,7 +395,7 @@ class ScheduleService(ScheduleReads):
             try:
                 complete, written = repository.write_control(conn, read, request, applied, now)
                 if act is Action.RUN_NOW and applied.body.pending is not None:
-                    write_checklist(
+                    write_reserved(
                         conn, schedule_id=row.id, workspace_id=row.workspace_id,
                         config=applied.config, pending=applied.body.pending, now=now,
                     )  # fmt: skip
