@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated
+from uuid import UUID
 
 import typer
 from rich import box
@@ -19,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kalends.cli.commands import session_command
-from kalends.cli.conversation_client import check_id, conversations_of
+from kalends.cli.conversation_client import MessagePage, check_id, conversations_of
 from kalends.cli.output import console, emit_json
 from kalends.cli.remote import SERVER_MODE_HELP, Remote
 from kalends.cli.session import EXIT_CODES_HELP, LOCAL_MODE_HELP, Session, group_help
@@ -113,7 +114,7 @@ def _state(m: Message) -> str:
     return "complete" if m.complete else "open"
 
 
-def _authors(s: Session | Remote, messages: list[Message]) -> Mapping[Any, str]:
+def _authors(s: Session | Remote, messages: list[Message]) -> Mapping[UUID, str]:
     """The handles of the messages' authors, by actor ID (none asked for when no person
     wrote any of them)."""
     if not any(m.author_actor_id for m in messages):
@@ -121,7 +122,7 @@ def _authors(s: Session | Remote, messages: list[Message]) -> Mapping[Any, str]:
     return {a.id: a.handle for a in s.directory.actors()}
 
 
-def _author(m: Message, handles: Mapping[Any, str]) -> str:
+def _author(m: Message, handles: Mapping[UUID, str]) -> str:
     if m.author_actor_id is not None:
         return handles.get(m.author_actor_id, str(m.author_actor_id))
     return m.author_passage_id or "-"
@@ -216,7 +217,7 @@ def show_command(
     cid = check_id(conversation, "conversation")
     client = conversations_of(s)
 
-    def read() -> tuple[Conversation, Any]:
+    def read() -> tuple[Conversation, MessagePage]:
         return (
             client.get(s.actor, cid),
             client.page(s.actor, cid, after_seq=after, limit=limit),
