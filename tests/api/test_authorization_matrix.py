@@ -55,6 +55,7 @@ from api.matrix_support import (
 )
 from api.test_tasks_access import routes as task_routes
 from api.test_tasks_support import Reply
+from kalends.conversations import open_passage_conversation
 from kalends.errors import NotFound, Unauthenticated
 from kalends.identity import Role
 from kalends.missions.runtime import shim as records
@@ -610,9 +611,39 @@ def _report(m: Matrix, _c: Column) -> Call:
     return Call("/api/passages/report", json=body, after=after)
 
 
+def _say(m: Matrix, _c: Column) -> Call:
+    """A message in psg_matrix's own conversation (opened once, for a schedule of home)."""
+
+    def make() -> str:
+        mission = m.api.services.schedules.create(
+            m.api.actors["bob"].id, m.api.home.id, daily_config(), request_id="say-create"
+        ).mission_id
+        assert mission is not None
+        with m.api.store.transaction() as conn:
+            opened = open_passage_conversation(
+                conn,
+                m.api.clock.now(),
+                workspace_id=m.api.home.id,
+                schedule_id=mission,
+                passage_id="psg_matrix",
+                title="The matrix's passage",
+                input_text="Say something",
+            )
+        return str(opened.id)
+
+    conversation: str = m.once("passage conversation", make)
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        said = reply.json()
+        assert (said["conversationId"], said["text"]) == (conversation, "Halfway there.")
+
+    return Call("/api/passages/say", json={"text": "Halfway there."}, after=after)
+
+
 REPORTS = [
     # Its principal is a passage: a person's token or cookie is no credential there.
     Row("report", "POST", "/api/passages/report", passage_only(), _report),
+    Row("say", "POST", "/api/passages/say", passage_only(201), _say),
 ]
 
 # --- actors, their reminder destinations, and the passages one may see ----------------------------

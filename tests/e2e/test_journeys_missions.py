@@ -46,7 +46,8 @@ from .conftest import (
 AHEAD = timedelta(seconds=4)
 GATE = "gate.open"
 
-# The passage's command: what it was given, then its report through `kalends report`.
+# The passage's command: what it was given, a word in its conversation through `kalends
+# say`, then its report through `kalends report`.
 # With "gate" it waits (at most a minute) for the file gate.open before it reports.
 PASSAGE_SCRIPT = textwrap.dedent(
     """\
@@ -62,6 +63,7 @@ PASSAGE_SCRIPT = textwrap.dedent(
             if time.monotonic() > end:
                 sys.exit(3)
             time.sleep(0.05)
+    subprocess.run([kalends, "say", "counting: " + doc["objective"]], check=True)
     subprocess.run(
         [kalends, "report", "completed", "--summary", "done: " + doc["objective"]], check=True
     )
@@ -223,6 +225,7 @@ def test_a_played_schedule_runs_a_real_command_that_reports_over_http(world: Wor
     assert log["report"]["outcome"] == "completed"
     assert log["report"]["summary"] == "done: count files objective"
     assert f"passage {passage} of {mission}: count files objective" in log["log"]
+    assert "Said (message #2)." in log["log"]
     assert "Recorded report: completed." in log["log"]
     assert log["log"].rstrip().endswith("reported")
     assert world.passages_of(mission) == [passage]

@@ -43,6 +43,7 @@ COMMANDS: dict[str, Command] = {
     "passage": Command("passages", "passage_app", group=True),
     "worker": Command("worker", "worker_command", group=False),
     "report": Command("report", "report_command", group=False),
+    "say": Command("say", "say_command", group=False),
     "doctor": Command("passage_isolation", "doctor_command", group=False),
     "serve": Command("serve", "serve_command", group=False),
     "token": Command("tokens", "token_app", group=True),

@@ -28,14 +28,12 @@ import os
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, NoReturn
+from typing import Annotated, NamedTuple, NoReturn
 
 import typer
 
+from kalends.cli.passage_calls import answer_json, direct_opener, error_fields, passage_request
 from kalends.errors import InvalidInput, KalendsError
-
-if TYPE_CHECKING:
-    from urllib.request import Request
 
 # Named here, not imported: importing kalends.missions costs most of a second.
 ENV_PASSAGE_TOKEN = "KALENDS_PASSAGE_TOKEN"
@@ -342,9 +340,9 @@ def send_report(
             f"{ENV_API_URL}: an http:// or https:// URL of the kalends server, got {api_url!r}",
             field=ENV_API_URL,
         )
-    request = _request(base + REPORT_PATH, token, {"outcome": outcome, "summary": summary})
+    request = passage_request(base + REPORT_PATH, token, {"outcome": outcome, "summary": summary})
     try:
-        with _opener().open(request, timeout=timeout) as answer:
+        with direct_opener().open(request, timeout=timeout) as answer:
             body = answer.read(MAX_ANSWER_BYTES)
     except HTTPError as exc:
         try:
@@ -365,7 +363,7 @@ def send_report(
         raise ReportNotSent(
             f"cannot send the report to the kalends server at {base}: {reason}"
         ) from None
-    found = _json(body)
+    found = answer_json(body)
     if (
         not isinstance(found, dict)
         or not isinstance(found.get("outcome"), str)
@@ -375,46 +373,9 @@ def send_report(
     return SentReport(found["outcome"], found["summary"], str(found.get("at", "")))
 
 
-def _request(url: str, token: str, body: dict[str, str]) -> Request:
-    from urllib.request import Request  # noqa: PLC0415
-
-    return Request(
-        url,
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={
-            "Authorization": f"Passage {token}",
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-        },
-    )
-
-
-def _opener() -> Any:
-    """An opener that goes straight to the server: its address is this machine's own, so
-    no proxy from the environment may stand in between."""
-    from urllib.request import ProxyHandler, build_opener  # noqa: PLC0415
-
-    return build_opener(ProxyHandler({}))
-
-
-def _json(body: bytes) -> Any:
-    try:
-        return json.loads(body)
-    except ValueError:
-        return None
-
-
 def _refused(status: int, body: bytes) -> ReportRefused:
     """The server's error answer as a :class:`ReportRefused` naming its status and code."""
-    found = _json(body)
-    fields: dict[str, Any] = found if isinstance(found, dict) else {}
-    code, message = fields.get("code"), fields.get("message")
-    if not isinstance(code, str) or not code:
-        code = "http-error"
-    if not isinstance(message, str) or not message:
-        text = body.decode("utf-8", errors="replace").strip()
-        message = text[:200] if text else "no reason given"
+    code, message = error_fields(body)
     return ReportRefused(
         f"the kalends server refused the report ({status} {code}): {message}",
         status=status,

@@ -9,6 +9,9 @@ another, nor for any person. A login session or an API token cannot report.
 ``GET /api/passages`` is the HTTP form of ``kalends passage ls``: the passages of this
 server's runtime directory, newest first, as a person may see them.
 
+``POST /api/passages/say`` is the HTTP form of ``kalends say``: a message in the
+passage's own conversation, by the passage, with the same token.
+
 The same token also ticks and comments the items of the passage's own checklist, on the
 task routes ``POST /api/tasks/{task}/complete`` and ``POST /api/tasks/{task}/comments``
 (:func:`passage_tasks`); it is no credential anywhere else. Any authenticated
@@ -36,7 +39,9 @@ from kalends.api.context import ApiContext
 from kalends.api.dispatch import DispatchedRoute
 from kalends.api.errors import error_responses
 from kalends.api.security import ContextDep, PrincipalDep
+from kalends.conversations import MAX_MESSAGE_CHARS
 from kalends.missions.limits import MAX_SUMMARY_BYTES
+from kalends.missions.passage_conversation import PassageConversation
 from kalends.missions.passage_tasks import PassageTasks
 from kalends.missions.runtime.passages import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
 from kalends.missions.runtime.process import OUTCOMES
@@ -51,6 +56,7 @@ __all__ = [
     "NoRuntime",
     "PassageTokenRefused",
     "RuntimeDown",
+    "passage_conversation",
     "passage_tasks",
     "router",
     "server_passages",
@@ -101,6 +107,29 @@ def passage_token(header: Annotated[str | None, Depends(_passage_header)]) -> st
 
 
 PassageTokenDep = Annotated[str, Depends(passage_token)]
+
+
+def passage_conversation(ctx: ApiContext) -> PassageConversation:
+    """What a passage's token may say on this server: messages in its own conversation."""
+    return PassageConversation(store=ctx.services.store, speaker=server_passages(ctx).speaker)
+
+
+class SayBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(
+        min_length=1,
+        max_length=MAX_MESSAGE_CHARS,
+        description=f"The message: 1 to {MAX_MESSAGE_CHARS} characters, no NUL.",
+    )
+    role: Literal["assistant", "system"] = Field(
+        default="assistant",
+        description="`assistant` (what the passage says) or `system` (a note of its own).",
+    )
+    complete: bool = Field(
+        default=True,
+        description="`false` for a message still being written (a watcher waits for it).",
+    )
 
 
 class ReportBody(BaseModel):
@@ -177,6 +206,23 @@ class PassagesOut(BaseModel):
     runtimeDir: str = Field(description="The server's runtime directory.")
     total: int = Field(description="How many passages you may see; `items` may hold fewer.")
     items: list[PassageOut] = Field(description="Newest first.")
+
+
+@router.post(
+    "/say",
+    summary="Say something in the passage's own conversation with its token (`kalends say`)",
+    description=(
+        "A new last message of the passage's conversation, opened with its reservation. "
+        "A passage without one (reserved before passages had conversations) answers 404; "
+        "a settled one 409; a token this server's runtime did not sign 401. Nothing is "
+        "written on a refusal."
+    ),
+    status_code=201,
+    responses=error_responses(401, 404, 409, 422, 503),
+)
+def say(body: SayBody, token: PassageTokenDep, ctx: ContextDep) -> JSONResponse:
+    said = passage_conversation(ctx).say(token, body.text, role=body.role, complete=body.complete)
+    return JSONResponse(said.to_json(), status_code=201)
 
 
 @router.get(

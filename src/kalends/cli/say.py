@@ -1,0 +1,202 @@
+"""``kalends say``: a passage says something in its own conversation, from inside it.
+
+The passage's environment says who it is (``KALENDS_PASSAGE_TOKEN``, signed by the
+runtime) and where its server is (``KALENDS_API_URL``, set for a passage a server
+launched): the message is sent to ``POST /api/passages/say`` with ``Authorization:
+Passage <token>`` and becomes the last message of the passage's conversation, which
+people read on the web, with ``kalends conversation show`` and over HTTP, and which a
+schedule watching it hands to its next passage.
+
+A conversation lives in the database, which a passage cannot read: without a server
+the command says so and exits 2. The message is sent once; a lost answer is said as
+such (it may or may not have been recorded), never sent again on its own.
+
+This module imports nothing heavy at the top: it runs from scripts, often many times
+per passage (the HTTP call uses the standard library's ``urllib``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from kalends.cli.passage_calls import answer_json, direct_opener, error_fields, passage_request
+from kalends.errors import InvalidInput, KalendsError
+
+__all__ = ["SAY_PATH", "SayNotSent", "SayRefused", "say_command", "send_message"]
+
+# Named here, not imported: importing kalends.missions costs most of a second.
+ENV_PASSAGE_TOKEN = "KALENDS_PASSAGE_TOKEN"
+ENV_API_URL = "KALENDS_API_URL"
+SAY_PATH = "/api/passages/say"
+# How long the server may take to answer.
+SEND_TIMEOUT = 30.0
+# The largest answer read back: the message as recorded, its text included (a message
+# holds at most 65,536 characters, kalends.conversations.MAX_MESSAGE_CHARS).
+MAX_ANSWER_BYTES = 1024 * 1024
+# The most read from standard input for ``-``: a little over the longest message, so a
+# longer one is refused by the server's own words rather than cut here.
+MAX_STDIN_CHARS = 65_536 + 1
+
+EXIT_INVALID = 2
+EXIT_FAILURE = 1
+NO_TOKEN = f"no passage token: run `kalends say` from inside a passage ({ENV_PASSAGE_TOKEN})"
+NO_SERVER = (
+    f"no server: `kalends say` needs the kalends server that launched the passage "
+    f"({ENV_API_URL}); a passage of `kalends worker` without a server has no conversation "
+    "to write to"
+)
+# Statuses that mean the input was refused (exit 2): the token, or the body.
+_INPUT_STATUSES = frozenset({401, 422})
+
+
+class SayRefused(KalendsError):
+    """The server answered with an error; it recorded nothing."""
+
+    def __init__(self, message: str, *, status: int, code: str) -> None:
+        super().__init__(message, status=status)
+        self.status = status
+        self.code = code
+
+
+class SayNotSent(KalendsError):
+    """The server could not be reached, or its answer could not be read."""
+
+    code = "server-unreachable"
+
+
+def _refuse(error: KalendsError, json_output: bool, *, code: int | None = None) -> NoReturn:
+    """One line on stderr (and the error object with --json); exits ``code``, by default
+    2 for bad input, else 1."""
+    from kalends.cli.output import emit_json, error_console  # noqa: PLC0415 (rich: on use)
+
+    if json_output:
+        emit_json({"error": {"code": error.code, "message": error.message}})
+    error_console.print(
+        "error: " + error.message.replace("\n", " "), markup=False, highlight=False, soft_wrap=True
+    )
+    if code is None:
+        code = EXIT_INVALID if isinstance(error, InvalidInput) else EXIT_FAILURE
+    raise typer.Exit(code)
+
+
+def say_command(
+    text: Annotated[
+        str,
+        typer.Argument(help="What to say; - reads it from standard input.", show_default=False),
+    ],
+    note: Annotated[
+        bool,
+        typer.Option("--note", help="Say it as a note of the passage's own (role system)."),
+    ] = False,
+    unfinished: Annotated[
+        bool,
+        typer.Option(
+            "--unfinished",
+            help="The message is still being written: a watcher waits for it.",
+        ),
+    ] = False,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Print the recorded message as JSON.")
+    ] = False,
+) -> None:
+    """Say something in this passage's own conversation.
+
+    Run it from inside a passage launched by `kalends serve`: the token in its
+    environment names the passage, and the message goes to that passage's conversation
+    only. People read it on the web and with `kalends conversation show`.
+
+    Exit codes: 0 recorded; 2 refused input (no token or server, a forged token, an
+    empty or too long message); 1 refused otherwise (the passage has settled, the
+    server cannot be reached: the message may or may not have been recorded).
+    """
+    try:
+        token = os.environ.get(ENV_PASSAGE_TOKEN, "")
+        if not token:
+            raise InvalidInput(NO_TOKEN)
+        api_url = os.environ.get(ENV_API_URL, "")
+        if not api_url:
+            raise InvalidInput(NO_SERVER)
+        said = sys.stdin.read(MAX_STDIN_CHARS) if text == "-" else text
+        sent = send_message(
+            api_url,
+            token,
+            said,
+            role="system" if note else "assistant",
+            complete=not unfinished,
+        )
+    except SayRefused as exc:
+        _refuse(exc, json_output, code=EXIT_INVALID if exc.status in _INPUT_STATUSES else None)
+    except KalendsError as exc:
+        _refuse(exc, json_output)
+    if json_output:
+        from kalends.cli.output import emit_json  # noqa: PLC0415
+
+        emit_json(sent)
+    else:
+        typer.echo(f"Said (message #{sent['seq']}).")
+
+
+def send_message(
+    api_url: str,
+    token: str,
+    text: str,
+    *,
+    role: str = "assistant",
+    complete: bool = True,
+    timeout: float = SEND_TIMEOUT,
+) -> dict[str, Any]:
+    """POSTs the message to ``api_url`` + ``/api/passages/say`` with the passage token;
+    the message as the server recorded it.
+
+    :class:`SayRefused` when the server answers an error (its code and message),
+    :class:`SayNotSent` when it cannot be reached or its answer is not a message, and
+    :class:`InvalidInput` for a URL that is not ``http(s)://``.
+    """
+    from urllib.error import HTTPError, URLError  # noqa: PLC0415 (on use: a fast start)
+
+    base = api_url.strip().rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        raise InvalidInput(
+            f"{ENV_API_URL}: an http:// or https:// URL of the kalends server, got {api_url!r}",
+            field=ENV_API_URL,
+        )
+    body = {"text": text, "role": role, "complete": complete}
+    request = passage_request(base + SAY_PATH, token, body)
+    try:
+        with direct_opener().open(request, timeout=timeout) as answer:
+            data = answer.read(MAX_ANSWER_BYTES)
+    except HTTPError as exc:
+        try:
+            error = exc.read(MAX_ANSWER_BYTES)
+        except OSError:
+            error = b""
+        finally:
+            exc.close()
+        raise _refused(exc.code, error) from None
+    except (URLError, OSError, ValueError) as exc:
+        reason = exc.reason if isinstance(exc, URLError) else exc
+        if isinstance(reason, TimeoutError):
+            raise SayNotSent(
+                f"the kalends server at {base} did not answer within {timeout:g} s: the "
+                "message may or may not be recorded; read the conversation before saying "
+                "it again"
+            ) from None
+        raise SayNotSent(f"cannot reach the kalends server at {base}: {reason}") from None
+    found = answer_json(data)
+    if not isinstance(found, dict) or not isinstance(found.get("seq"), int):
+        raise SayNotSent(f"the kalends server at {base} answered something that is no message")
+    return found
+
+
+def _refused(status: int, body: bytes) -> SayRefused:
+    """The server's error answer as a :class:`SayRefused` naming its status and code."""
+    code, message = error_fields(body)
+    return SayRefused(
+        f"the kalends server refused the message ({status} {code}): {message}",
+        status=status,
+        code=code,
+    )
