@@ -158,6 +158,7 @@ TABLES_ELSEWHERE = {
     "kalends.web.pages_task": "test_task_detail_access.py",
     "kalends.web.pages_settings": "test_settings_page_access.py",
     "kalends.web.pages_conversations": "test_conversation_page_access.py",
+    "kalends.web.pages_questions": "test_question_page_access.py",
 }
 
 

@@ -17,6 +17,7 @@ from kalends.web import (
     pages_editor,
     pages_missions,
     pages_passages,
+    pages_questions,
     pages_settings,
     pages_task,
     pages_tasks,
@@ -34,6 +35,7 @@ MODULES = (
     pages_task,
     pages_settings,
     pages_conversations,
+    pages_questions,
 )
 
 __all__ = ["MODULES", "install_web"]

@@ -30,8 +30,9 @@ from kalends.identity import Role
 from kalends.missions import Workspace
 from kalends.missions.controls import Action
 from kalends.missions.limits import MAX_PAGE
+from kalends.web.pages_questions import waiting_questions
 from kalends.web.pages_tasks import due_today
-from kalends.web.render import WebRoute, instant, render
+from kalends.web.render import WebRoute, instant, instant_text, render
 from kalends.web.schedule_display import (
     ACTION_LABELS,
     badge,
@@ -174,6 +175,8 @@ def now_page(request: Request) -> Response:
             "since": since.astimezone(UTC).isoformat().replace("+00:00", "Z"),
             "upcoming": upcoming,
             "due_tasks": due_today(request, who),
+            "questions": waiting_questions(who, spaces),
+            "iso": instant_text,
             "badge": badge,
             "outcome_badge": outcome_badge,
             "sentence": sentence,
