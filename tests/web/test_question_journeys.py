@@ -1,0 +1,205 @@
+"""The question pages in Debian's chromium against a real ``kalends serve``: questions a
+passage asked (made on the server's database through the questions service, as a
+passage's ``ask`` would) are answered in the browser, and the marks are read back from
+that database.
+
+(1) A real click on "Send the answer" asks for a one-use token and records the answer
+with a pending mark, which becomes a person's decision once the passage confirms it.
+(2) A click a script makes (``element.click()``) and a ``requestSubmit()`` answer with no
+token and no mark. (3) Keyboard only: Tab to a field, Enter submits with a trusted key
+press: a pending mark. (4) With script off the form answers, with no mark. axe in both
+color schemes, screenshots at 1280 and 390 px."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from uuid import UUID
+
+from playwright.sync_api import Browser, Page, Request, expect
+
+from kalends.questions import AnswerVia, MarkState, Question, Questions, QuestionState
+from kalends.storage.migrate import open_store
+
+from .browser_support import (
+    VIEWPORT_HEIGHT,
+    WIDTHS,
+    Server,
+    check_axe_both,
+    login,
+    screenshot,
+    shifted_clock,
+)
+
+FULL: list[dict[str, Any]] = [
+    {"id": "go", "kind": "choice", "label": "Ship it?", "options": ["yes", "later"]},
+    {"id": "why", "kind": "text", "label": "Why?", "maxLength": 200},
+    {"id": "ok", "kind": "confirm", "label": "I read the logs"},
+]
+SHORT: list[dict[str, Any]] = [
+    {"id": "go", "kind": "choice", "label": "Ship it?", "options": ["yes", "later"]},
+    {"id": "ok", "kind": "confirm", "label": "I read the logs"},
+]
+SEND = "Send the answer"
+FORM_BUTTON = "form[data-question-form] button[type=submit]"
+
+
+@contextmanager
+def questions_of(server: Server) -> Iterator[Questions]:
+    """The questions service on the server's own database, on its clock."""
+    with shifted_clock(server.offset):
+        store = open_store(server.database)
+        try:
+            yield Questions(store)
+        finally:
+            store.engine.dispose()
+
+
+def ask(server: Server, workspace: str, passage: str, prompt: str, fields: Any) -> Question:
+    with questions_of(server) as service:
+        return service.ask(
+            workspace_id=UUID(workspace),
+            schedule_id=None,
+            passage_id=passage,
+            prompt=prompt,
+            fields=fields,
+        )
+
+
+def state_of(server: Server, question: Question) -> tuple[Question, list[tuple[MarkState, str]]]:
+    """The question as stored, and its marks (state, attempt)."""
+    with questions_of(server) as service:
+        found = service.get(server.owner, question.id)
+        marks = [(m.state, m.attempt_id) for m in service.marks(server.owner, question.id)]
+    return found, marks
+
+
+def token_requests(page: Page) -> list[str]:
+    """The token requests ``page`` makes from now on (their URLs)."""
+    seen: list[str] = []
+
+    def note(request: Request) -> None:
+        if request.method == "POST" and request.url.endswith("/token"):
+            seen.append(request.url)
+
+    page.on("request", note)
+    return seen
+
+
+def test_answers_by_click_script_keyboard_and_without_script(
+    owner_page: Page, browser: Browser, server: Server, home: dict[str, Any]
+) -> None:
+    page = owner_page
+    clicked = ask(
+        server, home["id"], "psg_journey_1", "Release 2.0 tonight?\nThe tests are green.", FULL
+    )
+    scripted = ask(server, home["id"], "psg_journey_2", "Rotate the signing keys?", SHORT)
+    submitted = ask(server, home["id"], "psg_journey_3", "Archive last year's logs?", SHORT)
+    keyed = ask(server, home["id"], "psg_journey_4", "Restart the mirror?", SHORT)
+    plain = ask(server, home["id"], "psg_journey_5", "Prune the caches?", SHORT)
+    minted = token_requests(page)
+
+    # The Now page lists them and the navigation counts them, in words.
+    page.goto(f"{server.base_url}/")
+    expect(page.get_by_role("heading", name="Questions waiting for you (5)")).to_be_visible()
+    expect(page.locator(".nav-questions")).to_have_text("5 questions waiting")
+    check_axe_both(page, "now with questions")
+    screenshot(page, "now-questions")
+    page.goto(f"{server.base_url}/w/{home['id']}/questions")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Questions — home")
+    check_axe_both(page, "questions")
+    screenshot(page, "questions")
+
+    # (1) A real click: a token is minted, the answer is recorded with a pending mark.
+    page.get_by_role("link", name="Release 2.0 tonight?").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Question")
+    page.get_by_role("radio", name="later").check()
+    page.get_by_label("Why?").fill("Wait for the\nrelease notes")
+    page.get_by_role("checkbox", name="I read the logs").check()
+    check_axe_both(page, "question (open)")
+    screenshot(page, "question-open")
+    page.get_by_role("button", name=SEND).click()
+    expect(page.get_by_role("status").filter(has_text="Answer recorded.")).to_be_visible()
+    assert len(minted) == 1, minted
+    found, marks = state_of(server, clicked)
+    assert found.state is QuestionState.ANSWERED and found.answered_via is AnswerVia.UI
+    assert found.answer == {"go": "later", "why": "Wait for the\nrelease notes", "ok": True}
+    assert marks == [(MarkState.PENDING, found.attempt_id)]
+    expect(page.locator("#decision")).to_have_text(
+        "! Not a person's decision: the interface answer's hand-over is not confirmed (pending)"
+    )
+    assert found.attempt_id is not None
+    with questions_of(server) as service:
+        service.confirm_handover(clicked.id, found.attempt_id)
+    page.reload()
+    expect(page.locator("#decision")).to_have_text(
+        "✓ Decided by a person in the kalends interface (confirmed)"
+    )
+    check_axe_both(page, "question (answered)")
+    screenshot(page, "question-answered")
+
+    # (2) A click made by a script, and requestSubmit(): no token, no mark.
+    for question, how in (
+        (scripted, f"document.querySelector('{FORM_BUTTON}').click()"),
+        (submitted, "document.querySelector('form[data-question-form]').requestSubmit()"),
+    ):
+        page.goto(f"{server.base_url}/questions/{question.id}")
+        page.get_by_role("radio", name="yes").check()
+        page.evaluate(how)
+        expect(page.get_by_role("status").filter(has_text="Answer recorded.")).to_be_visible()
+        found, marks = state_of(server, question)
+        assert (found.state, found.answer, marks) == (
+            QuestionState.ANSWERED,
+            {"go": "yes", "ok": False},
+            [],
+        ), how
+        expect(page.locator("#decision")).to_have_text(
+            "! Not a person's decision: answered in the kalends interface without a hand-over mark"
+        )
+    assert len(minted) == 1, minted
+
+    # (3) Keyboard only: Tab to the choice, an arrow picks, Tab, Space ticks, Enter sends.
+    page.goto(f"{server.base_url}/questions/{keyed.id}")
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.name") == "answer-go":
+            break
+    expect(page.get_by_role("radio", name="yes")).to_be_focused()
+    page.keyboard.press("ArrowDown")
+    expect(page.get_by_role("radio", name="later")).to_be_checked()
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("checkbox", name="I read the logs")).to_be_focused()
+    page.keyboard.press("Space")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("status").filter(has_text="Answer recorded.")).to_be_visible()
+    assert len(minted) == 2, minted
+    found, marks = state_of(server, keyed)
+    assert found.answer == {"go": "later", "ok": True}
+    assert marks == [(MarkState.PENDING, found.attempt_id)]
+
+    # (4) Script off: the form answers, with no mark.
+    off = browser.new_context(
+        viewport={"width": WIDTHS[1], "height": VIEWPORT_HEIGHT}, java_script_enabled=False
+    )
+    try:
+        noscript = off.new_page()
+        login(noscript, server)
+        noscript.goto(f"{server.base_url}/questions/{plain.id}")
+        expect(noscript.locator("html")).to_have_class("no-js")
+        noscript.get_by_role("radio", name="later").check()
+        noscript.get_by_role("button", name=SEND).click()
+        expect(noscript.get_by_role("status").filter(has_text="Answer recorded.")).to_be_visible()
+        found, marks = state_of(server, plain)
+        assert (found.answer, found.answered_via, marks) == (
+            {"go": "later", "ok": False},
+            AnswerVia.UI,
+            [],
+        )
+        expect(noscript.locator("#decision")).to_contain_text("Not a person's decision")
+    finally:
+        off.close()
+
+    page.goto(f"{server.base_url}/")
+    expect(page.get_by_role("heading", name="Questions waiting for you (0)")).to_be_visible()
+    expect(page.locator(".nav-questions")).to_have_count(0)
