@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
+from uuid import UUID
 
 import pytest
 from fastapi import APIRouter, FastAPI
@@ -58,7 +59,9 @@ from api.test_tasks_support import Reply
 from kalends.conversations import open_passage_conversation
 from kalends.errors import NotFound, Unauthenticated
 from kalends.identity import Role
+from kalends.missions.runtime import PassageStart
 from kalends.missions.runtime import shim as records
+from kalends.questions import Principal, PrincipalKind, Question
 from kalends.storage.testing import nothing_written
 from missions.conftest import daily_config
 
@@ -1057,6 +1060,156 @@ CONVERSATION_ROWS = [
 ]
 
 
+# --- questions ------------------------------------------------------------------------------------
+# Viewers read a workspace's open questions and one question with who decided it, editors
+# answer through the API; dave, no member of home, is told none of it exists. A passage's
+# own token asks, reads its own questions, acknowledges an interface answer and decides:
+# the asking passage is one of a schedule of home (psg_matrix names no schedule of the
+# database, so it could ask nowhere); its token is the passage column's credential in
+# test_the_question_routes_of_a_passage_answer_every_caller below.
+
+ASKING = ("psg_asking", "ses_asking")
+
+
+def _asking(m: Matrix) -> str:
+    """A schedule of home and its passage psg_asking, admitted in the runtime directory;
+    the schedule's ID."""
+
+    def make() -> str:
+        mission = m.schedule()
+        m.runtime.admit(
+            PassageStart(
+                passage_id=ASKING[0],
+                session_id=ASKING[1],
+                message_id="msg_asking",
+                schedule_id=mission,
+                workspace=m.api.home.path,
+                command=("true",),
+            )
+        )
+        return mission
+
+    found: str = m.once("asking", make)
+    return found
+
+
+def _question(m: Matrix) -> Question:
+    """A fresh open question of psg_asking in home."""
+    return m.api.services.questions.ask(
+        workspace_id=m.api.home.id,
+        schedule_id=UUID(_asking(m)),
+        passage_id=ASKING[0],
+        prompt="Ship it?",
+        fields=QUESTION_FIELDS,
+    )
+
+
+QUESTION_FIELDS = [{"id": "go", "kind": "choice", "label": "Ship?", "options": ["yes", "no"]}]
+QUESTION_ANSWER = {"go": "yes"}
+
+
+def _open_questions(m: Matrix, column: Column) -> Call:
+    def after(reply: Reply, _client: TestClient) -> None:
+        found = m.api.services.questions.list_open(actor_id(m, column), m.api.home.id)
+        assert reply.json() == [q.to_json() for q in found] and found
+
+    m.once("question", lambda: _question(m))
+    return Call(f"/api/workspaces/{m.home}/questions", after=after)
+
+
+def _a_question(m: Matrix, column: Column) -> Call:
+    asked: Question = m.once("question", lambda: _question(m))
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        assert reply.json() == {
+            **asked.to_json(),
+            "decision": m.api.services.questions.decision(actor_id(m, column), asked.id).to_json(),
+            "marks": [],
+        }
+
+    return Call(f"/api/questions/{asked.id}", after=after)
+
+
+def _answer(m: Matrix, column: Column) -> Call:
+    asked = _question(m)
+
+    def after(_reply: Reply, _client: TestClient) -> None:
+        found = m.api.services.questions.get(actor_id(m, column), asked.id)
+        assert (found.answered_via, found.answered_by) == ("api", actor_id(m, column))
+
+    body = {"answer": QUESTION_ANSWER, "expectedRevision": 1}
+    return Call(f"/api/questions/{asked.id}/answer", json=body, after=after)
+
+
+def _ask(m: Matrix, _c: Column) -> Call:
+    def after(reply: Reply, _client: TestClient) -> None:
+        found = m.api.services.questions.get(m.api.actors["carol"].id, reply.json()["id"])
+        assert (found.passage_id, str(found.schedule_id)) == (ASKING[0], _asking(m))
+
+    _asking(m)
+    body = {"prompt": "Ship it?", "fields": QUESTION_FIELDS}
+    return Call("/api/passages/questions", json=body, after=after)
+
+
+def _own_question(m: Matrix, _c: Column) -> Call:
+    asked: Question = m.once("question", lambda: _question(m))
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        assert reply.json() == {**asked.to_json(), "attemptId": None}
+
+    return Call(f"/api/passages/questions/{asked.id}", after=after)
+
+
+def _received(m: Matrix, _c: Column) -> Call:
+    asked = _question(m)
+    bob = m.api.actors["bob"].id
+    who = Principal(kind=PrincipalKind.SESSION, id="matrix-session", actor_id=bob)
+    token = m.api.services.questions.mint_token(bob, who, asked.id, QUESTION_ANSWER)
+    given = m.api.services.questions.answer_from_ui(bob, who, asked.id, QUESTION_ANSWER, token, 1)
+
+    def after(_reply: Reply, _client: TestClient) -> None:
+        [mark] = m.api.services.questions.marks(bob, asked.id)
+        assert (mark.attempt_id, mark.state) == (given.attempt_id, "confirmed")
+
+    return Call(
+        f"/api/passages/questions/{asked.id}/received",
+        json={"attemptId": given.attempt_id},
+        after=after,
+    )
+
+
+def _decide(m: Matrix, _c: Column) -> Call:
+    asked = _question(m)
+
+    def after(_reply: Reply, _client: TestClient) -> None:
+        found = m.api.services.questions.get(m.api.actors["bob"].id, asked.id)
+        assert (found.answered_via, found.answer) == ("coordinator", QUESTION_ANSWER)
+
+    body = {"answer": QUESTION_ANSWER}
+    return Call(f"/api/passages/questions/{asked.id}/decide", json=body, after=after)
+
+
+PASSAGE_QUESTION = "/api/passages/questions/{question}"
+QUESTION_ROWS = [
+    Row("open questions", "GET", WS + "/questions", read(), _open_questions),
+    Row("a question", "GET", "/api/questions/{question}", read(), _a_question),
+    Row("answer", "POST", "/api/questions/{question}/answer", write(), _answer, fresh="success"),
+]
+PASSAGE_QUESTION_ROWS = [
+    Row("ask", "POST", "/api/passages/questions", passage_only(201), _ask, fresh="success"),
+    Row("its own question", "GET", PASSAGE_QUESTION, passage_only(), _own_question),
+    Row(
+        "received",
+        "POST",
+        PASSAGE_QUESTION + "/received",
+        passage_only(),
+        _received,
+        fresh="success",
+    ),
+    Row("decide", "POST", PASSAGE_QUESTION + "/decide", passage_only(), _decide, fresh="success"),
+]
+
+
 GROUPS: dict[str, list[Row]] = {
     "health-and-auth": HEALTH + AUTH,
     "workspaces": WORKSPACES,
@@ -1065,13 +1218,24 @@ GROUPS: dict[str, list[Row]] = {
     "actors-and-passages": ACTOR_ROWS,
     "feeds": FEEDS,
     "conversations": CONVERSATION_ROWS,
+    "questions": QUESTION_ROWS,
 }
-ROWS = [row for rows in GROUPS.values() for row in rows]
+# The rows of a passage's questions run in a test of their own (their passage differs).
+ROWS = [row for rows in GROUPS.values() for row in rows] + PASSAGE_QUESTION_ROWS
 
 
 @pytest.mark.parametrize("group", list(GROUPS))
 def test_every_route_answers_every_caller_as_its_access_says(api: ApiWorld, group: str) -> None:
     failures = run_rows(make_matrix(api), GROUPS[group])
+    assert failures == [], "\n".join(failures)
+
+
+def test_the_question_routes_of_a_passage_answer_every_caller(api: ApiWorld) -> None:
+    """As the groups above, with psg_asking's token as the passage column's credential."""
+    m = make_matrix(api)
+    _asking(m)
+    m.passage_token = m.runtime.token(*ASKING)
+    failures = run_rows(m, PASSAGE_QUESTION_ROWS)
     assert failures == [], "\n".join(failures)
 
 

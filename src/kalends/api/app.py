@@ -23,7 +23,17 @@ from kalends.api.context import ApiContext, default_request_threads
 from kalends.api.docs import install_docs
 from kalends.api.errors import error_response, install_error_handlers
 from kalends.api.fast.route_index import install_route_index
-from kalends.api.routes import auth, conversations, feeds, health, missions, passages, tasks
+from kalends.api.routes import (
+    auth,
+    conversations,
+    feeds,
+    health,
+    missions,
+    passage_questions,
+    passages,
+    questions,
+    tasks,
+)
 from kalends.api.security import (
     PASSAGE_SECURITY_SCHEME,
     SECURITY_SCHEMES,
@@ -207,7 +217,17 @@ def create_app(ctx: ApiContext, *, access_log_enabled: bool = True) -> FastAPI:
     ctx.inline_routes = ctx.services.store.dialect == "sqlite" if inline is None else inline
     app.state.kalends = ctx
     install_error_handlers(app)
-    for module in (health, auth, tasks, missions, passages, feeds, conversations):
+    for module in (
+        health,
+        auth,
+        tasks,
+        missions,
+        passages,
+        passage_questions,
+        feeds,
+        conversations,
+        questions,
+    ):
         for route in _flat_routes(module.router):
             if not isinstance(route, APIRoute):
                 app.router.routes.append(route)

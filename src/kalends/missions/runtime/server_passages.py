@@ -30,7 +30,7 @@ from kalends.missions.runtime.passages import (
 )
 from kalends.missions.runtime.process import ProcessRuntime, record_report
 from kalends.missions.runtime.reports import speaking_passage
-from kalends.missions.runtime.shim import CorruptRecord
+from kalends.missions.runtime.shim import START, CorruptRecord, read_json
 from kalends.missions.runtime.token import InvalidToken
 
 if TYPE_CHECKING:
@@ -132,16 +132,27 @@ class ServerPassages:
         its passages, is :class:`PassageTokenRefused`; a passage that has settled
         :class:`~kalends.missions.runtime.reports.PassageSettled` (its token is spent); a
         directory that cannot be read now :class:`RuntimeDown`."""
+        return self.speaking(token)[0]
+
+    def speaking(self, token: str) -> tuple[str, str | None]:
+        """The ID of the passage ``token`` speaks for, as :meth:`speaker` gives it, and
+        the ID of its schedule as the passage's start record names it (``None`` when the
+        record names none). The start record is the runtime's own, written at admission
+        and never changed, and the token is checked against it: what a passage's schedule
+        is comes from there, never from what the passage sends. Refusals as
+        :meth:`speaker`'s."""
         try:
             secret = self.runtime.secret if self.runtime is not None else None
-            passage_id, _session, _directory = speaking_passage(self.root, token, secret=secret)
+            passage_id, _session, directory = speaking_passage(self.root, token, secret=secret)
+            start = read_json(directory / START)
         except InvalidToken as exc:
             raise PassageTokenRefused(exc.message) from None
         except CorruptRecord as exc:
             raise RuntimeDown(f"cannot read the passage's records: {exc}") from None
         except OSError as exc:
             raise RuntimeDown(f"cannot read the passage's records: {exc.strerror or exc}") from None
-        return passage_id
+        schedule = None if start is None else start.get("scheduleId")
+        return passage_id, schedule if isinstance(schedule, str) and schedule else None
 
     def visible(self, actor_id: UUID, limit: int) -> PassageListing:
         """The passages of schedules (tombstones included) in workspaces where the actor
