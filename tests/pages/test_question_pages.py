@@ -318,3 +318,42 @@ class TestNow:
         # Elsewhere too: the count is in every page's navigation.
         other = client.get(f"/w/{pages.world.home.id}/questions").text
         assert "1 question waiting</span>" in other
+
+
+class TestThePassage:
+    def test_the_passage_lists_its_questions_and_the_question_links_back(
+        self, pages: Pages
+    ) -> None:
+        schedule = pages.schedule("bob", "Nightly release")
+        schedules = pages.world.services.schedules
+        bob = pages.world.actors["bob"].id
+        schedules.run_now(bob, schedule, request_id="run-questions-1", expected_revision=1)
+        passage = schedules.detail(bob, schedule)["pending"]["passageId"]
+        pages.world.clock.advance(60)
+        question = pages.world.services.questions.ask(
+            workspace_id=pages.world.home.id,
+            schedule_id=UUID(schedule),
+            passage_id=passage,
+            prompt="Tag the release?",
+            fields=FIELDS,
+        )
+        _ask(pages, "Another passage's question", passage="psg_q_other")
+        client, csrf = _bob(pages)
+        passage_url = f"/w/{pages.world.home.id}/schedules/{schedule}/passages/{passage}"
+        page = client.get(passage_url).text
+        assert "Questions waiting for an answer (1)" in page
+        assert f'<a href="/questions/{question.id}">Tag the release?</a>' in page
+        assert "Another passage" not in page
+        shown = client.get(f"/questions/{question.id}").text
+        assert f'passage <a href="{passage_url}"><code>{passage}</code></a>' in shown
+        assert (
+            f'of schedule <a href="/w/{pages.world.home.id}/schedules/{schedule}">'
+            "Nightly release</a>" in shown
+        )
+        client.post(
+            f"/questions/{question.id}/answer",
+            data={"csrf": csrf, "expected_revision": "1", **GOOD},
+        )
+        page = client.get(passage_url).text
+        assert "Questions waiting for an answer (0)" in page
+        assert "This passage waits on no question." in page

@@ -31,7 +31,8 @@ from kalends.missions import Workspace
 from kalends.missions.runtime.passages import Passage, status_text
 from kalends.missions.runtime.server_passages import RuntimeDown
 from kalends.tasks.values import TaskStatus
-from kalends.web.render import WebRoute, instant, render
+from kalends.web.pages_questions import passage_questions
+from kalends.web.render import WebRoute, instant, instant_text, render
 from kalends.web.schedule_display import Badge, display_zone, outcome_badge, sentence
 from kalends.web.session import SignInRequired, Viewer, viewer
 
@@ -254,7 +255,10 @@ def passage_page(request: Request, workspace: UUID, schedule: UUID, passage: str
     who = viewer(request)
     ident = _ident(passage)
     ws = who.context.services.workspaces.get(who.actor, workspace)
-    return render(request, "passage.html", _page_values(who, ws, schedule, ident), who=who)
+    values = _page_values(who, ws, schedule, ident)
+    values["questions"] = passage_questions(who, ws.id, str(values["passage_id"]))
+    values["iso"] = instant_text
+    return render(request, "passage.html", values, who=who)
 
 
 @router.get("/w/{workspace}/schedules/{schedule}/passages/{passage}/log")

@@ -57,6 +57,7 @@ __all__ = [
     "TOKEN_FIELD",
     "answer_of",
     "open_question_count",
+    "passage_questions",
     "router",
     "session_principal",
     "waiting_questions",
@@ -129,6 +130,13 @@ def waiting_questions(who: Viewer, spaces: Sequence[Workspace]) -> list[dict[str
     found = [(q, ws) for ws in spaces for q in service.list_open(who.actor, ws.id)]
     found.sort(key=lambda pair: (pair[0].asked_at, str(pair[0].id)))
     return [{"q": q, "workspace": ws} for q, ws in found]
+
+
+def passage_questions(who: Viewer, workspace: UUID, passage_id: str) -> list[Question]:
+    """The open questions the passage ``passage_id`` of ``workspace`` waits on, oldest
+    first (the passage's page)."""
+    found = _questions(who).list_open(who.actor, workspace)
+    return [q for q in found if q.passage_id == passage_id]
 
 
 # The navigation of every page shows the count (base.html asks for it when it is there).

@@ -25,11 +25,15 @@
     if (button) button.disabled = true;
     if (status) status.textContent = "Sending…";
     hidden.value = "";
+    // A token that does not come within ten seconds is not waited for.
+    const abort = typeof AbortController === "function" ? new AbortController() : null;
+    const timer = abort ? setTimeout(function () { abort.abort(); }, 10000) : 0;
     fetch(form.dataset.tokenUrl, {
       method: "POST",
       body: tokenBody(form),
       credentials: "same-origin",
       headers: { "Accept": "application/json" },
+      signal: abort ? abort.signal : undefined,
     }).then(function (reply) {
       return reply.json().then(function (said) {
         if (reply.ok && typeof said.token === "string") hidden.value = said.token;
@@ -37,6 +41,7 @@
     }).catch(function () {
       /* no token: the answer is sent without one */
     }).finally(function () {
+      clearTimeout(timer);
       HTMLFormElement.prototype.submit.call(form);
     });
   }
@@ -65,6 +70,18 @@
   function start() {
     document.querySelectorAll("form[data-question-form]").forEach(wire);
   }
+  // Back to a page kept in the history: the form can be sent again (a new token is asked).
+  window.addEventListener("pageshow", function () {
+    document.querySelectorAll("form[data-question-form]").forEach(function (form) {
+      delete form.dataset.sending;
+      const button = form.querySelector("button[type=submit]");
+      const status = form.querySelector("[data-question-status]");
+      const hidden = form.querySelector("input[name=token]");
+      if (button) button.disabled = false;
+      if (status) status.textContent = "";
+      if (hidden) hidden.value = "";
+    });
+  });
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 })();
