@@ -212,6 +212,32 @@ class TestAnswering:
         used = client.post(f"/questions/{question.id}/answer", data={**form, "token": token})
         assert used.status_code == 409
 
+    def test_a_token_of_another_session_or_an_expired_one_is_refused(self, pages: Pages) -> None:
+        question = _ask(pages)
+        client, csrf = _bob(pages)
+        form = {"csrf": csrf, "expected_revision": "1", **GOOD}
+        token = _mint(client, question, form)
+        # Signed in again: a new session, whose answers the first one's token is not for.
+        again = pages.sign_in("bob")
+        fresh = csrf_of(again.get("/").text)
+        assert fresh != csrf
+        other = again.post(
+            f"/questions/{question.id}/answer", data={**form, "csrf": fresh, "token": token}
+        )
+        assert other.status_code == 403
+        assert "the answer token is for another session or device; nothing was written" in (
+            other.text
+        )
+        late = _mint(again, question, {**form, "csrf": fresh})
+        pages.world.clock.advance(10 * 60)
+        expired = again.post(
+            f"/questions/{question.id}/answer", data={**form, "csrf": fresh, "token": late}
+        )
+        assert expired.status_code == 403
+        assert "the answer token has expired; nothing was written" in expired.text
+        assert _read(pages, question).state is QuestionState.OPEN
+        assert pages.world.services.questions.marks(_alice(pages), question.id) == []
+
     def test_a_bad_value_is_refused_beside_its_field_with_the_answer_kept(
         self, pages: Pages
     ) -> None:

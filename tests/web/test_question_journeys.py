@@ -5,10 +5,11 @@ that database.
 
 (1) A real click on "Send the answer" asks for a one-use token and records the answer
 with a pending mark, which becomes a person's decision once the passage confirms it.
-(2) A click a script makes (``element.click()``) and a ``requestSubmit()`` answer with no
-token and no mark. (3) Keyboard only: Tab to a field, Enter submits with a trusted key
-press: a pending mark. (4) With script off the form answers, with no mark. axe in both
-color schemes, screenshots at 1280 and 390 px."""
+(2) A click a script makes (``element.click()``, a dispatched click event) and a
+``requestSubmit()`` answer with no token and no mark; a dispatched Enter sends nothing.
+(3) Keyboard only: Tab to a field, Enter submits with a trusted key press: a pending mark.
+(4) With script off the form answers, with no mark. axe in both color schemes,
+screenshots at 1280 and 390 px."""
 
 from __future__ import annotations
 
@@ -98,12 +99,13 @@ def test_answers_by_click_script_keyboard_and_without_script(
     submitted = ask(server, home["id"], "psg_journey_3", "Archive last year's logs?", SHORT)
     keyed = ask(server, home["id"], "psg_journey_4", "Restart the mirror?", SHORT)
     plain = ask(server, home["id"], "psg_journey_5", "Prune the caches?", SHORT)
+    dispatched = ask(server, home["id"], "psg_journey_6", "Renew the certificate?", SHORT)
     minted = token_requests(page)
 
     # The Now page lists them and the navigation counts them, in words.
     page.goto(f"{server.base_url}/")
-    expect(page.get_by_role("heading", name="Questions waiting for you (5)")).to_be_visible()
-    expect(page.locator(".nav-questions")).to_have_text("5 questions waiting")
+    expect(page.get_by_role("heading", name="Questions waiting for you (6)")).to_be_visible()
+    expect(page.locator(".nav-questions")).to_have_text("6 questions waiting")
     check_axe_both(page, "now with questions")
     screenshot(page, "now-questions")
     page.goto(f"{server.base_url}/w/{home['id']}/questions")
@@ -143,9 +145,20 @@ def test_answers_by_click_script_keyboard_and_without_script(
     for question, how in (
         (scripted, f"document.querySelector('{FORM_BUTTON}').click()"),
         (submitted, "document.querySelector('form[data-question-form]').requestSubmit()"),
+        (
+            dispatched,
+            f"document.querySelector('{FORM_BUTTON}')"
+            ".dispatchEvent(new MouseEvent('click', {bubbles: true, cancelable: true}))",
+        ),
     ):
         page.goto(f"{server.base_url}/questions/{question.id}")
         page.get_by_role("radio", name="yes").check()
+        # A key press a script makes sends nothing at all.
+        page.evaluate(
+            "document.querySelector('input[name=answer-go]')"
+            ".dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true}))"
+        )
+        assert page.url.endswith(f"/questions/{question.id}")
         page.evaluate(how)
         expect(page.get_by_role("status").filter(has_text="Answer recorded.")).to_be_visible()
         found, marks = state_of(server, question)
