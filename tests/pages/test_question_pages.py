@@ -248,6 +248,7 @@ class TestAnswering:
         reply = client.post(f"/questions/{question.id}/answer", data=missing)
         assert reply.status_code == 422
         assert _field_error(reply.text, "go") == "Missing; every field needs a value"
+        assert '<a href="#f-go">Ship it? — Missing; every field needs a value</a>' in reply.text
         assert ">Tests are red\non main</textarea>" in reply.text
         long = client.post(
             f"/questions/{question.id}/answer", data={**form, "answer-why": "w" * 41}

@@ -43,6 +43,7 @@ SHORT: list[dict[str, Any]] = [
     {"id": "ok", "kind": "confirm", "label": "I read the logs"},
 ]
 SEND = "Send the answer"
+VIEWER = "vera"
 FORM_BUTTON = "form[data-question-form] button[type=submit]"
 
 
@@ -116,14 +117,24 @@ def test_answers_by_click_script_keyboard_and_without_script(
     # (1) A real click: a token is minted, the answer is recorded with a pending mark.
     page.get_by_role("link", name="Release 2.0 tonight?").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Question")
-    page.get_by_role("radio", name="later").check()
     page.get_by_label("Why?").fill("Wait for the\nrelease notes")
     page.get_by_role("checkbox", name="I read the logs").check()
+    # No choice made: the token is refused, the form is sent and refused beside the
+    # field, which has focus; what was typed is kept and nothing is written.
+    page.get_by_role("button", name=SEND).click()
+    expect(page.locator("#err-go")).to_have_text("Missing; every field needs a value")
+    expect(page.get_by_role("radio", name="yes")).to_be_focused()
+    expect(page.get_by_label("Why?")).to_have_value("Wait for the\nrelease notes")
+    expect(page.get_by_role("checkbox", name="I read the logs")).to_be_checked()
+    assert state_of(server, clicked) == (clicked, [])
+    check_axe_both(page, "question (refused)")
+    screenshot(page, "question-refused")
+    page.get_by_role("radio", name="later").check()
     check_axe_both(page, "question (open)")
     screenshot(page, "question-open")
     page.get_by_role("button", name=SEND).click()
     expect(page.get_by_role("status").filter(has_text="Answer recorded.")).to_be_visible()
-    assert len(minted) == 1, minted
+    assert len(minted) == 2, minted  # the refused one and this one
     found, marks = state_of(server, clicked)
     assert found.state is QuestionState.ANSWERED and found.answered_via is AnswerVia.UI
     assert found.answer == {"go": "later", "why": "Wait for the\nrelease notes", "ok": True}
@@ -170,7 +181,7 @@ def test_answers_by_click_script_keyboard_and_without_script(
         expect(page.locator("#decision")).to_have_text(
             "! Not a person's decision: answered in the kalends interface without a hand-over mark"
         )
-    assert len(minted) == 1, minted
+    assert len(minted) == 2, minted
 
     # (3) Keyboard only: Tab to the choice, an arrow picks, Tab, Space ticks, Enter sends.
     page.goto(f"{server.base_url}/questions/{keyed.id}")
@@ -186,7 +197,7 @@ def test_answers_by_click_script_keyboard_and_without_script(
     page.keyboard.press("Space")
     page.keyboard.press("Enter")
     expect(page.get_by_role("status").filter(has_text="Answer recorded.")).to_be_visible()
-    assert len(minted) == 2, minted
+    assert len(minted) == 3, minted
     found, marks = state_of(server, keyed)
     assert found.answer == {"go": "later", "ok": True}
     assert marks == [(MarkState.PENDING, found.attempt_id)]
@@ -212,6 +223,32 @@ def test_answers_by_click_script_keyboard_and_without_script(
         expect(noscript.locator("#decision")).to_contain_text("Not a person's decision")
     finally:
         off.close()
+
+    # A viewer of the workspace reads a question with no form.
+    waiting = ask(server, home["id"], "psg_journey_7", "Move the backups?", SHORT)
+    added = server.cli_here("actor", "add", VIEWER, "--name", "Vera Viewer")
+    assert added.exit_code == 0, added.stdout
+    shared = server.cli_here(
+        "workspace", "member", "set", home["id"], VIEWER, "--role", "viewer", actor=server.owner
+    )
+    assert shared.exit_code == 0, (shared.stdout, shared.stderr)
+    narrow = browser.new_context(viewport={"width": WIDTHS[1], "height": VIEWPORT_HEIGHT})
+    try:
+        reader = narrow.new_page()
+        reader.goto(server.fresh_login_link(actor=VIEWER))
+        reader.goto(f"{server.base_url}/questions/{waiting.id}")
+        expect(reader.locator(".question-text")).to_have_text("Move the backups?")
+        expect(reader.get_by_role("button", name=SEND)).to_have_count(0)
+        expect(reader.get_by_role("radio")).to_have_count(0)
+        expect(reader.locator("main")).to_contain_text(
+            "You are a viewer of this workspace: you can read this question but not answer it."
+        )
+        check_axe_both(reader, "question (viewer, 390 px)")
+        screenshot(reader, "question-viewer")
+    finally:
+        narrow.close()
+    with questions_of(server) as service:
+        service.withdraw_open("psg_journey_7")
 
     page.goto(f"{server.base_url}/")
     expect(page.get_by_role("heading", name="Questions waiting for you (0)")).to_be_visible()
