@@ -29,8 +29,16 @@ from sqlalchemy.engine import Connection
 
 from kalends.errors import Conflict, InvalidInput, NotFound
 from kalends.identity import parse_uuid
-from kalends.questions import Mark, Question, Questions, records
-from kalends.questions.values import AnswerVia, QuestionState, check_prompt, check_tag
+from kalends.questions import records
+from kalends.questions.service import Questions
+from kalends.questions.values import (
+    AnswerVia,
+    Mark,
+    Question,
+    QuestionState,
+    check_prompt,
+    check_tag,
+)
 from kalends.storage.mission_tables import schedules
 
 __all__ = ["AttemptRefused", "PassageQuestions", "PassageUnscheduled"]

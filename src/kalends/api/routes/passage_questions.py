@@ -31,8 +31,8 @@ from kalends.api.errors import error_responses
 from kalends.api.routes.passages import PassageTokenDep, server_passages
 from kalends.api.routes.tasks_models import answer
 from kalends.api.security import ContextDep
-from kalends.missions.passage_questions import PassageQuestions
 from kalends.questions import MAX_FIELDS, MAX_PROMPT_CHARS, Question
+from kalends.questions.passages import PassageQuestions
 from kalends.questions.values import AnswerVia
 
 __all__ = ["passage_questions", "router"]

@@ -1,0 +1,363 @@
+"""``kalends ask``: a passage asks people a question, from inside it, and waits for the
+answer.
+
+The passage's environment says who it is (``KALENDS_PASSAGE_TOKEN``, signed by the
+runtime) and where its server is (``KALENDS_API_URL``, set for a passage a server
+launched). The question is sent to ``POST /api/passages/questions`` with
+``Authorization: Passage <token>``; it is asked in the workspace of the passage's own
+schedule, where people answer it on the web, with ``kalends question answer`` or over
+HTTP. The command then reads it back every :data:`POLL_SECONDS` seconds until it is
+answered, prints the answer, and, for an answer given in the kalends interface,
+acknowledges that attempt (``POST …/received``): only then is the answer's hand-over
+mark confirmed and the answer counted as the person's decision.
+
+Questions live in the database, which a passage cannot read: without a server the
+command says so and exits 2. A server that cannot be reached while waiting (a restart)
+is asked again at the next poll.
+
+This module imports nothing heavy at the top: it runs from scripts inside passages (the
+HTTP calls use the standard library's ``urllib``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+
+from kalends.cli.passage_calls import answer_json, direct_opener, error_fields
+from kalends.errors import InvalidInput, KalendsError
+
+if TYPE_CHECKING:
+    from urllib.request import Request
+
+__all__ = [
+    "ASK_PATH",
+    "EXIT_TIMEOUT",
+    "POLL_SECONDS",
+    "AskNotSent",
+    "AskRefused",
+    "ask_command",
+    "build_fields",
+]
+
+# Named here, not imported: importing kalends.missions costs most of a second.
+ENV_PASSAGE_TOKEN = "KALENDS_PASSAGE_TOKEN"
+ENV_API_URL = "KALENDS_API_URL"
+ASK_PATH = "/api/passages/questions"
+# How often a waiting `kalends ask` reads its question back.
+POLL_SECONDS = 2.0
+# How long the server may take to answer one call.
+SEND_TIMEOUT = 30.0
+# The largest answer read back: a question with its answer (prompt, 16 fields, text
+# values of at most 4,096 characters each).
+MAX_ANSWER_BYTES = 1024 * 1024
+# A text field's length when --text names none (kalends.questions.MAX_TEXT_LENGTH).
+DEFAULT_TEXT_LENGTH = 4096
+
+EXIT_FAILURE = 1
+EXIT_INVALID = 2
+# No answer within --timeout: the question stays open for people to answer.
+EXIT_TIMEOUT = 3
+NO_TOKEN = f"no passage token: run `kalends ask` from inside a passage ({ENV_PASSAGE_TOKEN})"
+NO_SERVER = (
+    f"no server: `kalends ask` needs the kalends server that launched the passage "
+    f"({ENV_API_URL}); a passage of `kalends worker` without a server cannot ask"
+)
+# Statuses that mean the input was refused (exit 2): the token, or the body.
+_INPUT_STATUSES = frozenset({401, 422})
+
+
+class AskRefused(KalendsError):
+    """The server answered with an error; it recorded nothing."""
+
+    def __init__(self, message: str, *, status: int, code: str) -> None:
+        super().__init__(message, status=status)
+        self.status = status
+        self.code = code
+
+
+class AskNotSent(KalendsError):
+    """The server could not be reached, or its answer could not be read."""
+
+    code = "server-unreachable"
+
+
+def _refuse(error: KalendsError, json_output: bool, *, code: int | None = None) -> NoReturn:
+    """One line on stderr (and the error object with --json); exits ``code``, by default
+    2 for bad input, else 1."""
+    from kalends.cli.output import emit_json, error_console  # noqa: PLC0415 (rich: on use)
+
+    if json_output:
+        emit_json({"error": {"code": error.code, "message": error.message}})
+    error_console.print(
+        "error: " + error.message.replace("\n", " "), markup=False, highlight=False, soft_wrap=True
+    )
+    if code is None:
+        code = EXIT_INVALID if isinstance(error, InvalidInput) else EXIT_FAILURE
+    raise typer.Exit(code)
+
+
+def _split(raw: str, sep: str, option: str, shape: str) -> tuple[str, str]:
+    field, found, rest = raw.partition(sep)
+    if not found or not field:
+        raise InvalidInput(f"{option}: expected {shape}, got {raw!r}", field=option)
+    return field, rest
+
+
+def build_fields(
+    choices: list[str], texts: list[str], confirms: list[str], labels: list[str]
+) -> list[dict[str, Any]]:
+    """The question's fields from the options: choices, then texts, then confirmations,
+    each in the order given; a field's label is its ID unless ``--label`` names one.
+    Field IDs, options and labels are checked by the server, which names the one it
+    refuses."""
+    fields: list[dict[str, Any]] = []
+    for raw in choices:
+        field, rest = _split(raw, "=", "--choice", "FIELD=a,b,c")
+        options = [option.strip() for option in rest.split(",")]
+        fields.append({"id": field, "kind": "choice", "label": field, "options": options})
+    for raw in texts:
+        field, found, most = raw.partition(":")
+        if not field:
+            raise InvalidInput(f"--text: expected FIELD[:MAXLEN], got {raw!r}", field="--text")
+        length = DEFAULT_TEXT_LENGTH
+        if found:
+            if not most.isdigit():
+                raise InvalidInput(
+                    f"--text: MAXLEN must be a whole number, got {raw!r}", field="--text"
+                )
+            length = int(most)
+        fields.append({"id": field, "kind": "text", "label": field, "maxLength": length})
+    for raw in confirms:
+        fields.append({"id": raw, "kind": "confirm", "label": raw})
+    if not fields:
+        raise InvalidInput(
+            "no field: give at least one --choice, --text or --confirm", field="fields"
+        )
+    by_id = {str(field["id"]): field for field in fields}
+    for raw in labels:
+        field, label = _split(raw, "=", "--label", "FIELD=LABEL")
+        if field not in by_id:
+            raise InvalidInput(f"--label: no field {field!r} is asked", field="--label")
+        by_id[field]["label"] = label
+    return fields
+
+
+# --------------------------------------------------------------------------- the calls
+
+
+def _base(api_url: str) -> str:
+    base = api_url.strip().rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        raise InvalidInput(
+            f"{ENV_API_URL}: an http:// or https:// URL of the kalends server, got {api_url!r}",
+            field=ENV_API_URL,
+        )
+    return base
+
+
+def _request(url: str, token: str, body: dict[str, Any] | None) -> Request:
+    from urllib.request import Request  # noqa: PLC0415
+
+    headers = {"Authorization": f"Passage {token}", "Accept": "application/json"}
+    if body is None:
+        return Request(url, method="GET", headers=headers)
+    headers["Content-Type"] = "application/json"
+    return Request(url, data=json.dumps(body).encode(), method="POST", headers=headers)
+
+
+def call(base: str, path: str, token: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A GET (``body`` ``None``) or a JSON POST to the server with the passage token; the
+    answer's JSON object. :class:`AskRefused` for an error answer, :class:`AskNotSent`
+    when the server cannot be reached or answers no object."""
+    from urllib.error import HTTPError, URLError  # noqa: PLC0415 (on use: a fast start)
+
+    try:
+        with direct_opener().open(_request(base + path, token, body), timeout=SEND_TIMEOUT) as got:
+            data = got.read(MAX_ANSWER_BYTES)
+    except HTTPError as exc:
+        try:
+            error = exc.read(MAX_ANSWER_BYTES)
+        except OSError:
+            error = b""
+        finally:
+            exc.close()
+        code, message = error_fields(error)
+        raise AskRefused(
+            f"the kalends server refused ({exc.code} {code}): {message}",
+            status=exc.code,
+            code=code,
+        ) from None
+    except (URLError, OSError, ValueError) as exc:
+        reason = exc.reason if isinstance(exc, URLError) else exc
+        raise AskNotSent(f"cannot reach the kalends server at {base}: {reason}") from None
+    found = answer_json(data)
+    if not isinstance(found, dict):
+        raise AskNotSent(f"the kalends server at {base} answered something that is no object")
+    return found
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def ask_command(
+    prompt: Annotated[str, typer.Argument(help="What to ask.", show_default=False)],
+    choice: Annotated[
+        list[str] | None,
+        typer.Option("--choice", help="A choice: FIELD=a,b,c (repeatable).", show_default=False),
+    ] = None,
+    text: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--text",
+            help=f"A text: FIELD or FIELD:MAXLEN (default {DEFAULT_TEXT_LENGTH}; repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    confirm: Annotated[
+        list[str] | None,
+        typer.Option("--confirm", help="A yes/no box: FIELD (repeatable).", show_default=False),
+    ] = None,
+    label: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--label", help="A field's label: FIELD=LABEL (else its ID).", show_default=False
+        ),
+    ] = None,
+    tag: Annotated[
+        str | None,
+        typer.Option("--tag", help="The decision it settles (a-z, 0-9 and -).", show_default=False),
+    ] = None,
+    no_wait: Annotated[
+        bool, typer.Option("--no-wait", help="Print the question's ID and return at once.")
+    ] = False,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            min=0.1,
+            help="Wait at most this many seconds (else until answered).",
+            show_default=False,
+        ),
+    ] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Ask people a question and wait for the answer.
+
+    Run it from inside a passage launched by `kalends serve`: the question is
+    asked in the workspace of the passage's schedule. Fields come in this
+    order: choices, texts, confirmations. The answer is printed as
+    FIELD=VALUE lines (--json: exactly).
+
+    Exit codes: 0 answered (or asked, with --no-wait); 3 no answer within
+    --timeout (the question's ID is printed: it stays open); 2 refused input
+    (no token or server, a forged token, a bad field); 1 refused otherwise
+    (the passage has settled, the question was withdrawn, the server cannot
+    be reached).
+    """
+    try:
+        token = os.environ.get(ENV_PASSAGE_TOKEN, "")
+        if not token:
+            raise InvalidInput(NO_TOKEN)
+        api_url = os.environ.get(ENV_API_URL, "")
+        if not api_url:
+            raise InvalidInput(NO_SERVER)
+        base = _base(api_url)
+        fields = build_fields(choice or [], text or [], confirm or [], label or [])
+        body: dict[str, Any] = {"prompt": prompt, "fields": fields}
+        if tag is not None:
+            body["tag"] = tag
+        asked = call(base, ASK_PATH, token, body)
+    except AskRefused as exc:
+        _refuse(exc, json_output, code=EXIT_INVALID if exc.status in _INPUT_STATUSES else None)
+    except KalendsError as exc:
+        _refuse(exc, json_output)
+    question = str(asked.get("id", ""))
+    if no_wait:
+        if json_output:
+            from kalends.cli.output import emit_json  # noqa: PLC0415
+
+            emit_json(asked)
+        else:
+            typer.echo(question)
+        return
+    _wait(base, token, question, timeout, json_output)
+
+
+def _wait(base: str, token: str, question: str, timeout: float | None, json_output: bool) -> None:
+    """Reads the question back until it is answered (then prints the answer and
+    acknowledges an interface answer), withdrawn, or ``timeout`` seconds have passed."""
+    path = f"{ASK_PATH}/{question}"
+    deadline = None if timeout is None else time.monotonic() + timeout
+    unreachable_said = False
+    while True:
+        try:
+            found = call(base, path, token)
+        except AskRefused as exc:
+            _refuse(exc, json_output)
+        except AskNotSent as exc:
+            if not unreachable_said:
+                typer.echo(f"note: {exc.message}; asking again every {POLL_SECONDS:g} s", err=True)
+                unreachable_said = True
+        else:
+            state = found.get("state")
+            if state == "answered":
+                _answered(base, token, question, found, json_output)
+                return
+            if state == "withdrawn":
+                _refuse(KalendsError(f"question {question} was withdrawn"), json_output)
+        if deadline is not None and time.monotonic() + POLL_SECONDS > deadline:
+            _timed_out(question, timeout, json_output)
+        time.sleep(POLL_SECONDS)
+
+
+def _timed_out(question: str, timeout: float | None, json_output: bool) -> NoReturn:
+    if json_output:
+        from kalends.cli.output import emit_json  # noqa: PLC0415
+
+        emit_json({"questionId": question, "state": "open", "timedOut": True})
+    else:
+        typer.echo(question)
+    typer.echo(f"note: no answer within {timeout:g} s; question {question} stays open", err=True)
+    raise typer.Exit(EXIT_TIMEOUT)
+
+
+def _answered(
+    base: str, token: str, question: str, found: dict[str, Any], json_output: bool
+) -> None:
+    """Prints the answer, then acknowledges an interface answer's attempt."""
+    answer = found.get("answer")
+    values: dict[str, Any] = answer if isinstance(answer, dict) else {}
+    attempt = found.get("attemptId")
+    if json_output:
+        from kalends.cli.output import emit_json  # noqa: PLC0415
+
+        emit_json(
+            {
+                "questionId": question,
+                "answer": values,
+                "answeredVia": found.get("answeredVia"),
+                "attemptId": attempt,
+            }
+        )
+    else:
+        fields = found.get("fields")
+        order = (
+            [f.get("id") for f in fields if isinstance(f, dict)] if isinstance(fields, list) else []
+        )
+        # In the fields' order; the stored answer's keys are sorted.
+        for field in [*[f for f in order if f in values], *[f for f in values if f not in order]]:
+            value = values[field]
+            shown = ("true" if value else "false") if isinstance(value, bool) else str(value)
+            typer.echo(f"{field}={shown}")
+    if not isinstance(attempt, str) or not attempt:
+        return
+    try:
+        call(base, f"{ASK_PATH}/{question}/received", token, {"attemptId": attempt})
+    except KalendsError as exc:
+        # The answer was received all the same; its hand-over stays unconfirmed.
+        typer.echo(f"note: the answer's receipt was not acknowledged: {exc.message}", err=True)

@@ -1,0 +1,238 @@
+"""`kalends ask` as a passage runs it: a real ``kalends`` process with only the passage's
+token and its server's address in its environment, against a real HTTP server (the API
+of the test's world, served on a loopback port) on SQLite and (when reachable)
+PostgreSQL.
+
+Answered in the kalends interface (a token minted for bob's session, then the answer
+with its pending mark), the command prints the answer and acknowledges its attempt: the
+mark is confirmed and the answer counts as bob's decision. Answered through the API, it
+prints the answer and no mark ever exists. Without a token or a server it exits 2 and
+asks nothing; with no answer within --timeout it exits 3 printing the question's ID.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+
+from api.conftest import ApiWorld, make_api_world
+from api.questions_support import ANSWER, Asker, admit, schedule_in_home, ui_answer
+from e2e.conftest import environment, kalends_executable
+from kalends.bootstrap import build
+from kalends.cli.ask import EXIT_TIMEOUT, POLL_SECONDS
+from kalends.clock import FakeClock
+from kalends.missions.runtime.process import ProcessRuntime
+from kalends.questions import CAUSE_API, Question
+from kalends.storage.testing import nothing_written
+from kalends.storage.unit_of_work import Store
+from runtime.support import kill_families
+
+HOST = "127.0.0.1"
+ASK = ("ask", "Ship the release?", "--choice", "go=yes,later", "--text", "why:20")
+ASK_ALL = (*ASK, "--confirm", "ok", "--label", "ok=Checked the logs")
+# A question is read back every POLL_SECONDS: an answer shows within a few polls.
+ANSWERED_WITHIN = 6 * POLL_SECONDS + 10
+
+
+class World:
+    def __init__(self, api: ApiWorld, base: str, runtime: ProcessRuntime, asker: Asker) -> None:
+        self.api, self.base, self.runtime, self.asker = api, base, runtime, asker
+
+    def env(self, **extra: str) -> dict[str, str]:
+        passage = {"KALENDS_API_URL": self.base, "KALENDS_PASSAGE_TOKEN": self.asker.token}
+        return environment(**{**passage, **extra})
+
+    def open_questions(self) -> list[Question]:
+        return self.api.services.questions.open_for_passage(self.asker.passage_id)
+
+    def asked(self, process: subprocess.Popen[str]) -> Question:
+        """The question the running command asked, once it is there."""
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            found = self.open_questions()
+            if found:
+                [question] = found
+                return question
+            assert process.poll() is None, process.communicate()
+            time.sleep(0.05)
+        raise AssertionError("the command asked nothing")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+@pytest.fixture
+def world(store: Store, fake_clock: FakeClock, tmp_path: Path) -> Iterator[World]:
+    api = make_api_world(build(store), fake_clock, tmp_path)
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(api.client.app, host=HOST, port=port, log_level="warning", lifespan="off")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    root = tmp_path / "runtime"
+    runtime = ProcessRuntime(root, clock=fake_clock)
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started:
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.02)
+        asker = admit(runtime, api, "a", schedule_in_home(api))
+        yield World(api, f"http://{HOST}:{port}", runtime, asker)
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        kill_families(root)
+
+
+def start(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [kalends_executable(), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [kalends_executable(), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
+
+
+def test_an_interface_answer_is_printed_and_its_receipt_confirms_the_mark(
+    world: World,
+) -> None:
+    process = start(world.env(), *ASK_ALL, "--tag", "ship", "--json")
+    try:
+        asked = world.asked(process)
+        assert asked.to_json()["fields"] == [
+            {"id": "go", "kind": "choice", "label": "go", "options": ["yes", "later"]},
+            {"id": "why", "kind": "text", "label": "why", "maxLength": 20},
+            {"id": "ok", "kind": "confirm", "label": "Checked the logs"},
+        ]
+        assert (asked.prompt, asked.tag, asked.workspace_id) == (
+            "Ship the release?",
+            "ship",
+            world.api.home.id,
+        )
+        given = ui_answer(world.api, asked)
+        out, err = process.communicate(timeout=ANSWERED_WITHIN)
+    finally:
+        process.kill()
+
+    assert (process.returncode, err) == (0, "")
+    assert json.loads(out) == {
+        "questionId": str(asked.id),
+        "answer": ANSWER,
+        "answeredVia": "ui",
+        "attemptId": given.attempt_id,
+    }
+    bob = world.api.actors["bob"].id
+    [mark] = world.api.services.questions.marks(bob, asked.id)
+    assert (mark.attempt_id, mark.state) == (given.attempt_id, "confirmed")
+    decided = world.api.services.questions.decision(bob, asked.id)
+    assert (decided.decided_by, decided.human_gate) == ("human", "met")
+
+
+def test_an_api_answer_is_printed_and_no_mark_exists(world: World) -> None:
+    process = start(world.env(), *ASK_ALL)
+    try:
+        asked = world.asked(process)
+        bob = world.api.actors["bob"].id
+        world.api.services.questions.answer_from_api(bob, asked.id, ANSWER, 1)
+        out, err = process.communicate(timeout=ANSWERED_WITHIN)
+    finally:
+        process.kill()
+
+    assert (process.returncode, out, err) == (0, "go=yes\nwhy=tests pass\nok=true\n", "")
+    assert world.api.services.questions.marks(bob, asked.id) == []
+    decided = world.api.services.questions.decision(bob, asked.id)
+    assert (decided.decided_by, decided.cause) == (None, CAUSE_API)
+
+
+def test_no_wait_prints_the_question_and_returns(world: World) -> None:
+    done = run(world.env(), *ASK, "--no-wait")
+    [asked] = world.open_questions()
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"{asked.id}\n", "")
+
+    as_json = run(world.env(), *ASK, "--no-wait", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    printed: dict[str, Any] = json.loads(as_json.stdout)
+    second = world.api.services.questions.get(world.api.actors["bob"].id, printed["id"])
+    assert printed == {**second.to_json(), "attemptId": None}
+
+
+def test_no_answer_within_the_timeout_exits_3_with_the_question(world: World) -> None:
+    done = run(world.env(), *ASK, "--timeout", "0.5")
+    [asked] = world.open_questions()
+    assert (done.returncode, done.stdout) == (EXIT_TIMEOUT, f"{asked.id}\n")
+    assert done.stderr == f"note: no answer within 0.5 s; question {asked.id} stays open\n"
+
+    as_json = run(world.env(), *ASK, "--timeout", "0.5", "--json")
+    second = [q for q in world.open_questions() if q.id != asked.id]
+    assert as_json.returncode == EXIT_TIMEOUT
+    assert json.loads(as_json.stdout) == {
+        "questionId": str(second[0].id),
+        "state": "open",
+        "timedOut": True,
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "extra", "message"),
+    [
+        (ASK, {"KALENDS_PASSAGE_TOKEN": ""}, "no passage token: run `kalends ask` from inside"),
+        (ASK, {"KALENDS_API_URL": ""}, "no server: `kalends ask` needs the kalends server"),
+        (ASK, {"KALENDS_API_URL": "ftp://x"}, "KALENDS_API_URL: an http:// or https:// URL"),
+        (ASK, {"KALENDS_PASSAGE_TOKEN": "forged.token"}, "(401 invalid-passage-token)"),
+        (("ask", "Ship?"), {}, "no field: give at least one --choice, --text or --confirm"),
+        (("ask", "Ship?", "--choice", "Go=a"), {}, "fields[0].id: must be 1 to 32"),
+        (("ask", "Ship?", "--choice", "go"), {}, "--choice: expected FIELD=a,b,c"),
+        (("ask", "Ship?", "--choice", "go=a,a"), {}, "fields[0].options[1]: 'a' is listed"),
+        (("ask", "Ship?", "--text", "why:abc"), {}, "--text: MAXLEN must be a whole number"),
+        (("ask", "Ship?", "--text", "why:0"), {}, "fields[0].maxLength: must be 1 to 4096"),
+        (("ask", "Ship?", "--confirm", "ok", "--label", "no=x"), {}, "--label: no field 'no'"),
+        (("ask", "Ship?", "--confirm", "ok", "--tag", "No Tag"), {}, "tag: must be 1 to 64"),
+        (("ask", "", "--confirm", "ok"), {}, "prompt: is empty"),
+    ],
+)
+def test_bad_input_exits_2_and_asks_nothing(
+    world: World, args: tuple[str, ...], extra: dict[str, str], message: str
+) -> None:
+    with nothing_written(world.api.store):
+        done = run(world.env(**extra), *args)
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.startswith("error: ") and message in done.stderr, done.stderr
+
+
+def test_a_settled_passage_and_an_unreachable_server_exit_1(world: World) -> None:
+    with nothing_written(world.api.store):
+        away = run(world.env(KALENDS_API_URL=f"http://{HOST}:{free_port()}"), *ASK)
+    assert (away.returncode, away.stdout) == (1, "")
+    assert away.stderr.startswith("error: cannot reach the kalends server at http://")
+
+    world.runtime.interrupt(world.asker.session_id)  # never launched: settles at once
+    with nothing_written(world.api.store):
+        settled = run(world.env(), *ASK, "--json")
+    assert settled.returncode == 1
+    assert json.loads(settled.stdout)["error"]["code"] == "passage-settled"
