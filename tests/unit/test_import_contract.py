@@ -37,7 +37,7 @@ DOMAINS = (
 # someone is and what role they hold; the task store writes its reminders' intents
 # through the reminders, which know no task store; a mission's run privilege is an
 # account's grant; a passage's checklist is tasks in its workspace's list, and its
-# transcript a conversation of its workspace.
+# transcript a conversation of its workspace; its open questions hold its settlement.
 DOMAIN_DEPENDENCIES = {
     "kalends.identity": (),
     "kalends.tasks": ("kalends.identity", "kalends.reminders"),
@@ -47,6 +47,7 @@ DOMAIN_DEPENDENCIES = {
         "kalends.auth",
         "kalends.tasks",
         "kalends.conversations",
+        "kalends.questions",
     ),
     "kalends.auth": ("kalends.identity",),
     # A calendar feed shows the tasks and passages its owner may see; its secret is kept

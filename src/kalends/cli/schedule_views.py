@@ -272,6 +272,7 @@ LOG_TAIL_LINES = 10
 _PENDING_REASONS = {
     "admission-failing": "the runtime failed to start it; retrying",
     "not-observed": "the runtime cannot tell whether it started; retrying",
+    "question-open": "it asked a question nobody has answered yet; it settles once answered",
 }
 
 

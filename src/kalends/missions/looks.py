@@ -57,6 +57,12 @@ from kalends.missions.passages import (
     settle_outcome,
     start_of,
 )
+from kalends.missions.question_holds import (
+    QUESTION_OPEN,
+    open_questions,
+    told_answers,
+    withdraw_questions,
+)
 from kalends.missions.reservation_writes import (
     read_counts,
     read_items,
@@ -252,6 +258,14 @@ class Look:
         if interrupt_wanted(doc, pending) and not obs.settled and not obs.interrupted:
             self.runtime.interrupt(pending.session_id)
             result.interrupted += 1
+        if obs.settled and not interrupt_wanted(doc, pending):
+            asking = self.store.run(
+                lambda conn: open_questions(conn, pending.passage_id), write=False
+            )
+            if asking:
+                # An answer is still owed to the passage: its family is not settled.
+                self._mark(row, doc, pending, now, PassageStatus.SETTLING, QUESTION_OPEN)
+                return None
         if obs.settled:
             outcome, reason = settle_outcome(obs)
             summary = obs.report.summary if obs.report is not None else ""
@@ -266,13 +280,26 @@ class Look:
         return None
 
     def _start_of(self, row: SchedulerRow, doc: DocState, pending: Pending) -> PassageStart:
-        """What the pending passage starts with, its checklist's items read first."""
+        """What the pending passage starts with, its checklist's items and the answers
+        to the previous passage's questions read first."""
         items = (
             {}
             if pending.checklist_id is None
             else self.store.run(lambda conn: read_items(conn, [pending]), write=False)
         )
-        return start_of(doc, pending, row.workspace_path, checklist=items.get(pending.passage_id))
+        previous = doc.body.results[-1].passage_id if doc.body.results else None
+        answers = (
+            None
+            if previous is None
+            else self.store.run(lambda conn: told_answers(conn, previous), write=False)
+        )
+        return start_of(
+            doc,
+            pending,
+            row.workspace_path,
+            checklist=items.get(pending.passage_id),
+            answers=answers,
+        )
 
     def _reserve(self, row: SchedulerRow, doc: DocState, slot: datetime, now: datetime) -> bool:
         """Write-ahead: the pending record, in one compare-and-swap."""
@@ -335,6 +362,7 @@ class Look:
         passage_id = pending.passage_id
 
         def transcript(conn: Connection) -> None:
+            withdraw_questions(conn, now, passage_id)
             settle_transcript(conn, now, passage_id, outcome, reason, summary)
 
         if not self._cas(row, doc, body, now, complete=waiting, also=transcript):

@@ -132,10 +132,12 @@ def start_of(
     workspace: str,
     *,
     checklist: list[dict[str, Any]] | None = None,
+    answers: list[dict[str, Any]] | None = None,
 ) -> PassageStart:
     """What the runtime starts the pending passage with, in ``workspace``; ``checklist``:
     its checklist's items as the input lists them (ref and revision for
-    ``kalends task done REF --expect REV``)."""
+    ``kalends task done REF --expect REV``); ``answers``: the answers to the previous
+    passage's questions (:func:`~kalends.missions.question_holds.told_answers`)."""
     profile = pending.profile
     config = doc.config
     return PassageStart(
@@ -164,6 +166,7 @@ def start_of(
             "proof": pending.proof,
             "checklistId": pending.checklist_id,
             "checklist": checklist,
+            "answers": answers,
         },
     )
 

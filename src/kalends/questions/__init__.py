@@ -26,12 +26,15 @@ from kalends.questions.records import (
     MAX_LIST,
     MAX_LIVE_TOKENS,
     MAX_OPEN_PER_PASSAGE,
+    MAX_TOLD,
     AnswerTokenRefused,
+    answered_for_passage,
     ask,
     confirm_handover,
     coordinator_decision,
     handover_failed,
     open_for_passage,
+    read_marks,
     withdraw_open,
 )
 from kalends.questions.service import Questions
@@ -64,6 +67,8 @@ from kalends.questions.values import (
 )
 
 __all__ = [
+    "answered_for_passage",
+    "read_marks",
     "ANSWER_TOKEN_PREFIX",
     "ANSWER_TOKEN_TTL",
     "CAUSE_API",
@@ -78,6 +83,7 @@ __all__ = [
     "MAX_LABEL_CHARS",
     "MAX_LIST",
     "MAX_LIVE_TOKENS",
+    "MAX_TOLD",
     "MAX_OPEN_PER_PASSAGE",
     "MAX_OPTIONS",
     "MAX_OPTION_CHARS",

@@ -58,7 +58,9 @@ __all__ = [
     "MAX_LIST",
     "MAX_LIVE_TOKENS",
     "MAX_OPEN_PER_PASSAGE",
+    "MAX_TOLD",
     "AnswerTokenRefused",
+    "answered_for_passage",
     "ask",
     "check_answerable",
     "check_question_id",
@@ -78,6 +80,9 @@ __all__ = [
 
 # kalends decision: a passage has at most 8 open questions at a time.
 MAX_OPEN_PER_PASSAGE = 8
+# kalends decision: the next passage is told the answers of at most 32 of the previous
+# passage's questions (the newest), which keeps its input bounded.
+MAX_TOLD = 32
 # kalends decision: an answer token lives 10 minutes, the span of one answering gesture
 # (seed 002: the token "expires with that input task").
 ANSWER_TOKEN_TTL = timedelta(minutes=10)
@@ -193,6 +198,18 @@ def open_for_passage(conn: Connection, passage_id: str) -> list[Question]:
         .order_by(_Q.asked_at, _Q.id)
     ).all()
     return [Question.from_row(row) for row in rows]
+
+
+def answered_for_passage(conn: Connection, passage_id: str) -> list[Question]:
+    """The passage's answered questions, oldest first, at most the newest
+    :data:`MAX_TOLD`: what the schedule's next passage is told."""
+    rows = conn.execute(
+        select(questions)
+        .where(_Q.passage_id == passage_id, _Q.state == QuestionState.ANSWERED.value)
+        .order_by(_Q.asked_at.desc(), _Q.id.desc())
+        .limit(MAX_TOLD)
+    ).all()
+    return [Question.from_row(row) for row in reversed(rows)]
 
 
 def list_open(conn: Connection, workspace_id: UUID) -> list[Question]:
