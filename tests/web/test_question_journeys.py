@@ -9,12 +9,20 @@ with a pending mark, which becomes a person's decision once the passage confirms
 ``requestSubmit()`` answer with no token and no mark; a dispatched Enter sends nothing.
 (3) Keyboard only: Tab to a field, Enter submits with a trusted key press: a pending mark.
 (4) With script off the form answers, with no mark. axe in both color schemes,
-screenshots at 1280 and 390 px."""
+screenshots at 1280 and 390 px.
+
+The whole way once more with a real passage: a schedule's command runs ``kalends ask``
+and waits; a real click answers it; the passage acknowledges the answer, which confirms
+the mark (the page then says a person decided), and reports the answer it was given."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -253,3 +261,104 @@ def test_answers_by_click_script_keyboard_and_without_script(
     page.goto(f"{server.base_url}/")
     expect(page.get_by_role("heading", name="Questions waiting for you (0)")).to_be_visible()
     expect(page.locator(".nav-questions")).to_have_count(0)
+
+
+# A passage that asks a question with `kalends ask` (its first argument: the kalends
+# executable), waits for the answer and reports it.
+ASKING_PASSAGE = """\
+set -e
+answer=$("$1" ask "Deploy the mirror now?" --choice go=yes,later --confirm ok \\
+  --label "ok=I checked the disk")
+"$1" report completed --summary "answered: $(echo "$answer" | tr '\\n' ' ')"
+"""
+
+
+def schedule_doc(server: Server, mission: str) -> dict[str, Any]:
+    shown = server.cli_here("schedule", "show", mission, "--json", actor=server.owner)
+    assert shown.exit_code == 0, (shown.stdout, shown.stderr)
+    doc: dict[str, Any] = json.loads(shown.stdout)
+    return doc
+
+
+def wait_until(what: str, check: Callable[[], Any], within: float = 30.0) -> Any:
+    deadline = time.monotonic() + within
+    while True:
+        found = check()
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"{what} did not happen within {within} s"
+        time.sleep(0.25)
+
+
+def test_a_passage_asks_and_a_click_becomes_its_confirmed_human_decision(
+    owner_page: Page, server: Server, home: dict[str, Any]
+) -> None:
+    page = owner_page
+    workspace = server.directory / "workspaces" / "home"
+    (workspace / "ask.sh").write_text(ASKING_PASSAGE)
+    kalends = str(Path(sys.executable).with_name("kalends"))
+    made = server.cli_here(
+        "schedule",
+        "create",
+        "home",
+        "--title",
+        "Mirror deploy",
+        "--command",
+        f"sh ask.sh {kalends}",
+        "--daily",
+        "02:30",
+        "--zone",
+        "America/New_York",
+        "--json",
+        actor=server.owner,
+    )
+    assert made.exit_code == 0, (made.stdout, made.stderr)
+    mission = json.loads(made.stdout)["missionId"]
+    for action in ("play", "run-now"):
+        done = server.cli_here("schedule", action, mission, actor=server.owner)
+        assert done.exit_code == 0, (action, done.stdout, done.stderr)
+    server.wake()
+
+    def asked() -> Question | None:
+        with questions_of(server) as service:
+            found = service.list_open(server.owner, UUID(home["id"]))
+        return next((q for q in found if q.prompt == "Deploy the mirror now?"), None)
+
+    question: Question = wait_until("the passage's question", asked)
+    assert question.schedule_id == UUID(mission)
+    page.goto(f"{server.base_url}/questions/{question.id}")
+    expect(page.get_by_role("link", name="Mirror deploy")).to_have_attribute(
+        "href", f"/w/{home['id']}/schedules/{mission}"
+    )
+    passage_link = page.get_by_role("link", name=question.passage_id)
+    expect(passage_link).to_have_attribute(
+        "href", f"/w/{home['id']}/schedules/{mission}/passages/{question.passage_id}"
+    )
+    page.get_by_role("radio", name="later").check()
+    page.get_by_role("checkbox", name="I checked the disk").check()
+    page.get_by_role("button", name=SEND).click()
+    expect(page.get_by_role("status").filter(has_text="Answer recorded.")).to_be_visible()
+
+    # The passage reads the answer and acknowledges it: the mark is confirmed.
+    def confirmed() -> bool:
+        _, marks = state_of(server, question)
+        return [state for state, _ in marks] == [MarkState.CONFIRMED]
+
+    wait_until("the passage's acknowledgement", confirmed)
+    page.reload()
+    expect(page.locator("#decision")).to_have_text(
+        "✓ Decided by a person in the kalends interface (confirmed)"
+    )
+    expect(page.locator("#mark")).to_contain_text("Hand-over to the passage: confirmed")
+
+    # The passage went on with the answer and reported it.
+    def reported() -> str | None:
+        doc = schedule_doc(server, mission)
+        latest = doc.get("latestResult") or {}
+        return str(latest.get("summary")) if doc["pending"] is None and latest else None
+
+    summary = wait_until("the passage's report", reported)
+    assert summary == "answered: go=later ok=true ", summary
+    page.get_by_role("link", name=question.passage_id).click()
+    expect(page.get_by_role("heading", name="Questions waiting for an answer (0)")).to_be_visible()
+    check_axe_both(page, "passage with its question answered")
