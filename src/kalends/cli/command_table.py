@@ -50,6 +50,7 @@ COMMANDS: dict[str, Command] = {
     "token": Command("tokens", "token_app", group=True),
     "feed": Command("feeds", "feed_app", group=True),
     "conversation": Command("conversations", "conversation_app", group=True),
+    "question": Command("questions", "question_app", group=True),
     "login-link": Command("tokens", "login_link_command", group=False),
     "password": Command("tokens", "password_command", group=False),
     "login": Command("login", "login_command", group=False),
