@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import sys
+import textwrap
 import threading
 import time
 from collections.abc import Iterator
@@ -236,3 +238,36 @@ def test_a_settled_passage_and_an_unreachable_server_exit_1(world: World) -> Non
         settled = run(world.env(), *ASK, "--json")
     assert settled.returncode == 1
     assert json.loads(settled.stdout)["error"]["code"] == "passage-settled"
+
+
+def test_ask_loads_neither_httpx_nor_the_database_nor_missions(world: World) -> None:
+    """It runs inside passages, often from scripts: the standard library's HTTP only."""
+    code = textwrap.dedent(
+        """\
+        import sys
+        from kalends.cli.entry import main
+        sys.argv = ["kalends", "ask", "Light?", "--confirm", "ok", "--no-wait"]
+        try:
+            main()
+        except SystemExit as exc:
+            assert not exc.code, exc.code
+        heavy = ("httpx", "sqlalchemy", "kalends.missions", "kalends.storage",
+                 "kalends.questions", "rich", "fastapi")
+        print(sorted(m for m in sys.modules if m.split(".")[0] in heavy or
+                     m.startswith(heavy)))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        env=world.env(),
+    )
+    [asked] = world.open_questions()
+    assert (done.returncode, done.stdout.splitlines(), done.stderr) == (
+        0,
+        [str(asked.id), "[]"],
+        "",
+    )

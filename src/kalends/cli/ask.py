@@ -208,29 +208,46 @@ def ask_command(
     prompt: Annotated[str, typer.Argument(help="What to ask.", show_default=False)],
     choice: Annotated[
         list[str] | None,
-        typer.Option("--choice", help="A choice: FIELD=a,b,c (repeatable).", show_default=False),
+        typer.Option(
+            "--choice",
+            metavar="FIELD=a,b,c",
+            help="A choice among options (repeatable).",
+            show_default=False,
+        ),
     ] = None,
     text: Annotated[
         list[str] | None,
         typer.Option(
             "--text",
-            help=f"A text: FIELD or FIELD:MAXLEN (default {DEFAULT_TEXT_LENGTH}; repeatable).",
+            metavar="FIELD[:MAXLEN]",
+            help=f"A text of at most MAXLEN characters (default {DEFAULT_TEXT_LENGTH}; "
+            "repeatable).",
             show_default=False,
         ),
     ] = None,
     confirm: Annotated[
         list[str] | None,
-        typer.Option("--confirm", help="A yes/no box: FIELD (repeatable).", show_default=False),
+        typer.Option(
+            "--confirm", metavar="FIELD", help="A yes/no box (repeatable).", show_default=False
+        ),
     ] = None,
     label: Annotated[
         list[str] | None,
         typer.Option(
-            "--label", help="A field's label: FIELD=LABEL (else its ID).", show_default=False
+            "--label",
+            metavar="FIELD=LABEL",
+            help="A field's label (else its ID; repeatable).",
+            show_default=False,
         ),
     ] = None,
     tag: Annotated[
         str | None,
-        typer.Option("--tag", help="The decision it settles (a-z, 0-9 and -).", show_default=False),
+        typer.Option(
+            "--tag",
+            metavar="TAG",
+            help="The decision it settles (a-z, 0-9 and -).",
+            show_default=False,
+        ),
     ] = None,
     no_wait: Annotated[
         bool, typer.Option("--no-wait", help="Print the question's ID and return at once.")
@@ -239,6 +256,7 @@ def ask_command(
         float | None,
         typer.Option(
             "--timeout",
+            metavar="SECONDS",
             min=0.1,
             help="Wait at most this many seconds (else until answered).",
             show_default=False,
