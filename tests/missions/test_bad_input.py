@@ -53,7 +53,10 @@ BAD_CONFIGS: list[tuple[dict[str, Any], str]] = [
         {"condition": {"kind": "files", "paths": [f"f{i}" for i in range(65)]}},
         "condition.paths",
     ),
-    ({"condition": {"kind": "conversation", "conversationIds": ["c1"]}}, "condition.kind"),
+    (
+        {"condition": {"kind": "conversation", "conversationIds": ["c1"]}},
+        "condition.conversationIds[0]",
+    ),
 ]
 
 
@@ -86,7 +89,7 @@ def test_the_bounds_themselves_are_accepted(mw: MissionWorld) -> None:
     assert len(last["condition"]["paths"]) == 64
 
 
-def test_a_conversation_condition_is_refused_until_conversations_exist(
+def test_a_conversation_condition_naming_no_conversation_is_refused_on_its_entry(
     mw: MissionWorld,
 ) -> None:
     receipt = mw.schedules.create(
@@ -103,8 +106,10 @@ def test_a_conversation_condition_is_refused_until_conversations_exist(
             request_id="edit-conv-0001",
             expected_revision=revision,
         )
-    assert caught.value.field == "condition.kind"
-    assert "not available yet" in caught.value.message
+    assert caught.value.field == "condition.conversationIds[0]"
+    assert (
+        caught.value.message == "condition.conversationIds[0]: no conversation c1 in this workspace"
+    )
 
 
 def test_unknown_zone_keeps_its_code(mw: MissionWorld) -> None:

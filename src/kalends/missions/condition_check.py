@@ -5,7 +5,8 @@ alone; what it names needs the workspace: its schedules and its directory. A con
 that names a schedule of another workspace, a deleted one, itself, a recurring one where
 only a one-shot can complete, or a path outside the workspace could never be read, so it
 is refused when it is given (a clear error on the field, nothing written) rather than
-stored to block every later slot. A ``schedule-succeeded`` chain that would come back to
+stored to block every later slot. So is a conversation of another workspace, or of one of
+the schedule's own passages. A ``schedule-succeeded`` chain that would come back to
 its own schedule is refused too; edits made in another order can still close one, so
 Play checks the chain again (:func:`cycle_of`).
 
@@ -29,6 +30,7 @@ from kalends.missions.config_condition import Condition
 from kalends.missions.config_fields import fail
 from kalends.missions.document import Phase
 from kalends.missions.sources import BlockReason, Budget, SourceBlocked, read_branch
+from kalends.missions.sources.conversations import check_followed
 from kalends.storage.mission_tables import schedules, workspaces
 
 __all__ = ["check_condition", "cycle_of"]
@@ -66,6 +68,10 @@ def check_condition(
         if isinstance(found, SourceBlocked):
             missing = found.reason is BlockReason.SOURCE_MISSING and "branch" in found.detail
             raise fail("condition.branch" if missing else "condition.path", found.detail)
+    elif condition.kind == "conversation":
+        check_followed(
+            conn, spec["conversationIds"], workspace_id=workspace_id, schedule_id=schedule_id
+        )
     elif condition.kind == "files":
         root = _workspace_root(conn, workspace_id)
         for i, path in enumerate(spec["paths"]):

@@ -35,16 +35,10 @@ def parse_condition(data: object, *, given: bool = True) -> Condition | None:
     """The ``condition`` field: ``None`` for none, else one of :data:`CONDITION_KINDS`.
 
     ``given``: a caller gives it now (create, or an edit of the condition), not storage.
-    A caller may not give a ``conversation`` condition yet: kalends has no conversations to
-    read, and a condition accepted but never read would gate nothing. A document stored
-    with one still loads."""
+    Every kind is parsed alike either way; what a given condition names is checked
+    against its workspace by :func:`~kalends.missions.condition_check.check_condition`."""
     if data is None:
         return None
-    if given and isinstance(data, Mapping) and data.get("kind") == "conversation":
-        raise fail(
-            "condition.kind",
-            "conversation conditions are not available yet (they arrive with conversations)",
-        )
     if not isinstance(data, Mapping) or data.get("kind") not in CONDITION_KINDS:
         kind = data.get("kind") if isinstance(data, Mapping) else None
         raise fail(

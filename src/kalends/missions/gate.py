@@ -166,6 +166,10 @@ def _said(reading: Observed) -> str:
             if change.get(k)
         ]
         return "files changed: " + (", ".join(parts) or "the set's digest")
+    if reading.kind == "conversation":
+        count = int(change.get("messages") or 0)
+        where = len(change.get("conversations") or [])
+        return f"{count} new message(s) in {where} followed conversation(s)"
     if reading.kind == "schedule-succeeded":
         return f"the followed schedule succeeded (success count {reading.checkpoint})"
     return "the followed one-time schedule completed"

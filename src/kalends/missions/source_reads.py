@@ -8,8 +8,11 @@ Two families (seed 002, the five source conditions):
   written): the two reads must agree, or the read is incomplete. The proof is computed
   under that budget too (the commits between the baseline and the observed commit, the
   listed files that changed).
-- **Record sources** (``schedule-succeeded``, ``mission-completed``): :func:`read_records`
-  reads the followed schedules' documents in the caller's transaction. A success count
+- **Record sources** (``schedule-succeeded``, ``mission-completed``, ``conversation``):
+  :func:`read_records` reads them in the caller's transaction: the followed schedules'
+  documents, or the followed conversations
+  (:mod:`kalends.missions.sources.conversations`: stable new messages after each
+  conversation's cursor). A success count
   outlives the 30-result window, so it is the proof; a followed schedule that is gone,
   in another workspace or unreadable blocks with ``source-missing``; a count below the
   checkpoint (no retained proof of the success it consumed) with
@@ -49,6 +52,8 @@ from kalends.missions.sources import (
     files_change,
     observe,
 )
+from kalends.missions.sources.conversations import KIND as CONVERSATION
+from kalends.missions.sources.conversations import read_followed
 from kalends.missions.sources.outcomes import instant_text
 from kalends.storage.mission_tables import schedules, workspaces
 
@@ -141,8 +146,9 @@ class RecordSource:
 
 
 def read_records(conn: Connection, items: list[RecordSource], at: datetime) -> dict[UUID, Reading]:
-    """The readings of ``items`` (``schedule-succeeded`` and ``mission-completed``), by
-    schedule, read in the caller's transaction: one query for every followed schedule."""
+    """The readings of ``items`` (``schedule-succeeded``, ``mission-completed`` and
+    ``conversation``), by schedule, read in the caller's transaction: one query for every
+    followed schedule, the followed conversations one by one."""
     targets: dict[UUID, Any] = {}
     wanted = set()
     for item in items:
@@ -157,7 +163,12 @@ def read_records(conn: Connection, items: list[RecordSource], at: datetime) -> d
         targets = {row.id: row for row in found}
     out: dict[UUID, Reading] = {}
     for item in items:
-        out[item.schedule_id] = _record_reading(conn, item, targets, at)
+        if item.condition.kind == CONVERSATION:
+            out[item.schedule_id] = read_followed(
+                conn, item.condition, item.workspace_id, item.baseline, at
+            )
+        else:
+            out[item.schedule_id] = _record_reading(conn, item, targets, at)
     return out
 
 
@@ -232,9 +243,10 @@ def play_baseline(
 ) -> Checkpoint | None:
     """The baseline a first Play (or a source added to a played schedule) takes: a
     workspace source's is ``read_before``, read before the control's transaction (so no
-    file or git read holds the database's write lock), a record source's is read from the
-    followed schedule in it. ``None`` when the source could not be read: the first slot
-    then takes the baseline (and launches nothing)."""
+    file or git read holds the database's write lock), a record source's is read in it
+    (the followed schedule, or each followed conversation's position now). ``None`` when
+    the source could not be read: the first slot then takes the baseline (and launches
+    nothing)."""
     if is_workspace_source(condition):
         return read_before
     else:
