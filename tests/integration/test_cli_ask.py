@@ -32,7 +32,8 @@ from e2e.conftest import environment, kalends_executable
 from kalends.bootstrap import build
 from kalends.cli.ask import EXIT_TIMEOUT, POLL_SECONDS
 from kalends.clock import FakeClock
-from kalends.missions.runtime.process import ProcessRuntime
+from kalends.missions.runtime import PassageStart
+from kalends.missions.runtime.process import ENV_API_URL, ProcessRuntime
 from kalends.questions import CAUSE_API, Question
 from kalends.storage.testing import nothing_written
 from kalends.storage.unit_of_work import Store
@@ -46,8 +47,11 @@ ANSWERED_WITHIN = 6 * POLL_SECONDS + 10
 
 
 class World:
-    def __init__(self, api: ApiWorld, base: str, runtime: ProcessRuntime, asker: Asker) -> None:
+    def __init__(
+        self, api: ApiWorld, base: str, runtime: ProcessRuntime, asker: Asker, schedule: str
+    ) -> None:
         self.api, self.base, self.runtime, self.asker = api, base, runtime, asker
+        self.schedule = schedule
 
     def env(self, **extra: str) -> dict[str, str]:
         passage = {"KALENDS_API_URL": self.base, "KALENDS_PASSAGE_TOKEN": self.asker.token}
@@ -92,8 +96,9 @@ def world(store: Store, fake_clock: FakeClock, tmp_path: Path) -> Iterator[World
         while not server.started:
             assert time.monotonic() < deadline, "the server did not start"
             time.sleep(0.02)
-        asker = admit(runtime, api, "a", schedule_in_home(api))
-        yield World(api, f"http://{HOST}:{port}", runtime, asker)
+        schedule = schedule_in_home(api)
+        asker = admit(runtime, api, "a", schedule)
+        yield World(api, f"http://{HOST}:{port}", runtime, asker, schedule)
     finally:
         server.should_exit = True
         thread.join(10)
@@ -271,3 +276,54 @@ def test_ask_loads_neither_httpx_nor_the_database_nor_missions(world: World) -> 
         [str(asked.id), "[]"],
         "",
     )
+
+
+def test_a_launched_passage_asks_receives_the_interface_answer_and_confirms_it(
+    world: World,
+) -> None:
+    """The runtime launches the passage (its own process, its own clean environment with
+    its token and its server's address); it asks, waits, prints the answer to its log,
+    acknowledges it and exits 0."""
+    runtime = ProcessRuntime(
+        world.runtime.root, clock=world.api.clock, extra_env={ENV_API_URL: world.base}
+    )
+    start = PassageStart(
+        passage_id="psg_live",
+        session_id="ses_live",
+        message_id="msg_live",
+        schedule_id=world.schedule,
+        workspace=world.api.home.path,
+        command=(kalends_executable(), "ask", "Ship it?", "--choice", "go=yes,later", "--json"),
+    )
+    runtime.admit(start)
+    runtime.start(start)
+    deadline = time.monotonic() + 30
+    while not (asked := world.api.services.questions.open_for_passage("psg_live")):
+        observed = runtime.observe("ses_live")
+        assert not observed.settled, observed
+        assert time.monotonic() < deadline, "the passage asked nothing"
+        time.sleep(0.05)
+    [question] = asked
+    assert (str(question.schedule_id), question.workspace_id) == (
+        world.schedule,
+        world.api.home.id,
+    )
+
+    given = ui_answer(world.api, question, {"go": "later"})
+
+    deadline = time.monotonic() + ANSWERED_WITHIN
+    while not (observed := runtime.observe("ses_live")).settled:
+        assert time.monotonic() < deadline, "the passage did not end"
+        time.sleep(0.1)
+    assert (observed.exit_status, observed.error) == (0, None), observed
+    printed = json.loads(observed.log_tail)
+    assert printed == {
+        "questionId": str(question.id),
+        "answer": {"go": "later"},
+        "answeredVia": "ui",
+        "attemptId": given.attempt_id,
+    }
+    bob = world.api.actors["bob"].id
+    [mark] = world.api.services.questions.marks(bob, question.id)
+    assert (mark.attempt_id, mark.state) == (given.attempt_id, "confirmed")
+    assert world.api.services.questions.decision(bob, question.id).decided_by == "human"
