@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection
 
 from kalends.questions import (
     answered_for_passage,
-    decision,
+    decision_of,
     open_for_passage,
     read_marks,
     withdraw_open,
@@ -61,7 +61,7 @@ def told_answers(conn: Connection, passage_id: str) -> list[dict[str, Any]]:
                 "answeredAt": None
                 if answered_at is None
                 else answered_at.isoformat().replace("+00:00", "Z"),
-                "decision": decision(question, read_marks(conn, question.id)).to_json(),
+                "decision": decision_of(question, read_marks(conn, question.id)).to_json(),
             }
         )
     return told

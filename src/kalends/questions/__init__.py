@@ -20,6 +20,7 @@ from kalends.questions.decision import (
     Decision,
     decision,
 )
+from kalends.questions.decision import decision as decision_of
 from kalends.questions.records import (
     ANSWER_TOKEN_PREFIX,
     ANSWER_TOKEN_TTL,
@@ -67,6 +68,7 @@ from kalends.questions.values import (
 )
 
 __all__ = [
+    "decision_of",
     "answered_for_passage",
     "read_marks",
     "ANSWER_TOKEN_PREFIX",
