@@ -294,3 +294,56 @@ def test_a_schedule_cannot_follow_its_own_passage_but_another_schedule_may(
     assert receipt.status == "created" and receipt.mission_id is not None
     condition: Mapping[str, Any] = mw.schedules.detail(mw.bob.id, receipt.mission_id)["condition"]
     assert condition == {"kind": "conversation", "conversationIds": [str(own.id)]}
+
+
+def _follow(mw: MissionWorld, sid: UUID, request_id: str, *ids: UUID) -> None:
+    outcome = mw.schedules.configure(
+        mw.bob.id, sid, {"condition": _following(*ids)}, request_id=request_id,
+        expected_revision=revision(mw, sid),
+    )  # fmt: skip
+    assert outcome.status == "applied"
+
+
+def test_a_conversation_followed_again_keeps_its_cursor_and_fails_closed_when_rewritten(
+    mw: MissionWorld,
+) -> None:
+    first = _thread(mw, "First", "one")
+    second = _thread(mw, "Second", "one")
+    sid, scheduler, runtime = _world(mw, first.id, second.id)
+    f, s = str(first.id), str(second.id)
+    assert _checkpoint(stored_body(mw.store, sid), [first.id, second.id]) == _positions(
+        **{f: 1, s: 1}
+    )
+
+    # A message arrives, then the second conversation is removed from the condition: the
+    # first keeps its cursor (not its position now), so the message still launches.
+    news = mw.services.conversations.post(mw.bob.id, first.id, "two")
+    _follow(mw, sid, "edit-follow-0001", first.id)
+    body = stored_body(mw.store, sid)
+    assert _checkpoint(body, [first.id]) == _positions(**{f: 1})
+    assert _checkpoint(body, [first.id, second.id]) == _positions(**{f: 1, s: 1})  # retained
+    _slot, body = decide_next(mw, scheduler, sid)
+    change = _proof(body)["change"]
+    assert [c["conversationId"] for c in change["conversations"]] == [f]
+    assert change["conversations"][0]["messages"] == [_named(news)]
+    admitted(mw, scheduler, sid)
+    settle(mw, scheduler, runtime, sid, "completed")
+
+    # The second conversation's message at its cursor is rewritten while not followed;
+    # followed again alone, it fails closed instead of starting over from now.
+    (anchor,) = mw.services.conversations.messages(mw.bob.id, second.id)
+    mw.services.conversations.edit(mw.bob.id, anchor.id, "one, rewritten", anchor.revision)
+    _follow(mw, sid, "edit-follow-0002", second.id)
+    assert (
+        stored_body(mw.store, sid).checkpoint(
+            "conversation:" + json.dumps([s], separators=(",", ":"))
+        )
+        is None
+    )  # (no baseline could be taken)
+    slot = next_due(mw, sid)
+    mw.clock.set(slot + timedelta(seconds=1))
+    body = _reread(mw, scheduler, sid, "source-proof-missing")
+    assert body.gates[-1].detail == (
+        f"conversation {s} had the message its checkpoint stands on rewritten (anchor-rewritten)"
+    )
+    assert body.pending is None and len(runtime.sessions()) == 1

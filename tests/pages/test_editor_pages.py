@@ -194,6 +194,16 @@ def test_a_stale_preview_sequence_is_echoed_for_the_page_to_drop(pages: Pages) -
         ({"frequency": "cron", "cron_expression": "61 * * * *"}, "cron_expression", "61"),
         ({"frequency": "every", "every_amount": "10"}, "every_amount", "between 15"),
         ({"frequency": "daily", "daily_time": "09:00", "zone": "Mars/Olympus"}, "zone", "Mars"),
+        (
+            {
+                "frequency": "daily",
+                "daily_time": "09:00",
+                "condition_kind": "conversation",
+                "cond_conversations": "c-none",
+            },
+            "cond_conversations",
+            "No conversation c-none in this workspace",
+        ),
     ],
 )
 def test_errors_are_kept_beside_their_fields(
@@ -217,6 +227,22 @@ def test_errors_are_kept_beside_their_fields(
     assert "policy." not in message.group(1) and ": " not in message.group(1)[:12]
     assert 'value="Kept &lt;title&gt;"' in html  # values kept
     assert hidden(html)["request_id"] == hidden(page)["request_id"]
+
+
+def test_a_conversation_condition_is_created_through_the_form(pages: Pages) -> None:
+    talks = pages.world.services.conversations
+    first = talks.create(pages.world.actors["bob"].id, pages.world.home.id, "Plans")
+    second = talks.create(pages.world.actors["bob"].id, pages.world.home.id, "Questions")
+    client, page = open_new(pages)
+    assert 'type="radio" name="condition_kind" value="conversation"' in page
+    reply = post_new(
+        client, pages, page, frequency="daily", daily_time="09:00",
+        condition_kind="conversation", cond_conversations=f"{first.id}\n{second.id}\n",
+    )  # fmt: skip
+    doc = stored(pages, mission_of(reply, pages))
+    assert doc["condition"] == {
+        "kind": "conversation", "conversationIds": [str(first.id), str(second.id)]
+    }  # fmt: skip
 
 
 def test_a_title_with_script_is_text_in_the_form_and_the_preview(pages: Pages) -> None:

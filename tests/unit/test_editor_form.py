@@ -86,6 +86,17 @@ def test_every_frequency_survives_the_round_trip(policy: dict[str, Any]) -> None
             {"kind": "mission-completed", "missionId": "0190d2f5-5e9a-7c31-9e6e-2f1c3b5a7d12"},
             "resume",
         ),
+        (
+            None,
+            {
+                "kind": "conversation",
+                "conversationIds": [
+                    "0190d2f5-5e9a-7c31-9e6e-2f1c3b5a7d13",
+                    "0190d2f5-5e9a-7c31-9e6e-2f1c3b5a7d14",
+                ],
+            },
+            "resume",
+        ),
     ],
 )
 def test_bounds_conditions_and_restart_survive_the_round_trip(
@@ -162,6 +173,21 @@ def test_an_edit_keeps_the_environment_it_cannot_show_until_replaced() -> None:
     assert to_config(fields)[0]["profile"]["env"] == {}
 
 
+def test_the_posted_conversation_ids_are_read_one_per_line() -> None:
+    fields = {
+        **blank(),
+        "frequency": "daily",
+        "daily_time": "09:00",
+        "condition_kind": "conversation",
+        "cond_conversations": " c-one \n\n c-two\n",
+    }
+    made, errors = to_config(fields)
+    assert errors == []
+    assert made["condition"] == {"kind": "conversation", "conversationIds": ["c-one", "c-two"]}
+    assert from_config(made)["cond_conversations"] == "c-one\nc-two"
+    assert from_config(made)["condition_json"] == ""  # shown in its fields, not kept as JSON
+
+
 def test_mistakes_the_form_finds_land_on_their_fields() -> None:
     fields = {
         **blank(),
@@ -187,6 +213,7 @@ def test_mistakes_the_form_finds_land_on_their_fields() -> None:
         ("policy.times[1]", "times", "times_list"),
         ("end.until", "daily", "end_until_local"),
         ("condition.paths[0]", "daily", "cond_paths"),
+        ("condition.conversationIds[3]", "daily", "cond_conversations"),
         ("profile.command[0]", "daily", "command"),
         ("profile.env.LD_PRELOAD", "daily", "env"),
         ("title", "daily", "title"),

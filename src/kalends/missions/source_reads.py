@@ -53,7 +53,7 @@ from kalends.missions.sources import (
     observe,
 )
 from kalends.missions.sources.conversations import KIND as CONVERSATION
-from kalends.missions.sources.conversations import read_followed
+from kalends.missions.sources.conversations import read_followed, retained_cursors
 from kalends.missions.sources.outcomes import instant_text
 from kalends.storage.mission_tables import schedules, workspaces
 
@@ -164,8 +164,11 @@ def read_records(conn: Connection, items: list[RecordSource], at: datetime) -> d
     out: dict[UUID, Reading] = {}
     for item in items:
         if item.condition.kind == CONVERSATION:
+            retained = (
+                None if item.baseline is not None else retained_cursors(conn, item.schedule_id)
+            )
             out[item.schedule_id] = read_followed(
-                conn, item.condition, item.workspace_id, item.baseline, at
+                conn, item.condition, item.workspace_id, item.baseline, at, retained=retained
             )
         else:
             out[item.schedule_id] = _record_reading(conn, item, targets, at)

@@ -7,8 +7,8 @@ need no service (a number that is not one, an environment line without ``=``), a
 :func:`from_config` lays out a configuration, or a schedule's detail, as that form.
 
 A rule or condition the form cannot show exactly (a DST gap policy, a day interval,
-calendars in several zones, the on-change policy, a conversation condition) is kept as
-its JSON: shown read-only, sent back unchanged, never lost. :func:`form_field` names the
+calendars in several zones, the on-change policy) is kept as its JSON: shown read-only,
+sent back unchanged, never lost. :func:`form_field` names the
 form field a service's error belongs to.
 """
 
@@ -55,6 +55,7 @@ CONDITIONS: tuple[tuple[str, str], ...] = (
     ("files", "Changed files"),
     ("schedule-succeeded", "Another schedule succeeded"),
     ("mission-completed", "A one-time schedule completed"),
+    ("conversation", "New messages in followed conversations"),
 )
 WEEKDAYS: tuple[tuple[int, str], ...] = (
     (1, "Monday"),
@@ -123,6 +124,7 @@ def blank(zone: str = "UTC") -> dict[str, Any]:
         "cond_path": ".",
         "cond_paths": "",
         "cond_mission": "",
+        "cond_conversations": "",
         "condition_json": "",
         "condition_replace": False,
         "restart": "resume",
@@ -326,6 +328,8 @@ def _condition(b: _Build) -> dict[str, Any] | bool | None:
             return {"kind": kind, "paths": _lines(b.text("cond_paths"))}
         case "schedule-succeeded" | "mission-completed":
             return {"kind": kind, "missionId": b.text("cond_mission").strip()}
+        case "conversation":
+            return {"kind": kind, "conversationIds": _lines(b.text("cond_conversations"))}
     b.errors.append(FieldError("condition_kind", "Condition: choose one"))
     return None
 
@@ -451,6 +455,7 @@ def _condition_fields(condition: Mapping[str, Any], fields: dict[str, Any]) -> N
     fields["cond_path"] = str(condition.get("path", "."))
     fields["cond_paths"] = "\n".join(str(p) for p in condition.get("paths", []))
     fields["cond_mission"] = str(condition.get("missionId", ""))
+    fields["cond_conversations"] = "\n".join(str(c) for c in condition.get("conversationIds", []))
 
 
 def _same(made: object, given: object) -> bool:
@@ -533,6 +538,7 @@ _OTHERS = {
     "condition.path": "cond_path",
     "condition.paths": "cond_paths",
     "condition.missionId": "cond_mission",
+    "condition.conversationIds": "cond_conversations",
     "condition": "condition_kind",
     "profile.command": "command",
     "profile.env": "env",

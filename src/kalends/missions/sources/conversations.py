@@ -21,11 +21,15 @@ The checkpoint and the observation (version :data:`CHECKPOINT_VERSION`):
 
 A first read (the baseline at first Play, or at the first slot when Play could not read)
 takes each conversation's position *now*: its last message before the first one still
-being written. Later reads continue from the cursors of the checkpoint; a conversation
-deleted, moved to another workspace, or whose cursor's message was deleted, rewritten or
-moved blocks the slot (never "no change", never a reset). The proof's ``change`` names the
-new messages (at most :data:`MAX_PROOF_MESSAGES` in all, counted beyond that), never their
-text: a passage reads them from the conversation.
+being written; a conversation that a retained checkpoint of the schedule still holds (a
+condition that followed it before, seed 002 "Keep watch cursor continuity when a watch is
+removed") keeps that cursor instead, checked as any other (a moved one fails closed,
+never reset to now: :func:`retained_cursors`). Later reads continue from the cursors of
+the checkpoint; a conversation deleted, moved to another workspace, or whose cursor's
+message was deleted, rewritten or moved blocks the slot (never "no change", never a
+reset). The proof's ``change`` names the new messages (at most :data:`MAX_PROOF_MESSAGES`
+in all, counted beyond that), never their text: a passage reads them from the
+conversation.
 """
 
 from __future__ import annotations
@@ -57,10 +61,12 @@ from kalends.conversations.watch import (
 )
 from kalends.missions.config_condition import Condition
 from kalends.missions.config_fields import fail
+from kalends.missions.document import load_body
 from kalends.missions.gate import Blocked, Observed, Reading
 from kalends.missions.gate_records import Checkpoint, source_key
 from kalends.missions.sources.outcomes import BlockReason, instant_text
 from kalends.storage.conversation_tables import conversation_messages
+from kalends.storage.mission_tables import schedules
 
 __all__ = [
     "CHECKPOINT_VERSION",
@@ -69,6 +75,7 @@ __all__ = [
     "SOURCE_MOVED",
     "check_followed",
     "read_followed",
+    "retained_cursors",
 ]
 
 KIND = "conversation"
@@ -164,6 +171,36 @@ def _cursors(baseline: Checkpoint, ids: Sequence[str]) -> dict[str, WatchCursor]
     return out
 
 
+def retained_cursors(conn: Connection, schedule_id: UUID) -> dict[str, WatchCursor]:
+    """The cursor of every conversation that a checkpoint of ``schedule_id``'s stored
+    document holds, by conversation ID (the newest checkpoint's when several do); empty
+    when the document cannot be read."""
+    text = conn.execute(select(schedules.c.body).where(schedules.c.id == schedule_id)).scalar()
+    if text is None:
+        return {}
+    try:
+        body = load_body(text)
+    except (ValueError, KeyError, TypeError):
+        return {}
+    out: dict[str, WatchCursor] = {}
+    for key, kept in body.sources:  # (oldest first: a newer checkpoint's cursor wins)
+        if not key.startswith(f"{KIND}:") or kept.observation is None:
+            continue
+        stored = kept.observation.get("cursors")
+        if kept.observation.get("version") != CHECKPOINT_VERSION or not isinstance(stored, Mapping):
+            continue
+        for raw, cursor in stored.items():
+            if not isinstance(cursor, Mapping):
+                continue
+            try:
+                out[str(raw)] = WatchCursor.from_json(
+                    {**cursor, "version": 1, "conversationId": raw}
+                )
+            except ValueError:
+                continue
+    return out
+
+
 def _cursor_json(cursor: WatchCursor) -> dict[str, Any]:
     return {
         "seq": cursor.seq,
@@ -206,9 +243,11 @@ def read_followed(
     workspace_id: UUID,
     baseline: Checkpoint | None,
     at: datetime,
+    *,
+    retained: Mapping[str, WatchCursor] | None = None,
 ) -> Reading:
     """The reading of a ``conversation`` condition against ``baseline`` (``None``: a first
-    read, each conversation's position now)."""
+    read, each conversation's position now, or its cursor in ``retained``)."""
     key = source_key(condition)
     ids: tuple[str, ...] = tuple(dict(condition.spec)["conversationIds"])
 
@@ -229,6 +268,10 @@ def read_followed(
         except ValueError:
             return blocked(BlockReason.SOURCE_MISSING.value, f"no conversation {raw}")
         cursor = None if before is None else before[raw]
+        kept = before is None and retained is not None and raw in retained
+        if kept:
+            assert retained is not None
+            cursor = retained[raw]
         if cursor is None:
             conversation = read_conversation(conn, conversation_id)
             if conversation is None:
@@ -243,7 +286,9 @@ def read_followed(
                 f"conversation {raw} {_FAILURE_SAID[read.failure]} ({read.failure.value})",
             )
         assert read.next_cursor is not None  # (a read that did not fail has one)
-        after[raw] = read.next_cursor
+        # A retained cursor, checked by the read, is the position: what came after it is
+        # new to the next read.
+        after[raw] = cursor if kept else read.next_cursor
         if before is not None and read.messages:
             news.append((raw, cursor.seq, read.messages, read.stop is ReadStop.LIMIT))
     positions = {raw: after[raw].seq for raw in sorted(after)}
