@@ -18,9 +18,13 @@ from sqlalchemy.engine import Connection
 from kalends.conversations import Conversation, Message, conversation_of_passage
 from kalends.errors import InvalidInput
 from kalends.missions import Body
+from kalends.missions.config_condition import parse_condition
+from kalends.missions.gate import Observed, Reading
 from kalends.missions.gate_reads import BLOCKED_RETRY
+from kalends.missions.gate_records import Checkpoint
 from kalends.missions.runtime.memory import MemoryRuntime
 from kalends.missions.scheduler import Scheduler
+from kalends.missions.sources.conversations import read_followed
 from kalends.storage.conversation_tables import conversations
 from kalends.storage.testing import nothing_written
 from missions.condition_support import admitted, decide_next, next_due, settle
@@ -347,3 +351,43 @@ def test_a_conversation_followed_again_keeps_its_cursor_and_fails_closed_when_re
         f"conversation {s} had the message its checkpoint stands on rewritten (anchor-rewritten)"
     )
     assert body.pending is None and len(runtime.sessions()) == 1
+
+
+def test_a_read_keeps_32_messages_a_conversation_and_the_proof_names_32_in_all(
+    mw: MissionWorld,
+) -> None:
+    busy = _thread(mw, "Busy", "start")
+    other = _thread(mw, "Other", "start")
+    condition = parse_condition(_following(busy.id, other.id))
+    assert condition is not None
+    now = mw.clock.now()
+
+    def read(baseline: Checkpoint | None) -> Reading:
+        return mw.store.run(
+            lambda conn: read_followed(conn, condition, mw.home.id, baseline, now), write=False
+        )
+
+    first = read(None)
+    assert isinstance(first, Observed) and first.change is None
+    base = Checkpoint(checkpoint=first.checkpoint, at=now, observation=first.observation)
+    for i in range(33):
+        mw.services.conversations.post(mw.bob.id, busy.id, f"busy {i}")
+    for i in range(2):
+        mw.services.conversations.post(mw.bob.id, other.id, f"other {i}")
+
+    found = read(base)
+    assert isinstance(found, Observed) and found.change is not None
+    b, o = str(busy.id), str(other.id)
+    assert found.checkpoint == _positions(**{b: 33, o: 3})  # 32 of busy's 33 new ones
+    listed = found.change["conversations"]
+    assert [(c["conversationId"], c["since"], c["through"], c["count"], c["more"])
+            for c in listed] == [(b, 1, 33, 32, True), (o, 1, 3, 2, False)]  # fmt: skip
+    assert [len(c["messages"]) for c in listed] == [32, 0]
+    assert (found.change["messages"], found.change["truncated"]) == (34, True)
+
+    # From there, the 33rd is still new; nothing else is.
+    after = Checkpoint(checkpoint=found.checkpoint, at=now, observation=found.observation)
+    again = read(after)
+    assert isinstance(again, Observed) and again.change is not None
+    assert again.checkpoint == _positions(**{b: 34, o: 3})
+    assert [c["conversationId"] for c in again.change["conversations"]] == [b]

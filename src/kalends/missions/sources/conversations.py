@@ -311,8 +311,9 @@ def _change(
     after: Mapping[str, WatchCursor],
 ) -> dict[str, Any]:
     """The proof's ``change``: per conversation with new stable messages, the positions
-    since and through, how many, whether more follow the read's 32, and the new messages
-    named (ID, seq, type, digest, completion time) while :data:`MAX_PROOF_MESSAGES` lasts."""
+    since and through, how many, whether the read stopped at its 32 (``more``: more may
+    follow, the next read sees them), and the new messages named (ID, type, digest,
+    completion time) while :data:`MAX_PROOF_MESSAGES` lasts."""
     left = MAX_PROOF_MESSAGES
     listed: list[dict[str, Any]] = []
     total = 0
