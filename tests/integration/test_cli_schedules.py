@@ -208,6 +208,11 @@ BAD_CREATE: list[tuple[list[str], str, str]] = [
     (["--config", "/nonexistent/config.json"], "config", "cannot read"),
     (["--title", "T", "--arg", "x", "--daily", "09:00", "--zone", "Mars/Base"],
      "policy.zone", "Mars/Base"),
+    ([*DAILY, "--watch", "nope"], "watch[0]", "must be a conversation ID"),
+    ([*DAILY, "--watch", "00000000-0000-4000-8000-000000000000"], "watch[0]",
+     "no conversation 00000000-0000-4000-8000-000000000000 in this workspace"),
+    ([*DAILY, "--watch", "none", "--watch", "00000000-0000-4000-8000-000000000000"],
+     "watch", "or none alone"),
 ]  # fmt: skip
 
 
@@ -486,6 +491,18 @@ class TestControls:
         error = world.refused(1, "schedule", "show", sid, actor="nora")
         assert (error["code"], error["message"]) == ("not-found", f"schedule: no schedule {sid}")
         assert world.json("schedule", "show", sid, actor="vera")["id"] == sid
+
+
+class TestWatch:
+    def test_create_and_edit_set_the_watched_conversations(self, world: World) -> None:
+        made = world.json("conversation", "new", "home", "Notes")
+        created = world.json("schedule", "create", "home", *DAILY, "--watch", made["id"])
+        sid = created["missionId"]
+        assert created["schedule"]["watch"] == [made["id"]]
+        shown = world.ok("schedule", "show", sid).stdout
+        assert re.search(rf"watching\s+{made['id']}", shown)
+        edited = world.json("schedule", "edit", sid, "--watch", "none")
+        assert edited["schedule"]["watch"] == []
 
 
 class TestBadInput:

@@ -245,6 +245,33 @@ def test_a_conversation_condition_is_created_through_the_form(pages: Pages) -> N
     }  # fmt: skip
 
 
+def test_watched_conversations_are_set_shown_and_refused_through_the_form(
+    pages: Pages,
+) -> None:
+    talks = pages.world.services.conversations
+    notes = talks.create(pages.world.actors["bob"].id, pages.world.home.id, "Notes")
+    client, page = open_new(pages)
+    assert 'name="watch"' in page
+    reply = post_new(
+        client, pages, page, frequency="daily", daily_time="09:00", watch=f"{notes.id}\n"
+    )  # fmt: skip
+    mission = mission_of(reply, pages)
+    assert stored(pages, mission)["watch"] == [str(notes.id)]
+    client, page = open_edit(pages, mission)
+    assert f">{notes.id}</textarea>" in page
+    unknown = "00000000-0000-4000-8000-000000000000"
+    refused = post_edit(
+        client, pages, mission, page, frequency="daily", daily_time="09:00",
+        watch=f"{notes.id}\n{unknown}",
+    )  # fmt: skip
+    assert refused.status_code == 422
+    assert (
+        f'<p class="error" id="err-watch">No conversation {unknown} in this workspace'
+        in refused.text
+    )
+    assert stored(pages, mission)["watch"] == [str(notes.id)]
+
+
 def test_a_title_with_script_is_text_in_the_form_and_the_preview(pages: Pages) -> None:
     client, page = open_new(pages)
     bad = "<script>alert(1)</script>"

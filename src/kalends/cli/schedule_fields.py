@@ -51,6 +51,7 @@ class FieldFlags:
     within: str | None = None
     max_passages: str | None = None
     restart: str | None = None
+    watch: list[str] | None = None
 
     @property
     def profile_given(self) -> bool:
@@ -80,6 +81,10 @@ class FieldFlags:
             )
         if self.until is not None or self.within is not None or self.max_passages is not None:
             out["end"] = self._end(base.get("end"), policy or base.get("policy"))
+        if self.watch:
+            if "none" in self.watch and len(self.watch) > 1:
+                raise InvalidInput("watch: give conversation IDs, or none alone", field="watch")
+            out["watch"] = [] if self.watch == ["none"] else list(self.watch)
         return out
 
     def _profile(self, base: object) -> dict[str, Any]:

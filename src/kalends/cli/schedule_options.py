@@ -203,6 +203,16 @@ RestartOption = Annotated[
         show_default=False,
     ),
 ]
+WatchOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--watch",
+        metavar="CONVERSATION",
+        help="Hand each passage the new messages of this conversation; repeat, in order. "
+        "Replaces the list; 'none' watches nothing.",
+        show_default=False,
+    ),
+]
 
 ReplaceEnvOption = Annotated[
     list[str] | None,
@@ -242,6 +252,7 @@ _AFTER_ENV: tuple[Flag, ...] = (
     ("within", WithinOption, None),
     ("max_passages", MaxPassagesOption, None),
     ("restart", RestartOption, None),
+    ("watch", WatchOption, None),
 )
 CREATE_FLAGS: tuple[Flag, ...] = (*_BEFORE_ENV, ("env", EnvOption, None), *_AFTER_ENV)
 """``create``'s field flags, in the order ``--help`` lists them."""

@@ -403,6 +403,9 @@ def detail_view(doc: Mapping[str, Any], *, wide: bool = False) -> Group:
     row("quota", _quota_text(doc))
     checks = doc.get("checks") or {}
     row("checks", f"{checks.get('count', 0)} since {local_text(checks.get('since'), zone)}")
+    watched = doc.get("watch") or []
+    if watched:
+        row("watching", ", ".join(str(w) for w in watched))
     source = doc.get("source")
     if source:
         row("condition", condition_text(doc.get("condition") or {}))

@@ -21,6 +21,7 @@ from kalends.conversations.passages import (
     passage_say,
     settle_passage_conversation,
 )
+from kalends.conversations.records import read_conversation
 from kalends.conversations.service import Conversations
 from kalends.conversations.values import (
     MAX_MESSAGE_CHARS,
@@ -34,8 +35,29 @@ from kalends.conversations.values import (
     message_digest,
     placement_digest,
 )
+from kalends.conversations.watch import (
+    MAX_MESSAGES_PER_SOURCE,
+    MAX_START_CHARS,
+    RESERVE_PER_WATCH,
+    ReadFailure,
+    ReadStop,
+    SourceRead,
+    WatchCursor,
+    read_source,
+    read_sources,
+)
 
 __all__ = [
+    "MAX_MESSAGES_PER_SOURCE",
+    "MAX_START_CHARS",
+    "RESERVE_PER_WATCH",
+    "SourceRead",
+    "WatchCursor",
+    "read_conversation",
+    "ReadFailure",
+    "ReadStop",
+    "read_source",
+    "read_sources",
     "MAX_MESSAGE_CHARS",
     "MAX_PAGE",
     "MAX_TITLE",

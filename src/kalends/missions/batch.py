@@ -31,6 +31,7 @@ from kalends.missions.leases import SetWake, set_wakes
 from kalends.missions.limits import MAX_DOCUMENT_BYTES
 from kalends.missions.looks import LookResult, fallback_at
 from kalends.missions.passages import admission, log_passage, reservation, start_of
+from kalends.missions.question_holds import start_extras
 from kalends.missions.reservation_writes import Reserved, read_items, write_reservations
 from kalends.missions.runtime.base import Presence, Runtime
 from kalends.missions.scheduler_rows import DueWake, SchedulerRow
@@ -291,14 +292,22 @@ class Batch:
         items = dict(checklists)
         if unlisted:  # (made by an earlier attempt of this reservation: read back)
             items.update(self.store.run(lambda conn: read_items(conn, unlisted), write=False))
+        starting = [(r.doc, r.body.pending) for r, _ in reserved if r.body.pending is not None]
+        extras = (
+            self.store.run(lambda conn: start_extras(conn, starting), write=False)
+            if starting
+            else {}
+        )
         for r, revision in reserved:
             pending = r.body.pending
             assert pending is not None
+            answers, watched = extras.get(pending.passage_id, (None, None))
             try:
                 presence = self.runtime.start(
                     start_of(
                         r.doc, pending, r.row.workspace_path,
                         checklist=items.get(pending.passage_id),
+                        answers=answers, watched=watched,
                     )
                 )  # fmt: skip
             except Exception:

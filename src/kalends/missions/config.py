@@ -10,7 +10,8 @@ The JSON form (camelCase keys, every field named in errors, unknown fields refus
      "end": {"until": {"local": "...", "zone": "..."} | null,
              "within": {"minutes" | "hours" | "days": n} | null,
              "maxPassages": n | null},
-     "restart": "resume" | "interrupt"}
+     "restart": "resume" | "interrupt",
+     "watch": ["<conversation ID>", ...]}
 
 Only ``title``, ``profile`` and ``policy`` are required. The stored form adds
 ``"v": 1``.
@@ -22,6 +23,7 @@ import json
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
+from uuid import UUID
 
 from kalends.civil import Immediate, Rule, rule_to_json
 from kalends.errors import InvalidInput, TooLarge
@@ -34,6 +36,7 @@ from kalends.missions.config_template import TemplateItem, parse_template
 from kalends.missions.limits import (
     MAX_CONFIG_BYTES,
     MAX_INSTRUCTION_CHARS,
+    MAX_REMEMBERED_CONVERSATIONS,
     MAX_STORED_TITLE,
     MAX_TITLE,
 )
@@ -80,6 +83,8 @@ class Config:
     """The event-only ``on-change`` policy: ``policy`` is then its 15-minute check cadence."""
     end: EndBounds = field(default_factory=EndBounds)
     restart: Restart = Restart.RESUME
+    watch: tuple[str, ...] = ()
+    """The conversations each passage is handed the new messages of, in order (their IDs)."""
 
     @property
     def one_shot(self) -> bool:
@@ -102,6 +107,33 @@ class Config:
         return replace(self, objective=objective, notes=notes)
 
 
+def parse_watch(value: object) -> tuple[str, ...]:
+    """The ``watch`` field: the IDs of the conversations each passage is handed the new
+    messages of, in order; at most :data:`MAX_REMEMBERED_CONVERSATIONS`, each once.
+    (Whether each is a conversation of the schedule's workspace, and the ceiling with the
+    cursors the schedule keeps, are checked against the database:
+    :func:`~kalends.missions.watching.check_watch`.)"""
+    if not isinstance(value, list):
+        raise fail("watch", "must be a list of conversation IDs")
+    if len(value) > MAX_REMEMBERED_CONVERSATIONS:
+        raise fail(
+            "watch",
+            f"at most {MAX_REMEMBERED_CONVERSATIONS} conversations, got {len(value)}",
+        )
+    found: list[str] = []
+    for i, item in enumerate(value):
+        try:
+            parsed = str(UUID(item)) if isinstance(item, str) and len(item) == 36 else None
+        except ValueError:
+            parsed = None
+        if parsed is None:
+            raise fail(f"watch[{i}]", f"must be a conversation ID, got {item!r}"[:200])
+        if parsed in found:
+            raise fail(f"watch[{i}]", "lists a conversation twice")
+        found.append(parsed)
+    return tuple(found)
+
+
 def _title(value: object, *, new: bool) -> str:
     text = text_field(value, "title", MAX_TITLE if new else MAX_STORED_TITLE, low=1)
     if not text.strip():
@@ -119,6 +151,7 @@ _FIELDS = (
     "condition",
     "end",
     "restart",
+    "watch",
 )
 
 
@@ -174,6 +207,7 @@ def config_from_json(
         on_change=on_change,
         end=parse_end(obj.get("end")),
         restart=Restart(restart),
+        watch=parse_watch(obj.get("watch", [])),
     )
 
 
@@ -191,6 +225,7 @@ def config_to_json(config: Config) -> dict[str, Any]:
         "condition": None if config.condition is None else config.condition.to_json(),
         "end": config.end.to_json(),
         "restart": config.restart.value,
+        "watch": list(config.watch),
     }
 
 

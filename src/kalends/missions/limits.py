@@ -27,6 +27,7 @@ __all__ = [
     "MAX_SOURCE_CHECKPOINTS",
     "MAX_SOURCE_FILE_BYTES",
     "MAX_REASON_BYTES",
+    "MAX_REMEMBERED_CONVERSATIONS",
     "MAX_RESULTS",
     "MAX_SCHEDULES",
     "MAX_STORED_TITLE",
@@ -93,6 +94,9 @@ MAX_INSTRUCTION_CHARS = 16_384
 # Seed 002 "Daily schedule document and revision": 64 remembered conversations; kalends
 # bounds every list of a source condition (conversations, files) the same way.
 MAX_CONDITION_ITEMS = 64
+# Seed 002 "Daily schedule document and revision": "64 remembered conversations (watched
+# plus cursor-retaining); beyond that ceiling the document is refused".
+MAX_REMEMBERED_CONVERSATIONS = 64
 # Seed 000 "Recurrence": a checklist re-created per occurrence holds at most 500 tasks;
 # a passage's checklist template keeps the same bound.
 MAX_TEMPLATE_ITEMS = 500

@@ -60,7 +60,7 @@ from kalends.missions.passages import (
 from kalends.missions.question_holds import (
     QUESTION_OPEN,
     open_questions,
-    told_answers,
+    start_extras,
     withdraw_questions,
 )
 from kalends.missions.reservation_writes import (
@@ -73,6 +73,7 @@ from kalends.missions.runtime.base import Observation, PassageStart, Presence, R
 from kalends.missions.scheduler_rows import SchedulerRow, read_schedule
 from kalends.missions.source_reads import is_workspace_source
 from kalends.missions.wakes import fallback_delay
+from kalends.missions.watching import settle_watch
 from kalends.storage.mission_tables import schedule_controls
 from kalends.storage.unit_of_work import Store
 
@@ -287,18 +288,15 @@ class Look:
             if pending.checklist_id is None
             else self.store.run(lambda conn: read_items(conn, [pending]), write=False)
         )
-        previous = doc.body.results[-1].passage_id if doc.body.results else None
-        answers = (
-            None
-            if previous is None
-            else self.store.run(lambda conn: told_answers(conn, previous), write=False)
-        )
+        extras = self.store.run(lambda conn: start_extras(conn, [(doc, pending)]), write=False)
+        answers, watched = extras.get(pending.passage_id, (None, None))
         return start_of(
             doc,
             pending,
             row.workspace_path,
             checklist=items.get(pending.passage_id),
             answers=answers,
+            watched=watched,
         )
 
     def _reserve(self, row: SchedulerRow, doc: DocState, slot: datetime, now: datetime) -> bool:
@@ -363,6 +361,7 @@ class Look:
 
         def transcript(conn: Connection) -> None:
             withdraw_questions(conn, now, passage_id)
+            settle_watch(conn, now, schedule_id=row.id, passage_id=passage_id, outcome=outcome)
             settle_transcript(conn, now, passage_id, outcome, reason, summary)
 
         if not self._cas(row, doc, body, now, complete=waiting, also=transcript):

@@ -133,11 +133,14 @@ def start_of(
     *,
     checklist: list[dict[str, Any]] | None = None,
     answers: list[dict[str, Any]] | None = None,
+    watched: list[dict[str, Any]] | None = None,
 ) -> PassageStart:
     """What the runtime starts the pending passage with, in ``workspace``; ``checklist``:
     its checklist's items as the input lists them (ref and revision for
     ``kalends task done REF --expect REV``); ``answers``: the answers to the previous
-    passage's questions (:func:`~kalends.missions.question_holds.told_answers`)."""
+    passage's questions (:func:`~kalends.missions.question_holds.told_answers`);
+    ``watched``: the watched conversations' new messages it was handed at its
+    reservation (:func:`~kalends.missions.watching.handed`)."""
     profile = pending.profile
     config = doc.config
     return PassageStart(
@@ -167,6 +170,7 @@ def start_of(
             "checklistId": pending.checklist_id,
             "checklist": checklist,
             "answers": answers,
+            "watched": watched,
         },
     )
 

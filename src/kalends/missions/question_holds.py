@@ -14,20 +14,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from kalends.missions.controls import DocState
+from kalends.missions.document import Pending
+from kalends.missions.watching import handed_many
 from kalends.questions import (
-    answered_for_passage,
+    Mark,
+    Question,
+    answered_for_passages,
     decision_of,
+    marks_of,
     open_for_passage,
-    read_marks,
     withdraw_open,
 )
 
-__all__ = ["QUESTION_OPEN", "open_questions", "told_answers", "withdraw_questions"]
+__all__ = [
+    "QUESTION_OPEN",
+    "open_questions",
+    "told_answers",
+    "told_answers_many",
+    "start_extras",
+    "withdraw_questions",
+]
 
 # The pending passage's reason while a question holds its settlement.
 QUESTION_OPEN = "question-open"
@@ -46,22 +59,54 @@ def withdraw_questions(conn: Connection, now: datetime, passage_id: str) -> None
 def told_answers(conn: Connection, passage_id: str) -> list[dict[str, Any]]:
     """The answers of ``passage_id``'s questions as the next passage's input lists them:
     the question, the answer, how it was given and who decided."""
-    told = []
-    for question in answered_for_passage(conn, passage_id):
-        answered_at = question.answered_at
-        told.append(
-            {
-                "questionId": str(question.id),
-                "prompt": question.prompt,
-                "tag": question.tag,
-                "answer": question.answer,
-                "answeredVia": None
-                if question.answered_via is None
-                else question.answered_via.value,
-                "answeredAt": None
-                if answered_at is None
-                else answered_at.isoformat().replace("+00:00", "Z"),
-                "decision": decision_of(question, read_marks(conn, question.id)).to_json(),
-            }
+    return told_answers_many(conn, [passage_id]).get(passage_id, [])
+
+
+def told_answers_many(
+    conn: Connection, passage_ids: Sequence[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """:func:`told_answers` for many passages, in two statements whatever their number
+    (a round's reservations), by passage (one without an answer is left out)."""
+    answered = answered_for_passages(conn, passage_ids)
+    marks = marks_of(conn, [q.id for told in answered.values() for q in told])
+    return {
+        passage: [_told(q, marks.get(q.id, [])) for q in told] for passage, told in answered.items()
+    }
+
+
+def _told(question: Question, marks: list[Mark]) -> dict[str, Any]:
+    answered_at = question.answered_at
+    return {
+        "questionId": str(question.id),
+        "prompt": question.prompt,
+        "tag": question.tag,
+        "answer": question.answer,
+        "answeredVia": None if question.answered_via is None else question.answered_via.value,
+        "answeredAt": None
+        if answered_at is None
+        else answered_at.isoformat().replace("+00:00", "Z"),
+        "decision": decision_of(question, marks).to_json(),
+    }
+
+
+def start_extras(
+    conn: Connection, starting: Sequence[tuple[DocState, Pending]]
+) -> dict[str, tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]]:
+    """What passages starting now are told beside their configuration, by passage: the
+    answers to their schedule's previous passage's questions (``None`` for a first
+    passage) and the watched messages they were handed (``None`` when they watch
+    nothing). Three statements whatever their number (a round's starts)."""
+    previous = {
+        pending.passage_id: doc.body.results[-1].passage_id
+        for doc, pending in starting
+        if doc.body.results
+    }
+    told = told_answers_many(conn, list(previous.values()))
+    handed = handed_many(conn, [pending.passage_id for _, pending in starting])
+    return {
+        pending.passage_id: (
+            told.get(previous[pending.passage_id], []) if pending.passage_id in previous else None,
+            handed.get(pending.passage_id),
         )
-    return told
+        for _, pending in starting
+    }

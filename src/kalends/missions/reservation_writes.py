@@ -38,6 +38,7 @@ from kalends.missions.checklists import (
 )
 from kalends.missions.config import Config
 from kalends.missions.document import Pending
+from kalends.missions.watching import ENVELOPE_CHARS, hand_over, watched_text
 
 __all__ = [
     "Reserved",
@@ -92,22 +93,33 @@ def write_reservations(
     conn: Connection, reserved: list[Reserved], now: datetime
 ) -> dict[str, list[dict[str, Any]]]:
     """:func:`write_reserved` for a round's reservations at once (the conversations in
-    three statements whatever their number); the items of the checklists made, by
+    three statements whatever their number; a schedule that watches conversations has
+    its sources read and the reads frozen with the passage,
+    :func:`~kalends.missions.watching.hand_over`); the items of the checklists made, by
     passage (for the passages' input files)."""
-    open_passage_conversations(
-        conn,
-        now,
-        [
+    openings = []
+    for r in reserved:
+        text = passage_input_text(r.config, r.pending)
+        if r.config.watch:
+            reads = hand_over(
+                conn,
+                now,
+                schedule_id=r.schedule_id,
+                passage_id=r.pending.passage_id,
+                config=r.config,
+                envelope_chars=ENVELOPE_CHARS,
+            )
+            text += "\n\n" + watched_text(reads)
+        openings.append(
             PassageOpening(
                 workspace_id=r.workspace_id,
                 schedule_id=r.schedule_id,
                 passage_id=r.pending.passage_id,
                 title=_passage_title(r),
-                input_text=passage_input_text(r.config, r.pending),
+                input_text=text,
             )
-            for r in reserved
-        ],
-    )
+        )
+    open_passage_conversations(conn, now, openings)
     specs = [
         ChecklistSpec(
             checklist_id=UUID(r.pending.checklist_id),

@@ -73,6 +73,7 @@ from kalends.missions.stored_documents import (
     doc_of,
 )
 from kalends.missions.views import project, project_tombstone
+from kalends.missions.watching import check_watch
 from kalends.missions.workspaces import workspace_role
 from kalends.storage.ids import ids_at
 from kalends.storage.unit_of_work import keeping_writes
@@ -194,6 +195,7 @@ class ScheduleService(ScheduleReads):
                 conn, parsed, workspace_id=workspace_id, schedule_id=None,
                 now=self.store.clock.now(),
             )  # fmt: skip
+            check_watch(conn, parsed, workspace_id=workspace_id, schedule_id=None)
             live = repository.live_count(conn, workspace_id)
             if live >= MAX_SCHEDULES:
                 raise LimitReached(
@@ -369,6 +371,8 @@ class ScheduleService(ScheduleReads):
                         conn, new_config, workspace_id=row.workspace_id, schedule_id=row.id,
                         now=now,
                     )  # fmt: skip
+                if "watch" in changes:
+                    check_watch(conn, new_config, workspace_id=row.workspace_id, schedule_id=row.id)
                 if new_config.template is not None and "template" in changes:
                     workspace_list(conn, row.workspace_id, now)
                 if new_config.profile != doc.config.profile:

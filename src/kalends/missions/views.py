@@ -236,6 +236,7 @@ def project(doc: DocState, row: Schedule, *, now: datetime | None = None) -> dic
         "policy": config.policy_json(),
         "sentence": policy_sentence(config),
         "condition": cfg["condition"],
+        "watch": cfg["watch"],
         "end": cfg["end"],
         "restart": config.restart.value,
         "profile": config.profile.public(),

@@ -30,10 +30,12 @@ from kalends.questions.records import (
     MAX_TOLD,
     AnswerTokenRefused,
     answered_for_passage,
+    answered_for_passages,
     ask,
     confirm_handover,
     coordinator_decision,
     handover_failed,
+    marks_of,
     open_for_passage,
     read_marks,
     withdraw_open,
@@ -68,6 +70,8 @@ from kalends.questions.values import (
 )
 
 __all__ = [
+    "answered_for_passages",
+    "marks_of",
     "decision_of",
     "answered_for_passage",
     "read_marks",

@@ -12,7 +12,7 @@ on its revision and state; a refusal raises before anything is written.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -61,6 +61,7 @@ __all__ = [
     "MAX_TOLD",
     "AnswerTokenRefused",
     "answered_for_passage",
+    "answered_for_passages",
     "ask",
     "check_answerable",
     "check_question_id",
@@ -68,6 +69,7 @@ __all__ = [
     "coordinator_decision",
     "handover_failed",
     "list_open",
+    "marks_of",
     "mint_token",
     "open_for_passage",
     "read_marks",
@@ -203,13 +205,40 @@ def open_for_passage(conn: Connection, passage_id: str) -> list[Question]:
 def answered_for_passage(conn: Connection, passage_id: str) -> list[Question]:
     """The passage's answered questions, oldest first, at most the newest
     :data:`MAX_TOLD`: what the schedule's next passage is told."""
+    return answered_for_passages(conn, [passage_id]).get(passage_id, [])
+
+
+def answered_for_passages(
+    conn: Connection, passage_ids: Sequence[str]
+) -> dict[str, list[Question]]:
+    """:func:`answered_for_passage` for many passages in one statement, by passage
+    (a passage without an answered question is left out)."""
+    if not passage_ids:
+        return {}
     rows = conn.execute(
         select(questions)
-        .where(_Q.passage_id == passage_id, _Q.state == QuestionState.ANSWERED.value)
-        .order_by(_Q.asked_at.desc(), _Q.id.desc())
-        .limit(MAX_TOLD)
+        .where(_Q.passage_id.in_(list(passage_ids)), _Q.state == QuestionState.ANSWERED.value)
+        .order_by(_Q.asked_at, _Q.id)
     ).all()
-    return [Question.from_row(row) for row in reversed(rows)]
+    found: dict[str, list[Question]] = {}
+    for row in rows:
+        found.setdefault(row.passage_id, []).append(Question.from_row(row))
+    return {passage: told[-MAX_TOLD:] for passage, told in found.items()}
+
+
+def marks_of(conn: Connection, question_ids: Sequence[UUID]) -> dict[UUID, list[Mark]]:
+    """:func:`read_marks` for many questions in one statement, by question."""
+    if not question_ids:
+        return {}
+    rows = conn.execute(
+        select(question_marks)
+        .where(_M.question_id.in_(list(question_ids)))
+        .order_by(_M.created_at, _M.attempt_id)
+    ).all()
+    found: dict[UUID, list[Mark]] = {}
+    for row in rows:
+        found.setdefault(row.question_id, []).append(Mark.from_row(row))
+    return found
 
 
 def list_open(conn: Connection, workspace_id: UUID) -> list[Question]:

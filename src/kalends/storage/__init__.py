@@ -18,6 +18,7 @@ from kalends.storage import (
     mission_tables,
     question_tables,
     task_tables,
+    watch_tables,
 )
 from kalends.storage.engine import DEFAULT_BUSY_TIMEOUT_MS, create_engine_for
 from kalends.storage.leases import Lease
@@ -44,5 +45,6 @@ __all__ = [
     "open_store",
     "question_tables",
     "task_tables",
+    "watch_tables",
     "upgrade",
 ]

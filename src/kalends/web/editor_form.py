@@ -128,6 +128,7 @@ def blank(zone: str = "UTC") -> dict[str, Any]:
         "condition_json": "",
         "condition_replace": False,
         "restart": "resume",
+        "watch": "",
         "command": "",
         "cwd": ".",
         "env": "",
@@ -383,6 +384,7 @@ def to_config(fields: Mapping[str, Any]) -> tuple[dict[str, Any], list[FieldErro
         config["condition"] = condition
     restart = b.text("restart")
     config["restart"] = restart if restart in ("resume", "interrupt") else "resume"
+    config["watch"] = _lines(b.text("watch"))
     return config, b.errors
 
 
@@ -499,6 +501,7 @@ def from_config(config: Mapping[str, Any], *, zone: str = "UTC") -> dict[str, An
             fields["condition_kind"] = ""
             fields["condition_json"] = json.dumps(condition, indent=2, sort_keys=True)
     fields["restart"] = str(config.get("restart") or "resume")
+    fields["watch"] = "\n".join(str(c) for c in config.get("watch") or [])
     profile = config.get("profile") or {}
     fields["command"] = "\n".join(str(a) for a in profile.get("command", []))
     fields["cwd"] = str(profile.get("cwd", "."))
@@ -529,6 +532,7 @@ _OTHERS = {
     "objective": "objective",
     "notes": "notes",
     "restart": "restart",
+    "watch": "watch",
     "end.until": "end_until_local",
     "end.within": "end_within_amount",
     "end.maxPassages": "end_max",

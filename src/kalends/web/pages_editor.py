@@ -72,6 +72,7 @@ _SECTIONS = (
     ("end", "End"),
     ("condition", "Condition"),
     ("restart", "Restart"),
+    ("watch", "Watched conversations"),
     ("profile", "Profile"),
 )
 

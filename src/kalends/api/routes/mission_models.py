@@ -234,6 +234,7 @@ class LimitsOut(BaseModel):
     maxTombstoneBytes: int
     maxInstructionChars: int
     maxConditionItems: int
+    maxRememberedConversations: int
     maxTemplateItems: int
     maxCalendars: int
     minEverySeconds: int

@@ -44,19 +44,17 @@ from uuid import UUID
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
-from kalends.conversations.records import read_conversation
-from kalends.conversations.values import (
+from kalends.conversations import (
+    MAX_MESSAGES_PER_SOURCE,
     Conversation,
     ConversationKind,
     Message,
-    message_digest,
-    placement_digest,
-)
-from kalends.conversations.watch import (
-    MAX_MESSAGES_PER_SOURCE,
     ReadFailure,
     ReadStop,
     WatchCursor,
+    message_digest,
+    placement_digest,
+    read_conversation,
     read_source,
 )
 from kalends.missions.config_condition import Condition
