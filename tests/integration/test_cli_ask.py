@@ -13,6 +13,7 @@ asks nothing; with no answer within --timeout it exits 3 printing the question's
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import subprocess
 import sys
@@ -32,9 +33,10 @@ from e2e.conftest import environment, kalends_executable
 from kalends.bootstrap import build
 from kalends.cli.ask import EXIT_TIMEOUT, POLL_SECONDS
 from kalends.clock import FakeClock
+from kalends.errors import Conflict
 from kalends.missions.runtime import PassageStart
 from kalends.missions.runtime.process import ENV_API_URL, ProcessRuntime
-from kalends.questions import CAUSE_API, Question
+from kalends.questions import CAUSE_API, CAUSE_PENDING, Question
 from kalends.storage.testing import nothing_written
 from kalends.storage.unit_of_work import Store
 from runtime.support import kill_families
@@ -327,3 +329,33 @@ def test_a_launched_passage_asks_receives_the_interface_answer_and_confirms_it(
     [mark] = world.api.services.questions.marks(bob, question.id)
     assert (mark.attempt_id, mark.state) == (given.attempt_id, "confirmed")
     assert world.api.services.questions.decision(bob, question.id).decided_by == "human"
+
+
+def test_a_passage_killed_between_the_answer_and_its_receipt_leaves_the_mark_pending(
+    world: World,
+) -> None:
+    """The crash point between an interface answer and its mark's promotion: the passage
+    is stopped before the answer is recorded (so it cannot fetch it in between), then
+    killed with SIGKILL. The answer stands, its mark stays pending for good, and pending
+    never counts as a person's decision."""
+    process = start(world.env(), *ASK_ALL)
+    try:
+        asked = world.asked(process)
+        process.send_signal(signal.SIGSTOP)
+        given = ui_answer(world.api, asked)
+        process.send_signal(signal.SIGKILL)
+        process.communicate(timeout=ANSWERED_WITHIN)
+    finally:
+        process.kill()
+    assert process.returncode == -signal.SIGKILL
+    time.sleep(POLL_SECONDS + 0.5)  # what a surviving command would have polled by now
+    bob = world.api.actors["bob"].id
+    [mark] = world.api.services.questions.marks(bob, asked.id)
+    assert (mark.attempt_id, mark.state) == (given.attempt_id, "pending")
+    decided = world.api.services.questions.decision(bob, asked.id)
+    assert (decided.decided_by, decided.human_gate, decided.cause) == (None, "unmet", CAUSE_PENDING)
+    # The answer stands: the passage's settlement is not held by it, and nothing else
+    # may answer it again to borrow the interface attempt.
+    assert world.open_questions() == []
+    with pytest.raises(Conflict):
+        world.api.services.questions.answer_from_api(bob, asked.id, ANSWER, asked.revision + 1)
