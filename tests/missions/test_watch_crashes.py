@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
-from kalends.missions import looks
+from kalends.missions import watching
 from kalends.missions.scheduler import Scheduler
 from kalends.storage.watch_tables import watch_cursors
 from missions.conftest import MissionWorld
@@ -43,13 +43,13 @@ def test_a_crash_inside_the_archive_leaves_both_and_the_next_look_does_both_once
     w.runtime.report(pending.session_id, "completed", "read them")
     w.runtime.finish(pending.session_id, status=0)
 
-    real = looks.settle_watch
+    real = watching.settle_watch
 
     def dying(conn: Connection, *args: Any, **kw: Any) -> None:
         real(conn, *args, **kw)
         raise Crash("after the cursors were written, before the commit")
 
-    monkeypatch.setattr(looks, "settle_watch", dying)
+    monkeypatch.setattr("kalends.missions.looks.settle_watch", dying)
     with pytest.raises(Crash):
         for _ in range(20):
             mw.clock.advance(timedelta(seconds=31))
@@ -59,7 +59,7 @@ def test_a_crash_inside_the_archive_leaves_both_and_the_next_look_does_both_once
     assert body.results == ()
     assert _cursor_seqs(mw) == []
 
-    monkeypatch.setattr(looks, "settle_watch", real)
+    monkeypatch.setattr("kalends.missions.looks.settle_watch", real)
     fresh = Scheduler(mw.store, w.runtime, owner="s2")
     for _ in range(20):
         mw.clock.advance(timedelta(seconds=61))  # past the dead scheduler's lease

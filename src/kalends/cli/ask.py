@@ -21,32 +21,33 @@ HTTP calls use the standard library's ``urllib``).
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 
-from kalends.cli.passage_calls import answer_json, direct_opener, error_fields
+from kalends.cli.passage_calls import (
+    ENV_API_URL,
+    CallNotSent,
+    CallRefused,
+    call,
+    exit_code_of,
+    refuse,
+    server_base,
+)
 from kalends.errors import InvalidInput, KalendsError
-
-if TYPE_CHECKING:
-    from urllib.request import Request
 
 __all__ = [
     "ASK_PATH",
     "EXIT_TIMEOUT",
     "POLL_SECONDS",
-    "AskNotSent",
-    "AskRefused",
     "ask_command",
     "build_fields",
 ]
 
 # Named here, not imported: importing kalends.missions costs most of a second.
 ENV_PASSAGE_TOKEN = "KALENDS_PASSAGE_TOKEN"
-ENV_API_URL = "KALENDS_API_URL"
 ASK_PATH = "/api/passages/questions"
 # How often a waiting `kalends ask` reads its question back.
 POLL_SECONDS = 2.0
@@ -58,8 +59,6 @@ MAX_ANSWER_BYTES = 1024 * 1024
 # A text field's length when --text names none (kalends.questions.MAX_TEXT_LENGTH).
 DEFAULT_TEXT_LENGTH = 4096
 
-EXIT_FAILURE = 1
-EXIT_INVALID = 2
 # No answer within --timeout: the question stays open for people to answer.
 EXIT_TIMEOUT = 3
 NO_TOKEN = f"no passage token: run `kalends ask` from inside a passage ({ENV_PASSAGE_TOKEN})"
@@ -67,38 +66,6 @@ NO_SERVER = (
     f"no server: `kalends ask` needs the kalends server that launched the passage "
     f"({ENV_API_URL}); a passage of `kalends worker` without a server cannot ask"
 )
-# Statuses that mean the input was refused (exit 2): the token, or the body.
-_INPUT_STATUSES = frozenset({401, 422})
-
-
-class AskRefused(KalendsError):
-    """The server answered with an error; it recorded nothing."""
-
-    def __init__(self, message: str, *, status: int, code: str) -> None:
-        super().__init__(message, status=status)
-        self.status = status
-        self.code = code
-
-
-class AskNotSent(KalendsError):
-    """The server could not be reached, or its answer could not be read."""
-
-    code = "server-unreachable"
-
-
-def _refuse(error: KalendsError, json_output: bool, *, code: int | None = None) -> NoReturn:
-    """One line on stderr (and the error object with --json); exits ``code``, by default
-    2 for bad input, else 1."""
-    from kalends.cli.output import emit_json, error_console  # noqa: PLC0415 (rich: on use)
-
-    if json_output:
-        emit_json({"error": {"code": error.code, "message": error.message}})
-    error_console.print(
-        "error: " + error.message.replace("\n", " "), markup=False, highlight=False, soft_wrap=True
-    )
-    if code is None:
-        code = EXIT_INVALID if isinstance(error, InvalidInput) else EXIT_FAILURE
-    raise typer.Exit(code)
 
 
 def _split(raw: str, sep: str, option: str, shape: str) -> tuple[str, str]:
@@ -150,54 +117,15 @@ def build_fields(
 # --------------------------------------------------------------------------- the calls
 
 
-def _base(api_url: str) -> str:
-    base = api_url.strip().rstrip("/")
-    if not base.startswith(("http://", "https://")):
-        raise InvalidInput(
-            f"{ENV_API_URL}: an http:// or https:// URL of the kalends server, got {api_url!r}",
-            field=ENV_API_URL,
-        )
-    return base
-
-
-def _request(url: str, token: str, body: dict[str, Any] | None) -> Request:
-    from urllib.request import Request  # noqa: PLC0415
-
-    headers = {"Authorization": f"Passage {token}", "Accept": "application/json"}
-    if body is None:
-        return Request(url, method="GET", headers=headers)
-    headers["Content-Type"] = "application/json"
-    return Request(url, data=json.dumps(body).encode(), method="POST", headers=headers)
-
-
-def call(base: str, path: str, token: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+def call_server(
+    base: str, path: str, token: str, body: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A GET (``body`` ``None``) or a JSON POST to the server with the passage token; the
-    answer's JSON object. :class:`AskRefused` for an error answer, :class:`AskNotSent`
+    answer's JSON object. :class:`CallRefused` for an error answer, :class:`CallNotSent`
     when the server cannot be reached or answers no object."""
-    from urllib.error import HTTPError, URLError  # noqa: PLC0415 (on use: a fast start)
-
-    try:
-        with direct_opener().open(_request(base + path, token, body), timeout=SEND_TIMEOUT) as got:
-            data = got.read(MAX_ANSWER_BYTES)
-    except HTTPError as exc:
-        try:
-            error = exc.read(MAX_ANSWER_BYTES)
-        except OSError:
-            error = b""
-        finally:
-            exc.close()
-        code, message = error_fields(error)
-        raise AskRefused(
-            f"the kalends server refused ({exc.code} {code}): {message}",
-            status=exc.code,
-            code=code,
-        ) from None
-    except (URLError, OSError, ValueError) as exc:
-        reason = exc.reason if isinstance(exc, URLError) else exc
-        raise AskNotSent(f"cannot reach the kalends server at {base}: {reason}") from None
-    found = answer_json(data)
+    found = call(base, path, token, body, timeout=SEND_TIMEOUT, max_bytes=MAX_ANSWER_BYTES)
     if not isinstance(found, dict):
-        raise AskNotSent(f"the kalends server at {base} answered something that is no object")
+        raise CallNotSent(f"the kalends server at {base} answered something that is no object")
     return found
 
 
@@ -284,16 +212,14 @@ def ask_command(
         api_url = os.environ.get(ENV_API_URL, "")
         if not api_url:
             raise InvalidInput(NO_SERVER)
-        base = _base(api_url)
+        base = server_base(api_url)
         fields = build_fields(choice or [], text or [], confirm or [], label or [])
         body: dict[str, Any] = {"prompt": prompt, "fields": fields}
         if tag is not None:
             body["tag"] = tag
-        asked = call(base, ASK_PATH, token, body)
-    except AskRefused as exc:
-        _refuse(exc, json_output, code=EXIT_INVALID if exc.status in _INPUT_STATUSES else None)
+        asked = call_server(base, ASK_PATH, token, body)
     except KalendsError as exc:
-        _refuse(exc, json_output)
+        refuse(exc, json_output, code=exit_code_of(exc))
     question = str(asked.get("id", ""))
     if no_wait:
         if json_output:
@@ -314,10 +240,10 @@ def _wait(base: str, token: str, question: str, timeout: float | None, json_outp
     unreachable_said = False
     while True:
         try:
-            found = call(base, path, token)
-        except AskRefused as exc:
-            _refuse(exc, json_output)
-        except AskNotSent as exc:
+            found = call_server(base, path, token)
+        except CallRefused as exc:
+            refuse(exc, json_output)
+        except CallNotSent as exc:
             if not unreachable_said:
                 typer.echo(f"note: {exc.message}; asking again every {POLL_SECONDS:g} s", err=True)
                 unreachable_said = True
@@ -327,7 +253,7 @@ def _wait(base: str, token: str, question: str, timeout: float | None, json_outp
                 _answered(base, token, question, found, json_output)
                 return
             if state == "withdrawn":
-                _refuse(KalendsError(f"question {question} was withdrawn"), json_output)
+                refuse(KalendsError(f"question {question} was withdrawn"), json_output)
         if deadline is not None and time.monotonic() + POLL_SECONDS > deadline:
             _timed_out(question, timeout, json_output)
         time.sleep(POLL_SECONDS)
@@ -375,7 +301,7 @@ def _answered(
     if not isinstance(attempt, str) or not attempt:
         return
     try:
-        call(base, f"{ASK_PATH}/{question}/received", token, {"attemptId": attempt})
+        call_server(base, f"{ASK_PATH}/{question}/received", token, {"attemptId": attempt})
     except KalendsError as exc:
         # The answer was received all the same; its hand-over stays unconfirmed.
         typer.echo(f"note: the answer's receipt was not acknowledged: {exc.message}", err=True)

@@ -1,6 +1,7 @@
-"""What a passage's commands (``kalends report``, ``kalends say``) share to call the
-server that launched them: a request carrying the passage's token, an opener that no
-proxy stands in front of, and an error answer's code and message.
+"""What a passage's commands (``kalends report``, ``kalends say``, ``kalends ask``) share
+to call the server that launched them: a request carrying the passage's token, an opener
+that no proxy stands in front of, an error answer's code and message, the call itself,
+and how a refusal is said and exits.
 
 Standard library only, and imported on use: these commands run from scripts, often
 many times per passage, and must start fast.
@@ -9,12 +10,28 @@ many times per passage, and must start fast.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from kalends.errors import InvalidInput, KalendsError
 
 if TYPE_CHECKING:
     from urllib.request import Request
 
-__all__ = ["answer_json", "direct_opener", "error_fields", "passage_request"]
+__all__ = [
+    "EXIT_FAILURE",
+    "EXIT_INVALID",
+    "INPUT_STATUSES",
+    "CallNotSent",
+    "CallRefused",
+    "answer_json",
+    "call",
+    "direct_opener",
+    "error_fields",
+    "exit_code_of",
+    "passage_request",
+    "refuse",
+    "server_base",
+]
 
 
 def passage_request(url: str, token: str, body: dict[str, Any]) -> Request:
@@ -61,3 +78,120 @@ def error_fields(body: bytes) -> tuple[str, str]:
         text = body.decode("utf-8", errors="replace").strip()
         message = text[:200] if text else "no reason given"
     return code, message
+
+
+# --- what the commands share ------------------------------------------------------------
+
+# Exit codes of a passage's commands: 2 for refused input, 1 for any other refusal.
+EXIT_INVALID = 2
+EXIT_FAILURE = 1
+# Statuses that mean the input was refused (exit 2): the token, or the body.
+INPUT_STATUSES = frozenset({401, 422})
+# The variable that names the server that launched the passage.
+ENV_API_URL = "KALENDS_API_URL"
+
+
+class CallRefused(KalendsError):
+    """The server answered with an error; it recorded nothing."""
+
+    def __init__(self, message: str, *, status: int, code: str) -> None:
+        super().__init__(message, status=status)
+        self.status = status
+        self.code = code
+
+
+class CallNotSent(KalendsError):
+    """The server could not be reached, or its answer could not be read."""
+
+    code = "server-unreachable"
+
+    def __init__(self, message: str, *, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+def refuse(error: KalendsError, json_output: bool, *, code: int | None = None) -> NoReturn:
+    """One line on stderr (and the error object with --json); exits ``code``, by default
+    2 for bad input, else 1."""
+    import typer  # noqa: PLC0415
+
+    from kalends.cli.output import emit_json, error_console  # noqa: PLC0415 (rich: on use)
+
+    if json_output:
+        emit_json({"error": {"code": error.code, "message": error.message}})
+    error_console.print(
+        "error: " + error.message.replace("\n", " "), markup=False, highlight=False, soft_wrap=True
+    )
+    if code is None:
+        code = EXIT_INVALID if isinstance(error, InvalidInput) else EXIT_FAILURE
+    raise typer.Exit(code)
+
+
+def exit_code_of(error: KalendsError) -> int | None:
+    """The exit code a refusal by the server calls for (``None``: the default)."""
+    if isinstance(error, CallRefused) and error.status in INPUT_STATUSES:
+        return EXIT_INVALID
+    return None
+
+
+def server_base(api_url: str) -> str:
+    """The server's base URL, refused unless ``http(s)://``."""
+    base = api_url.strip().rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        raise InvalidInput(
+            f"{ENV_API_URL}: an http:// or https:// URL of the kalends server, got {api_url!r}",
+            field=ENV_API_URL,
+        )
+    return base
+
+
+def call(
+    base: str,
+    path: str,
+    token: str,
+    body: dict[str, Any] | None = None,
+    *,
+    timeout: float,
+    max_bytes: int,
+    what: str = "the request",
+) -> Any:
+    """A GET (``body`` ``None``) or a JSON POST to ``base`` + ``path`` with the passage's
+    token; the answer's JSON value (``None`` when it is not JSON). :class:`CallRefused`
+    for an error answer (naming ``what``), :class:`CallNotSent` when the server cannot be
+    reached or does not answer within ``timeout`` seconds."""
+    from urllib.error import HTTPError, URLError  # noqa: PLC0415 (on use: a fast start)
+    from urllib.request import Request  # noqa: PLC0415
+
+    if body is None:
+        request = Request(
+            base + path,
+            method="GET",
+            headers={"Authorization": f"Passage {token}", "Accept": "application/json"},
+        )
+    else:
+        request = passage_request(base + path, token, body)
+    try:
+        with direct_opener().open(request, timeout=timeout) as answer:
+            data = answer.read(max_bytes)
+    except HTTPError as exc:
+        try:
+            error = exc.read(max_bytes)
+        except OSError:
+            error = b""
+        finally:
+            exc.close()
+        code, message = error_fields(error)
+        raise CallRefused(
+            f"the kalends server refused {what} ({exc.code} {code}): {message}",
+            status=exc.code,
+            code=code,
+        ) from None
+    except (URLError, OSError, ValueError) as exc:
+        reason = exc.reason if isinstance(exc, URLError) else exc
+        if isinstance(reason, TimeoutError):
+            raise CallNotSent(
+                f"the kalends server at {base} did not answer within {timeout:g} s",
+                timed_out=True,
+            ) from None
+        raise CallNotSent(f"cannot reach the kalends server at {base}: {reason}") from None
+    return answer_json(data)

@@ -28,11 +28,19 @@ import os
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NamedTuple, NoReturn
+from typing import Annotated, NamedTuple
 
 import typer
 
-from kalends.cli.passage_calls import answer_json, direct_opener, error_fields, passage_request
+from kalends.cli.passage_calls import (
+    EXIT_INVALID,
+    INPUT_STATUSES,
+    answer_json,
+    direct_opener,
+    error_fields,
+    passage_request,
+    refuse,
+)
 from kalends.errors import InvalidInput, KalendsError
 
 # Named here, not imported: importing kalends.missions costs most of a second.
@@ -52,8 +60,6 @@ __all__ = [
     "send_report",
 ]
 
-EXIT_INVALID = 2
-EXIT_FAILURE = 1
 NO_TOKEN = f"no passage token: run `kalends report` from inside a passage ({ENV_PASSAGE_TOKEN})"
 REPORT_PATH = "/api/passages/report"
 # The kept report's name in the exchange directory (the runtime's ``records.REPORT``).
@@ -62,8 +68,6 @@ SPOOL_FILE = "report.json"
 SEND_TIMEOUT = 30.0
 # The largest answer read back (a report answer is a few hundred bytes).
 MAX_ANSWER_BYTES = 64 * 1024
-# Statuses that mean the input was refused (exit 2): the token, or the body.
-_INPUT_STATUSES = frozenset({401, 422})
 
 
 class ReportRefused(KalendsError):
@@ -92,21 +96,6 @@ class SentReport(NamedTuple):
 class Outcome(StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
-
-
-def _refuse(error: KalendsError, json_output: bool, *, code: int | None = None) -> NoReturn:
-    """One line on stderr (and the error object with --json); exits ``code``, by default
-    2 for bad input, else 1."""
-    from kalends.cli.output import emit_json, error_console  # noqa: PLC0415 (rich: on use)
-
-    if json_output:
-        emit_json({"error": {"code": error.code, "message": error.message}})
-    error_console.print(
-        "error: " + error.message.replace("\n", " "), markup=False, highlight=False, soft_wrap=True
-    )
-    if code is None:
-        code = EXIT_INVALID if isinstance(error, InvalidInput) else EXIT_FAILURE
-    raise typer.Exit(code)
 
 
 def _locate(environ: Mapping[str, str]) -> tuple[str, Path, Path | None]:
@@ -184,9 +173,9 @@ def report_command(
                 passage_dir=passage_dir,
             )
     except KalendsError as exc:
-        _refuse(exc, json_output)
+        refuse(exc, json_output)
     except OSError as exc:
-        _refuse(KalendsError(f"cannot record the report: {exc}"), json_output)
+        refuse(KalendsError(f"cannot record the report: {exc}"), json_output)
     if json_output:
         from kalends.cli.output import emit_json  # noqa: PLC0415
 
@@ -221,15 +210,15 @@ def _report_over_http(
         sent = send_report(api_url, token, outcome, summary)
     except ReportNotSent as exc:
         if kept is None:
-            _refuse(ReportNotSent(exc.message + unkept), json_output)
+            refuse(ReportNotSent(exc.message + unkept), json_output)
         _deferred(kept, exc, json_output)
         return
     except ReportRefused as exc:
         if kept is not None:
             kept.remove()
-        _refuse(exc, json_output, code=EXIT_INVALID if exc.status in _INPUT_STATUSES else None)
+        refuse(exc, json_output, code=EXIT_INVALID if exc.status in INPUT_STATUSES else None)
     except KalendsError as exc:
-        _refuse(exc, json_output)
+        refuse(exc, json_output)
     if kept is not None:
         kept.remove()
     if json_output:
@@ -251,7 +240,7 @@ def _deferred(kept: SpooledReport, reason: ReportNotSent, json_output: bool) -> 
         check_report(kept.outcome, kept.summary)
     except KalendsError as exc:
         kept.remove()
-        _refuse(exc, json_output)
+        refuse(exc, json_output)
     note = (
         f"{reason.message}; delivery is deferred: the report is kept in {kept.path} and "
         "the scheduler takes it when it next looks at this passage"

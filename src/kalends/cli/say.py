@@ -19,18 +19,24 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 
-from kalends.cli.passage_calls import answer_json, direct_opener, error_fields, passage_request
+from kalends.cli.passage_calls import (
+    ENV_API_URL,
+    CallNotSent,
+    call,
+    exit_code_of,
+    refuse,
+    server_base,
+)
 from kalends.errors import InvalidInput, KalendsError
 
-__all__ = ["SAY_PATH", "SayNotSent", "SayRefused", "say_command", "send_message"]
+__all__ = ["SAY_PATH", "say_command", "send_message"]
 
 # Named here, not imported: importing kalends.missions costs most of a second.
 ENV_PASSAGE_TOKEN = "KALENDS_PASSAGE_TOKEN"
-ENV_API_URL = "KALENDS_API_URL"
 SAY_PATH = "/api/passages/say"
 # How long the server may take to answer.
 SEND_TIMEOUT = 30.0
@@ -41,46 +47,12 @@ MAX_ANSWER_BYTES = 1024 * 1024
 # longer one is refused by the server's own words rather than cut here.
 MAX_STDIN_CHARS = 65_536 + 1
 
-EXIT_INVALID = 2
-EXIT_FAILURE = 1
 NO_TOKEN = f"no passage token: run `kalends say` from inside a passage ({ENV_PASSAGE_TOKEN})"
 NO_SERVER = (
     f"no server: `kalends say` needs the kalends server that launched the passage "
     f"({ENV_API_URL}); a passage of `kalends worker` without a server has no conversation "
     "to write to"
 )
-# Statuses that mean the input was refused (exit 2): the token, or the body.
-_INPUT_STATUSES = frozenset({401, 422})
-
-
-class SayRefused(KalendsError):
-    """The server answered with an error; it recorded nothing."""
-
-    def __init__(self, message: str, *, status: int, code: str) -> None:
-        super().__init__(message, status=status)
-        self.status = status
-        self.code = code
-
-
-class SayNotSent(KalendsError):
-    """The server could not be reached, or its answer could not be read."""
-
-    code = "server-unreachable"
-
-
-def _refuse(error: KalendsError, json_output: bool, *, code: int | None = None) -> NoReturn:
-    """One line on stderr (and the error object with --json); exits ``code``, by default
-    2 for bad input, else 1."""
-    from kalends.cli.output import emit_json, error_console  # noqa: PLC0415 (rich: on use)
-
-    if json_output:
-        emit_json({"error": {"code": error.code, "message": error.message}})
-    error_console.print(
-        "error: " + error.message.replace("\n", " "), markup=False, highlight=False, soft_wrap=True
-    )
-    if code is None:
-        code = EXIT_INVALID if isinstance(error, InvalidInput) else EXIT_FAILURE
-    raise typer.Exit(code)
 
 
 def say_command(
@@ -128,10 +100,8 @@ def say_command(
             role="system" if note else "assistant",
             complete=not unfinished,
         )
-    except SayRefused as exc:
-        _refuse(exc, json_output, code=EXIT_INVALID if exc.status in _INPUT_STATUSES else None)
     except KalendsError as exc:
-        _refuse(exc, json_output)
+        refuse(exc, json_output, code=exit_code_of(exc))
     if json_output:
         from kalends.cli.output import emit_json  # noqa: PLC0415
 
@@ -150,53 +120,22 @@ def send_message(
     timeout: float = SEND_TIMEOUT,
 ) -> dict[str, Any]:
     """POSTs the message to ``api_url`` + ``/api/passages/say`` with the passage token;
-    the message as the server recorded it.
-
-    :class:`SayRefused` when the server answers an error (its code and message),
-    :class:`SayNotSent` when it cannot be reached or its answer is not a message, and
-    :class:`InvalidInput` for a URL that is not ``http(s)://``.
-    """
-    from urllib.error import HTTPError, URLError  # noqa: PLC0415 (on use: a fast start)
-
-    base = api_url.strip().rstrip("/")
-    if not base.startswith(("http://", "https://")):
-        raise InvalidInput(
-            f"{ENV_API_URL}: an http:// or https:// URL of the kalends server, got {api_url!r}",
-            field=ENV_API_URL,
-        )
+    the message as the server recorded it. :class:`CallRefused` when the server answers
+    an error, :class:`CallNotSent` when it cannot be reached or answers no message."""
+    base = server_base(api_url)
     body = {"text": text, "role": role, "complete": complete}
-    request = passage_request(base + SAY_PATH, token, body)
     try:
-        with direct_opener().open(request, timeout=timeout) as answer:
-            data = answer.read(MAX_ANSWER_BYTES)
-    except HTTPError as exc:
-        try:
-            error = exc.read(MAX_ANSWER_BYTES)
-        except OSError:
-            error = b""
-        finally:
-            exc.close()
-        raise _refused(exc.code, error) from None
-    except (URLError, OSError, ValueError) as exc:
-        reason = exc.reason if isinstance(exc, URLError) else exc
-        if isinstance(reason, TimeoutError):
-            raise SayNotSent(
-                f"the kalends server at {base} did not answer within {timeout:g} s: the "
-                "message may or may not be recorded; read the conversation before saying "
-                "it again"
+        found = call(
+            base, SAY_PATH, token, body, timeout=timeout, max_bytes=MAX_ANSWER_BYTES,
+            what="the message",
+        )  # fmt: skip
+    except CallNotSent as exc:
+        if exc.timed_out:
+            raise CallNotSent(
+                f"{exc.message}: the message may or may not be recorded; read the "
+                "conversation before saying it again"
             ) from None
-        raise SayNotSent(f"cannot reach the kalends server at {base}: {reason}") from None
-    found = answer_json(data)
+        raise
     if not isinstance(found, dict) or not isinstance(found.get("seq"), int):
-        raise SayNotSent(f"the kalends server at {base} answered something that is no message")
+        raise CallNotSent(f"the kalends server at {base} answered something that is no message")
     return found
-
-
-def _refused(status: int, body: bytes) -> SayRefused:
-    """The server's error answer as a :class:`SayRefused` naming its status and code."""
-    code, message = error_fields(body)
-    return SayRefused(
-        f"the kalends server refused the message ({status} {code}): {message}",
-        status=status,
-        code=code,
-    )
