@@ -130,3 +130,16 @@ def test_a_round_of_reservations_opens_a_conversation_each(mw: MissionWorld) -> 
         assert found.last_seq == 1 and found.revision == 2
         titles.append(found.title.split(" — ")[0])
     assert sorted(titles) == [f"Report {i}" for i in range(5)]
+
+
+def test_a_title_with_a_line_break_is_one_line_as_the_conversations_title(
+    mw: MissionWorld,
+) -> None:
+    sid = create(mw, DAILY, "create-conv-line", title="Nightly\nbackup")
+    rev = mw.schedules.detail(mw.bob.id, sid)["revision"]
+    mw.schedules.run_now(mw.bob.id, sid, request_id="run-now-line-1", expected_revision=rev)
+    body = stored_body(mw.store, sid)
+    assert body.pending is not None
+    found = _conversation(mw, body.pending.passage_id)
+    assert found.title.startswith("Nightly backup — ")
+    assert _texts(mw, found)[0][2].startswith("Nightly\nbackup\n")

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 
 from kalends.civil import Calendars
 from kalends.conversations import (
+    MAX_MESSAGE_CHARS,
     MessageRole,
     PassageOpening,
     conversation_of_passage,
@@ -28,6 +29,7 @@ from kalends.conversations import (
     passage_say,
     settle_passage_conversation,
 )
+from kalends.conversations import MAX_TITLE as MAX_CONVERSATION_TITLE
 from kalends.errors import NotFound
 from kalends.missions.checklists import (
     ChecklistSpec,
@@ -115,8 +117,8 @@ def write_reservations(
                 workspace_id=r.workspace_id,
                 schedule_id=r.schedule_id,
                 passage_id=r.pending.passage_id,
-                title=_passage_title(r),
-                input_text=text,
+                title=_conversation_title(_passage_title(r)),
+                input_text=text[:MAX_MESSAGE_CHARS],
             )
         )
     open_passage_conversations(conn, now, openings)
@@ -143,6 +145,13 @@ def _passage_title(r: Reserved) -> str:
         passage_zone(r.config),
         reserved_at=r.pending.reserved_at,
     )
+
+
+def _conversation_title(title: str) -> str:
+    """A passage's title as its conversation's: one line (a schedule's title may hold a
+    line break, a conversation's may not), within the conversation's bound."""
+    line = " ".join("".join(ch if ch >= " " and ch != "\x7f" else " " for ch in title).split())
+    return line[:MAX_CONVERSATION_TITLE] or "Passage"
 
 
 def passage_input_text(config: Config, pending: Pending) -> str:
