@@ -5,16 +5,20 @@ standing in for the passages, the fake clock. Both databases."""
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
+from rich.console import Console
 from sqlalchemy import delete, update
 from sqlalchemy.engine import Connection
 
+from kalends.cli.schedules import detail_view
 from kalends.conversations import Conversation, Message, conversation_of_passage
 from kalends.errors import InvalidInput
 from kalends.missions import Body
@@ -134,6 +138,14 @@ def test_only_a_stable_new_message_launches_and_only_completed_consumes_it(
     body = admitted(mw, scheduler, sid)
     (session,) = runtime.sessions()
     assert runtime.started(session).input["proof"] == proof
+    # In words on `kalends schedule show`.
+    shown = Console(width=200, record=True, file=io.StringIO())
+    shown.print(detail_view(mw.schedules.detail(mw.bob.id, sid)), soft_wrap=True)
+    text = " ".join(shown.export_text().split())
+    assert f"condition new messages in conversations {t}, {q}" in text
+    assert "proof 1 new message in 1 conversation" in text
+    assert re.search(r"baseline read up to #[01], #[01], since ", text)
+    assert re.search(r"last read up to #[02], #[02] at ", text)
 
     # It fails: the checkpoint stays, so day 4 launches again on the same message.
     body = settle(mw, scheduler, runtime, sid, "failed")

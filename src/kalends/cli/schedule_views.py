@@ -298,6 +298,10 @@ def condition_text(condition: Mapping[str, Any]) -> str:
         return f"schedule {condition.get('missionId')} succeeds"
     if kind == "mission-completed":
         return f"one-time schedule {condition.get('missionId')} completes"
+    if kind == "conversation":
+        ids = [str(c) for c in condition.get("conversationIds") or []]
+        shown = ", ".join(ids[:2]) + (f" and {len(ids) - 2} more" if len(ids) > 2 else "")
+        return f"new messages in conversation{'s' if len(ids) != 1 else ''} {shown}"
     return json.dumps(condition)
 
 
@@ -308,6 +312,13 @@ def _checkpoint_text(kind: str, checkpoint: str) -> str:
         return f"digest {checkpoint[:12]}"
     if kind == "schedule-succeeded":
         return f"{checkpoint} successes"
+    if kind == "conversation":
+        try:
+            positions = json.loads(checkpoint)
+        except ValueError:
+            return checkpoint
+        if isinstance(positions, dict):
+            return "read up to " + ", ".join(f"#{seq}" for seq in positions.values())
     return checkpoint
 
 
@@ -331,6 +342,10 @@ def _observation_text(observed: Mapping[str, Any] | None, zone: str) -> str:
             f"{observed.get('detail', '')}"
         )
     kind = str(observed.get("kind", ""))
+    cursors = observed.get("cursors")
+    if kind == "conversation" and isinstance(cursors, Mapping):
+        seqs = ", ".join(f"#{c.get('seq')}" for c in cursors.values() if isinstance(c, Mapping))
+        return f"up to {seqs} at {local_text(observed.get('observedAt'), zone)}"
     checkpoint = observed.get("checkpoint") or observed.get("state") or observed.get("successful")
     return (
         f"{_checkpoint_text(kind, str(checkpoint))} at "
@@ -364,6 +379,14 @@ def _proof_text(proof: Mapping[str, Any]) -> str:
             if change.get(k)
         ]
         return "; ".join(parts) or "the file set changed"
+    if proof.get("kind") == "conversation":
+        count = int(change.get("messages") or 0)
+        sources = len(change.get("conversations") or [])
+        more = " and more" if change.get("truncated") else ""
+        return (
+            f"{count} new message{'s' if count != 1 else ''}{more} in {sources} "
+            f"conversation{'s' if sources != 1 else ''}"
+        )
     return json.dumps(change)
 
 
