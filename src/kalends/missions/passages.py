@@ -138,9 +138,9 @@ def start_of(
     """What the runtime starts the pending passage with, in ``workspace``; ``checklist``:
     its checklist's items as the input lists them (ref and revision for
     ``kalends task done REF --expect REV``); ``answers``: the answers to the previous
-    passage's questions (:func:`~kalends.missions.question_holds.told_answers`);
+    passage's questions (:func:`~kalends.missions.question_holds.told_answers_many`);
     ``watched``: the watched conversations' new messages it was handed at its
-    reservation (:func:`~kalends.missions.watching.handed`)."""
+    reservation (:func:`~kalends.missions.watching.handed_many`)."""
     profile = pending.profile
     config = doc.config
     return PassageStart(

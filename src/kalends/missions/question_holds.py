@@ -36,7 +36,6 @@ from kalends.questions import (
 __all__ = [
     "QUESTION_OPEN",
     "open_questions",
-    "told_answers",
     "told_answers_many",
     "start_extras",
     "withdraw_questions",
@@ -56,16 +55,11 @@ def withdraw_questions(conn: Connection, now: datetime, passage_id: str) -> None
     withdraw_open(conn, now, passage_id)
 
 
-def told_answers(conn: Connection, passage_id: str) -> list[dict[str, Any]]:
-    """The answers of ``passage_id``'s questions as the next passage's input lists them:
-    the question, the answer, how it was given and who decided."""
-    return told_answers_many(conn, [passage_id]).get(passage_id, [])
-
-
 def told_answers_many(
     conn: Connection, passage_ids: Sequence[str]
 ) -> dict[str, list[dict[str, Any]]]:
-    """:func:`told_answers` for many passages, in two statements whatever their number
+    """The answers of the passages' questions as the next passage's input lists them (the
+    question, the answer, how it was given and who decided), in two statements whatever their number
     (a round's reservations), by passage (one without an answer is left out)."""
     answered = answered_for_passages(conn, passage_ids)
     marks = marks_of(conn, [q.id for told in answered.values() for q in told])

@@ -14,7 +14,7 @@ cursor of that source.
   stable complete messages each, the whole start text within 16,384 characters) and the
   reads are frozen with the passage (``passage_watch_reads``): its input and the cursors
   its settlement may advance to are exactly what it was handed.
-- **Start** (:func:`handed`): the passage's input ``watched`` lists each source's
+- **Start** (:func:`handed_many`): the passage's input ``watched`` lists each source's
   messages, the one that did not fit (``needsDecision: "source-input-capacity"``, empty
   text) and a failed read's reason (a deleted, moved or rewritten source is never read
   as "no change").
@@ -52,7 +52,6 @@ __all__ = [
     "check_watch",
     "cursors_of",
     "hand_over",
-    "handed",
     "handed_many",
     "settle_watch",
     "watched_text",
@@ -179,15 +178,10 @@ def watched_text(reads: Sequence[SourceRead]) -> str:
     return "\n\n".join(parts)
 
 
-def handed(conn: Connection, passage_id: str) -> list[dict[str, Any]] | None:
-    """What the passage was handed, per source, for its input (``None``: it watched
-    nothing, or was reserved before watches were read)."""
-    return handed_many(conn, [passage_id]).get(passage_id)
-
-
 def handed_many(conn: Connection, passage_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-    """:func:`handed` for many passages in one statement (a round's reservations), by
-    passage (one that watched nothing is left out)."""
+    """What the passages were handed, per source, for their inputs, in one statement (a
+    round's starts), by passage (one that watched nothing, or was reserved before
+    watches were read, is left out)."""
     if not passage_ids:
         return {}
     rows = conn.execute(

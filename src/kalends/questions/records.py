@@ -19,6 +19,7 @@ from uuid import UUID
 
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Connection
+from sqlalchemy.sql.elements import ColumnElement
 
 from kalends.auth import digest, new_secret, usable
 from kalends.errors import (
@@ -48,7 +49,7 @@ from kalends.questions.values import (
     schema_digest,
 )
 from kalends.storage.ids import ids_at
-from kalends.storage.mission_tables import schedules, workspaces
+from kalends.storage.mission_tables import schedules, workspace_members, workspaces
 from kalends.storage.question_tables import answer_tokens, question_marks, questions
 from kalends.storage.unit_of_work import for_update
 
@@ -60,7 +61,6 @@ __all__ = [
     "MAX_OPEN_PER_PASSAGE",
     "MAX_TOLD",
     "AnswerTokenRefused",
-    "answered_for_passage",
     "answered_for_passages",
     "ask",
     "check_answerable",
@@ -68,7 +68,9 @@ __all__ = [
     "confirm_handover",
     "coordinator_decision",
     "handover_failed",
+    "count_open_of_member",
     "list_open",
+    "open_of_member",
     "marks_of",
     "mint_token",
     "open_for_passage",
@@ -202,17 +204,12 @@ def open_for_passage(conn: Connection, passage_id: str) -> list[Question]:
     return [Question.from_row(row) for row in rows]
 
 
-def answered_for_passage(conn: Connection, passage_id: str) -> list[Question]:
-    """The passage's answered questions, oldest first, at most the newest
-    :data:`MAX_TOLD`: what the schedule's next passage is told."""
-    return answered_for_passages(conn, [passage_id]).get(passage_id, [])
-
-
 def answered_for_passages(
     conn: Connection, passage_ids: Sequence[str]
 ) -> dict[str, list[Question]]:
-    """:func:`answered_for_passage` for many passages in one statement, by passage
-    (a passage without an answered question is left out)."""
+    """The passages' answered questions, oldest first, at most the newest
+    :data:`MAX_TOLD` each (what a schedule's next passage is told), in one statement,
+    by passage (a passage without an answered question is left out)."""
     if not passage_ids:
         return {}
     rows = conn.execute(
@@ -239,6 +236,34 @@ def marks_of(conn: Connection, question_ids: Sequence[UUID]) -> dict[UUID, list[
     for row in rows:
         found.setdefault(row.question_id, []).append(Mark.from_row(row))
     return found
+
+
+def _open_of_member(actor_id: UUID) -> ColumnElement[bool]:
+    """The open questions of the workspaces ``actor_id`` is a member of."""
+    member = select(workspace_members.c.workspace_id).where(
+        workspace_members.c.actor_id == actor_id
+    )
+    return _Q.workspace_id.in_(member) & (_Q.state == QuestionState.OPEN.value)
+
+
+def open_of_member(conn: Connection, actor_id: UUID) -> list[Question]:
+    """The open questions over every workspace the actor is a member of, oldest first,
+    at most :data:`MAX_LIST`: one statement, whatever the number of workspaces."""
+    rows = conn.execute(
+        select(questions)
+        .where(_open_of_member(actor_id))
+        .order_by(_Q.asked_at, _Q.id)
+        .limit(MAX_LIST)
+    ).all()
+    return [Question.from_row(row) for row in rows]
+
+
+def count_open_of_member(conn: Connection, actor_id: UUID) -> int:
+    """How many questions are open over the workspaces the actor is a member of."""
+    found = conn.execute(
+        select(func.count()).select_from(questions).where(_open_of_member(actor_id))
+    ).scalar_one()
+    return int(found)
 
 
 def list_open(conn: Connection, workspace_id: UUID) -> list[Question]:

@@ -111,6 +111,20 @@ class Questions:
         """The passage's open questions, oldest first (they hold its settlement)."""
         return self.store.run(lambda conn: records.open_for_passage(conn, passage_id), write=False)
 
+    def open_for(self, actor: UUID | str) -> list[Question]:
+        """The open questions over every workspace the actor is a member of, oldest
+        first (at most :data:`~kalends.questions.records.MAX_LIST`): one read."""
+        return self.store.run(
+            lambda conn: records.open_of_member(conn, resolve_actor(conn, actor)), write=False
+        )
+
+    def count_open(self, actor: UUID | str) -> int:
+        """How many questions are open over the actor's workspaces: one read."""
+        return self.store.run(
+            lambda conn: records.count_open_of_member(conn, resolve_actor(conn, actor)),
+            write=False,
+        )
+
     def list_open(self, actor: UUID | str, workspace: UUID | str) -> list[Question]:
         """The workspace's open questions, oldest first (at most
         :data:`~kalends.questions.records.MAX_LIST`); viewers and up."""

@@ -35,6 +35,8 @@ from kalends.identity import Role
 from kalends.missions.workspaces import Workspace
 from kalends.web.render import WebRoute, instant_text, render
 from kalends.web.session import CSRF_FIELD, Viewer, check_csrf, viewer
+from kalends.web.task_schedule_form import plain
+from kalends.web.workspace_scope import find_workspace
 
 __all__ = ["router"]
 
@@ -54,16 +56,6 @@ Text = Annotated[str, Form(max_length=FORM_TEXT)]
 
 def _conversations(who: Viewer) -> Conversations:
     return who.context.services.conversations
-
-
-def _workspace(who: Viewer, workspace: UUID) -> tuple[Workspace, list[Workspace]]:
-    """The page's workspace and the viewer's workspaces (the navigation); one the viewer
-    is no member of is refused as the service refuses it (404)."""
-    spaces = who.context.services.workspaces.list(who.actor)
-    for ws in spaces:
-        if ws.id == workspace:
-            return ws, spaces
-    return who.context.services.workspaces.get(who.actor, workspace), spaces
 
 
 def _can_write(ws: Workspace) -> bool:
@@ -92,7 +84,7 @@ def _list_page(
     error: str = "",
     status: int = 200,
 ) -> Response:
-    ws, nav = _workspace(who, workspace)
+    ws, nav = find_workspace(who, workspace)
     found = _conversations(who).list(who.actor, ws.id)
     return render(
         request,
@@ -129,7 +121,7 @@ def create_conversation(
     except KalendsError as exc:
         if status_of(exc) != 422:
             raise
-        return _list_page(request, who, workspace, {"title": title}, _plain(exc), 422)
+        return _list_page(request, who, workspace, {"title": title}, plain(exc.message), 422)
     return RedirectResponse(f"/conversations/{made.id}?done=created", status_code=303)
 
 
@@ -158,7 +150,7 @@ def _conversation_page(
 ) -> Response:
     service = _conversations(who)
     found = service.get(who.actor, conversation)
-    ws, nav = _workspace(who, found.workspace_id)
+    ws, nav = find_workspace(who, found.workspace_id)
     # A full page says a later one may follow.
     messages = service.messages(who.actor, found.id, after_seq=after, limit=PAGE)
     following = messages[-1].seq if len(messages) == PAGE else None
@@ -213,19 +205,10 @@ def post_message(
         if status_of(exc) not in (409, 422):
             raise
         return _conversation_page(
-            request, who, conversation, 0, {"text": text}, _plain(exc), status_of(exc)
+            request, who, conversation, 0, {"text": text}, plain(exc.message), status_of(exc)
         )
     after = max(0, made.seq - PAGE)
     return RedirectResponse(
         f"/conversations/{conversation}?after={after}&done=posted#message-{made.seq}",
         status_code=303,
     )
-
-
-def _plain(exc: KalendsError) -> str:
-    """A service message without the path to its field: the page shows it beside it."""
-    message = exc.message
-    head, sep, rest = message.partition(": ")
-    if sep and head.replace("_", "").replace(".", "").isalnum():
-        message = rest
-    return message[:1].upper() + message[1:]

@@ -45,6 +45,7 @@ from kalends.web.schedule_display import (
     why_not_now,
 )
 from kalends.web.session import CSRF_FIELD, Viewer, check_csrf, viewer
+from kalends.web.workspace_scope import find_workspace
 
 __all__ = ["mint_request_id", "router"]
 
@@ -74,16 +75,6 @@ def _schedules(who: Viewer) -> SchedulesClient:
 
 def _nav(who: Viewer) -> list[Workspace]:
     return _workspaces(who).list(who.actor)
-
-
-def _find(who: Viewer, workspace: UUID) -> tuple[Workspace, list[Workspace]]:
-    """The page's workspace and the viewer's workspaces (the navigation), in one read;
-    one the viewer is no member of is refused as the service refuses it (404)."""
-    spaces = _nav(who)
-    for ws in spaces:
-        if ws.id == workspace:
-            return ws, spaces
-    return _workspaces(who).get(who.actor, workspace), spaces
 
 
 def _can_write(workspace: Workspace) -> bool:
@@ -206,7 +197,7 @@ def schedules_page(
 ) -> Response:
     """A workspace's schedules, a page of eight as the API reads them."""
     who = viewer(request)
-    ws, nav = _find(who, workspace)
+    ws, nav = find_workspace(who, workspace)
     page = _schedules(who).page(who.actor, ws.id, after=after, limit=MAX_PAGE)
     members = _workspaces(who).members(who.actor, ws.id)
     rows = []
@@ -282,7 +273,7 @@ def schedule_page(
     """One schedule: state and controls, schedule card, Upcoming, History, Why not now?,
     Technical details; with ``?request=ID``, that control's exact status."""
     who = viewer(request)
-    ws, nav = _find(who, workspace)
+    ws, nav = find_workspace(who, workspace)
     values = _detail_values(who, ws, nav, schedule, request_id)
     return render(request, "schedule.html", values, who=who)
 
@@ -307,7 +298,7 @@ def control(
         raise InvalidInput(f"action: no control {action!r}", field="action") from None
     if chosen is Action.CONFIGURE:
         raise InvalidInput("action: edit the schedule in its editor", field="action")
-    ws, nav = _find(who, workspace)
+    ws, nav = find_workspace(who, workspace)
     fragment = request.headers.get("hx-request") == "true"
     try:
         _schedules(who).control(

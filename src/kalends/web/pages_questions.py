@@ -50,6 +50,8 @@ from kalends.questions import (
 )
 from kalends.web.render import WebRoute, environment, instant_text, render
 from kalends.web.session import CSRF_FIELD, SignInRequired, Viewer, check_csrf, viewer
+from kalends.web.task_schedule_form import plain
+from kalends.web.workspace_scope import find_workspace
 
 __all__ = [
     "ANSWER_PREFIX",
@@ -91,16 +93,6 @@ def _questions(who: Viewer) -> Questions:
     return who.context.services.questions
 
 
-def _workspace(who: Viewer, workspace: UUID) -> tuple[Workspace, list[Workspace]]:
-    """The page's workspace and the viewer's workspaces (the navigation); one the viewer
-    is no member of is refused as the service refuses it (404)."""
-    spaces = who.context.services.workspaces.list(who.actor)
-    for ws in spaces:
-        if ws.id == workspace:
-            return ws, spaces
-    return who.context.services.workspaces.get(who.actor, workspace), spaces
-
-
 def _can_answer(ws: Workspace) -> bool:
     return ws.role.rank >= Role.EDITOR.rank
 
@@ -118,18 +110,18 @@ def open_question_count(who: Viewer | None) -> int:
     navigation's badge); 0 without a viewer."""
     if who is None:
         return 0
-    service = _questions(who)
-    spaces = who.context.services.workspaces.list(who.actor)
-    return sum(len(service.list_open(who.actor, ws.id)) for ws in spaces)
+    return _questions(who).count_open(who.actor)
 
 
 def waiting_questions(who: Viewer, spaces: Sequence[Workspace]) -> list[dict[str, Any]]:
     """The open questions over ``spaces`` (the viewer's workspaces), oldest first, each
     with its workspace (the Now page's "Questions waiting for you")."""
-    service = _questions(who)
-    found = [(q, ws) for ws in spaces for q in service.list_open(who.actor, ws.id)]
-    found.sort(key=lambda pair: (pair[0].asked_at, str(pair[0].id)))
-    return [{"q": q, "workspace": ws} for q, ws in found]
+    by_id = {ws.id: ws for ws in spaces}
+    return [
+        {"q": q, "workspace": by_id[q.workspace_id]}
+        for q in _questions(who).open_for(who.actor)
+        if q.workspace_id in by_id
+    ]
 
 
 def passage_questions(who: Viewer, workspace: UUID, passage_id: str) -> list[Question]:
@@ -214,15 +206,6 @@ def _csrf(form: FormData) -> str:
     return raw if isinstance(raw, str) else ""
 
 
-def _plain(exc: KalendsError) -> str:
-    """A service message without the path to its field: the page shows it beside it."""
-    message = exc.message
-    head, sep, rest = message.partition(": ")
-    if sep and head.replace("_", "").replace(".", "").isalnum():
-        message = rest
-    return message[:1].upper() + message[1:]
-
-
 def _error_field(exc: KalendsError) -> str | None:
     """The form field a refusal is about (``answer.go`` → ``go``), if any."""
     field = exc.details.get("field")
@@ -272,7 +255,7 @@ def _schedule_title(who: Viewer, question: Question) -> str | None:
 def questions_page(request: Request, workspace: UUID) -> Response:
     """The workspace's open questions, oldest first."""
     who = viewer(request)
-    ws, nav = _workspace(who, workspace)
+    ws, nav = find_workspace(who, workspace)
     found = _questions(who).list_open(who.actor, ws.id)
     return render(
         request,
@@ -312,7 +295,7 @@ def _question_page(
 ) -> Response:
     service = _questions(who)
     found = service.get(who.actor, question)
-    ws, nav = _workspace(who, found.workspace_id)
+    ws, nav = find_workspace(who, found.workspace_id)
     marks = service.marks(who.actor, found.id)
     decided = service.decision(who.actor, found.id)
     own_marks = [m for m in marks if m.attempt_id == found.attempt_id]
@@ -393,7 +376,7 @@ def answer_question(request: Request, question: UUID, form: Posted) -> Response:
         else:
             service.answer_from_ui_unmarked(who.actor, found.id, answer, revision)
     except AnswerTokenRefused as exc:
-        said = f"Not recorded: {_plain(exc)[:1].lower()}{_plain(exc)[1:]}."
+        said = f"Not recorded: {plain(exc.message)[:1].lower()}{plain(exc.message)[1:]}."
         return _question_page(request, who, found.id, form=form, error=said, status=403)
     except KalendsError as exc:
         status = status_of(exc)
@@ -404,7 +387,7 @@ def answer_question(request: Request, question: UUID, form: Posted) -> Response:
             who,
             found.id,
             form=form,
-            error=_plain(exc),
+            error=plain(exc.message),
             error_field=_error_field(exc),
             status=status,
         )
