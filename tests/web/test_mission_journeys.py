@@ -110,6 +110,13 @@ def test_schedules_play_run_now_log_pause_stop(
     expect(result).to_contain_text("Play applied")
     assert state_of(server, receipt) == "running"
     result.get_by_role("link", name="Reload the schedule").click()
+    # Until the server's scheduler holds the schedule's wake (a moment after Play), the
+    # page rightly shows it Interrupted: no live scheduler holds its work. Read again.
+    deadline = time.monotonic() + 15
+    while "Running" not in page.locator(".badge").first.inner_text():
+        assert time.monotonic() < deadline, "no scheduler took the played schedule"
+        page.wait_for_timeout(250)
+        page.reload()
     expect(page.locator(".badge").first).to_contain_text("Running")
 
     control(page, "Run now")
