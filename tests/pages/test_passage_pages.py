@@ -210,6 +210,43 @@ class TestARunningPassage:
         )
 
 
+class TestAReservedPassageNotStartedYet:
+    """Run now reserved it; this server's runtime has not started it yet. Its page follows
+    it all the same, so that its log appears as it starts (a page loaded a moment after
+    Run now must not sit on a still "Starting" page)."""
+
+    def test_its_page_follows_it_and_says_it_has_not_started(
+        self, pages: Pages, runtime: ProcessRuntime
+    ) -> None:
+        schedule, pending = _reserve(pages, "Reserved")
+        ran = Ran(schedule, pending["passageId"], pending["sessionId"])
+        page = pages.sign_in("carol").get(ran.url(pages))
+        assert page.status_code == 200, page.text
+        assert "Starting — the log below follows it from its start." in page.text
+        assert "Not started yet: its output appears here as it starts." in page.text
+        assert "holds no log" not in page.text
+        assert f'hx-get="{ran.url(pages, ran.passage_id)}/log?poll=1" {TRIGGER}' in page.text
+
+    def test_its_log_fragment_polls_until_it_starts_then_shows_its_output(
+        self, pages: Pages, runtime: ProcessRuntime
+    ) -> None:
+        schedule, pending = _reserve(pages, "Reserved")
+        ran = Ran(schedule, pending["passageId"], pending["sessionId"])
+        client = pages.sign_in("bob")
+        base = ran.url(pages) + "/log"
+        waiting = client.get(f"{base}?poll=1", headers=HTMX)
+        assert waiting.status_code == 200, waiting.text
+        assert f'hx-get="{base}?poll=2"' in waiting.text and TRIGGER in waiting.text
+        assert "Not started yet" in waiting.text
+        start = _start(pending, schedule, pages)
+        runtime.admit(start)
+        runtime.start(start)
+        wait_until(
+            lambda: "copying" in client.get(f"{base}?poll=2", headers=HTMX).text,
+            what="its output on the page",
+        )
+
+
 class TestScope:
     def test_a_non_member_gets_404_that_says_nothing_of_the_passage(
         self, pages: Pages, admitted: Ran

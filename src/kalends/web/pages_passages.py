@@ -161,14 +161,24 @@ def log_url(workspace: UUID, schedule: UUID, ident: str, poll: int) -> str:
 
 
 def _log_view(
-    workspace: UUID, schedule: UUID, ident: str, found: Passage | None, poll: int
+    workspace: UUID,
+    schedule: UUID,
+    ident: str,
+    found: Passage | None,
+    poll: int,
+    *,
+    waiting: bool = False,
 ) -> dict[str, Any]:
-    """What the log fragment shows: the log's tail and whether (and where) to poll next."""
-    live = _live(found)
+    """What the log fragment shows: the log's tail and whether (and where) to poll next.
+
+    ``waiting`` is a passage the schedule holds as pending that this server's runtime has
+    not started yet: its log is followed too, so that it appears as the passage starts."""
+    live = _live(found) or (found is None and waiting)
     obs = found.observation if found is not None else None
     bound = live and poll >= MAX_POLLS
     return {
         "text": obs.log_tail if obs is not None else None,
+        "waiting": found is None and waiting,
         "live": live,
         "follow": live and not bound,
         "bound": bound,
@@ -181,6 +191,14 @@ def _log_view(
         "status": status_text(found.to_json()) if found is not None else None,
         "problem": None,
     }
+
+
+def _pending(who: Viewer, workspace: UUID, schedule: UUID, ident: str) -> bool:
+    """Whether the schedule's document holds the passage as its pending one (reserved,
+    and not yet started by this server's runtime)."""
+    doc = who.context.services.schedules.detail(who.actor, schedule, workspace=workspace)
+    record = _record(doc, ident)
+    return record is not None and record["kind"] == "pending"
 
 
 def _runtime_passage(
@@ -217,7 +235,8 @@ def _page_values(who: Viewer, ws: Workspace, schedule: UUID, ident: str) -> dict
     took = _between(started, now_text if live and not out.get("endedAt") else ended)
     report = out.get("report") or {}
     summary = rec.get("summary") if rec.get("kind") == "result" else report.get("summary")
-    view = _log_view(ws.id, schedule, ident, found, 0)
+    waiting = found is None and problem is None and rec.get("kind") == "pending"
+    view = _log_view(ws.id, schedule, ident, found, 0, waiting=waiting)
     return {
         "title": f"Passage — {doc.get('title') or 'Schedule'}",
         "workspace": ws,
@@ -277,7 +296,8 @@ def passage_log(
     try:
         ident = _ident(passage)
         found, problem = _runtime_passage(who, workspace, schedule, ident)
-        if found is None and problem is None:
+        waiting = found is None and problem is None and _pending(who, workspace, schedule, ident)
+        if found is None and problem is None and not waiting:
             raise _unknown(ident)
     except SignInRequired:
         raise
@@ -287,7 +307,7 @@ def passage_log(
         view = _log_view(workspace, schedule, passage, None, poll)
         view["problem"] = exc.message
         return render(request, "parts/passage_log.html", {"log_view": view, "oob": True}, who=who)
-    view = _log_view(workspace, schedule, ident, found, poll)
+    view = _log_view(workspace, schedule, ident, found, poll, waiting=waiting)
     if problem is not None:
         view["problem"] = _PROBLEMS[problem]
     return render(request, "parts/passage_log.html", {"log_view": view, "oob": True}, who=who)
