@@ -15,6 +15,7 @@ from kalends.auth.credentials import digest, new_secret, usable
 from kalends.auth.grants import Privilege
 from kalends.auth.grants import require as require_privilege
 from kalends.auth.links import LOGIN_LINK_TTL
+from kalends.auth.liveness import principal_live
 from kalends.auth.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from kalends.auth.sessions import SESSION_TTL
 from kalends.auth.throttle import LoginThrottle
@@ -37,6 +38,7 @@ __all__ = [
     "digest",
     "instant_json",
     "new_secret",
+    "principal_live",
     "require_privilege",
     "usable",
 ]

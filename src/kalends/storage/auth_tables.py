@@ -9,7 +9,18 @@ belongs to an actor and goes with it.
 
 from __future__ import annotations
 
-from sqlalchemy import Boolean, Column, ForeignKey, Index, String, Table, Text, Uuid
+from sqlalchemy import (
+    Boolean,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+    Uuid,
+    text,
+)
 
 from kalends.storage.schema import UTCDateTime, metadata
 
@@ -21,6 +32,7 @@ __all__ = [
     "actor_grants",
     "api_tokens",
     "auth_sessions",
+    "device_pairings",
     "login_links",
 ]
 
@@ -67,8 +79,26 @@ api_tokens = Table(
     Column("expires_at", UTCDateTime(), nullable=True),
     Column("revoked_at", UTCDateTime(), nullable=True),
     Column("last_used_at", UTCDateTime(), nullable=True),
+    # A paired device's credential (its browser holds it in the device cookie) rather
+    # than a program's bearer token.
+    Column("device", Boolean(), nullable=False, server_default=text("false")),
     Index("ix_api_tokens_actor_id", "actor_id"),
     comment="Bearer tokens for programs, found by the SHA-256 of the token; no expiry is never.",
+)
+
+device_pairings = Table(
+    "device_pairings",
+    metadata,
+    Column("secret_hash", String(DIGEST_LENGTH), primary_key=True),
+    Column("actor_id", Uuid(), ForeignKey("actors.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(TOKEN_NAME_LENGTH), nullable=False),
+    # The device credential's lifetime once paired; none means it never expires.
+    Column("lifetime_seconds", Integer(), nullable=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("expires_at", UTCDateTime(), nullable=False),
+    Column("used_at", UTCDateTime(), nullable=True),
+    Index("ix_device_pairings_actor_id", "actor_id"),
+    comment="One-time device pairing links, found by the SHA-256 of their secret; used once.",
 )
 
 login_links = Table(

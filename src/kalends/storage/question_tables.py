@@ -94,6 +94,9 @@ question_marks = Table(
     Column("principal_id", String(PRINCIPAL_ID_LENGTH), nullable=False),
     Column("created_at", UTCDateTime(), nullable=False),
     Column("confirmed_at", UTCDateTime(), nullable=True),
+    # When the answer first left the server for its passage (the passage's own read):
+    # a mark never delivered when its passage ended was definitely not handed over.
+    Column("delivered_at", UTCDateTime(), nullable=True),
     CheckConstraint("via = 'ui'", name="via"),
     CheckConstraint("state IN ('pending', 'confirmed')", name="state"),
     CheckConstraint("principal_kind IN ('session', 'device')", name="principal_kind"),
