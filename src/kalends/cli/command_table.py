@@ -45,6 +45,7 @@ COMMANDS: dict[str, Command] = {
     "report": Command("report", "report_command", group=False),
     "say": Command("say", "say_command", group=False),
     "ask": Command("ask", "ask_command", group=False),
+    "decide": Command("decide", "decide_command", group=False),
     "doctor": Command("passage_isolation", "doctor_command", group=False),
     "serve": Command("serve", "serve_command", group=False),
     "token": Command("tokens", "token_app", group=True),
