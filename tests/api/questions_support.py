@@ -11,6 +11,7 @@ from uuid import UUID
 import httpx2
 
 from api.conftest import ApiWorld
+from kalends.auth import SessionGrant
 from kalends.missions.runtime import PassageStart
 from kalends.missions.runtime.process import ProcessRuntime
 from kalends.questions import Principal, PrincipalKind, Question, UiAnswer
@@ -69,10 +70,23 @@ def ask(api: ApiWorld, asker: Asker, **body: Any) -> Question:
     return api.services.questions.get(api.actors["bob"].id, reply.json()["id"])
 
 
-def ui_answer(api: ApiWorld, question: Question, answer: dict[str, Any] | None = None) -> UiAnswer:
-    """bob answers in the interface: a token minted for his session, then the answer."""
+def bob_session(api: ApiWorld) -> SessionGrant:
+    """A real session of bob's (a one-time login link redeemed), live until signed out."""
+    return api.accounts.redeem_login_link(api.accounts.issue_login_link(api.actors["bob"].id))
+
+
+def ui_answer(
+    api: ApiWorld,
+    question: Question,
+    answer: dict[str, Any] | None = None,
+    *,
+    session: SessionGrant | None = None,
+) -> UiAnswer:
+    """bob answers in the interface: a token minted for his session (a fresh live one
+    unless ``session`` is given), then the answer."""
     bob = api.actors["bob"].id
-    who = Principal(kind=PrincipalKind.SESSION, id="session-1", actor_id=bob)
+    grant = bob_session(api) if session is None else session
+    who = Principal(kind=PrincipalKind.SESSION, id=str(grant.principal.credential_id), actor_id=bob)
     chosen = answer or ANSWER
     token = api.services.questions.mint_token(bob, who, question.id, chosen)
     return api.services.questions.answer_from_ui(

@@ -1,7 +1,8 @@
 """A passage's questions over HTTP (the HTTP form of ``kalends ask``), with its own
-HMAC-signed token: ask in its schedule's workspace, read its own questions back,
-acknowledge an interface answer's attempt (the mark becomes confirmed), decide itself.
-Every refusal writes nothing."""
+HMAC-signed token: ask in its schedule's workspace, read its own questions back (the
+first read of an interface answer delivers its mark), acknowledge an interface answer's
+attempt (the mark becomes confirmed while the session that answered is live), decide
+itself. Every refusal writes nothing."""
 
 from __future__ import annotations
 
@@ -18,13 +19,19 @@ from api.questions_support import (
     Asker,
     admit,
     ask,
+    bob_session,
     error,
     schedule_in_home,
     ui_answer,
 )
 from kalends.missions.runtime.process import ProcessRuntime
 from kalends.missions.runtime.token import sign
-from kalends.questions import HUMAN_DECISION_REQUIRED, MAX_OPEN_PER_PASSAGE, MarkState
+from kalends.questions import (
+    CAUSE_UNCONFIRMED,
+    HUMAN_DECISION_REQUIRED,
+    MAX_OPEN_PER_PASSAGE,
+    MarkState,
+)
 from kalends.storage.testing import nothing_written
 from runtime.support import kill_families
 
@@ -195,6 +202,33 @@ class TestRead:
         assert body == {**given.question.to_json(), "attemptId": given.attempt_id}
         assert (body["state"], body["answer"], body["answeredVia"]) == ("answered", ANSWER, "ui")
 
+    def test_the_passages_first_read_of_an_interface_answer_delivers_its_mark(
+        self, api: ApiWorld, passages: Passages
+    ) -> None:
+        asked = ask(api, passages.a)
+        given = ui_answer(api, asked)
+        # People reading the question and its marks deliver nothing.
+        with nothing_written(api.store):
+            read = api.client.get(f"/api/questions/{asked.id}", headers=api.headers("carol"))
+            assert read.status_code == 200, read.text
+        [mark] = read.json()["marks"]
+        assert mark["deliveredAt"] is None
+
+        api.clock.advance(3)
+        first = api.client.get(url(asked.id), headers=passages.a.headers)
+        assert first.status_code == 200, first.text
+        assert first.json()["attemptId"] == given.attempt_id
+        [delivered] = api.services.questions.marks(api.actors["bob"].id, asked.id)
+        assert (delivered.state, delivered.delivered_at) == (MarkState.PENDING, api.clock.now())
+        instant = api.clock.now().isoformat().replace("+00:00", "Z")
+        assert delivered.to_json()["deliveredAt"] == instant
+
+        # Read again later: the first delivery stands.
+        api.clock.advance(3)
+        with nothing_written(api.store):
+            again = api.client.get(url(asked.id), headers=passages.a.headers)
+        assert again.json() == first.json()
+
     def test_an_api_answer_comes_without_an_attempt(
         self, api: ApiWorld, passages: Passages
     ) -> None:
@@ -273,6 +307,35 @@ class TestReceived:
                 error(reply, status, code, field)
         [mark] = api.services.questions.marks(api.actors["bob"].id, asked.id)
         assert mark.state is MarkState.PENDING
+
+    def test_a_signed_out_session_is_refused_and_the_mark_stays_pending(
+        self, api: ApiWorld, passages: Passages
+    ) -> None:
+        asked = ask(api, passages.a)
+        session = bob_session(api)
+        given = ui_answer(api, asked, session=session)
+        api.client.get(url(asked.id), headers=passages.a.headers)
+        api.accounts.logout(session.secret)
+        with nothing_written(api.store):
+            reply = api.client.post(
+                url(asked.id, "/received"),
+                json={"attemptId": given.attempt_id},
+                headers=passages.a.headers,
+            )
+        error(reply, 409, "principal-gone", "attemptId")
+        assert reply.json()["message"] == (
+            "attemptId: the session or device that answered is signed out or revoked: the "
+            "answer stands, but it cannot count as a person's decision; nothing was written"
+        )
+        bob = api.actors["bob"].id
+        [mark] = api.services.questions.marks(bob, asked.id)
+        assert mark.state is MarkState.PENDING
+        decided = api.services.questions.decision(bob, asked.id)
+        assert (decided.decided_by, decided.human_gate, decided.cause) == (
+            None,
+            "unmet",
+            CAUSE_UNCONFIRMED,
+        )
 
     def test_an_answer_given_elsewhere_has_no_attempt_to_confirm(
         self, api: ApiWorld, passages: Passages

@@ -21,6 +21,7 @@ from sqlalchemy import create_engine, select
 from typer.testing import CliRunner, Result
 
 from e2e.conftest import Server, finish, start_server
+from kalends.auth import Accounts
 from kalends.bootstrap import Services, open_services
 from kalends.cli.main import app
 from kalends.identity import Role
@@ -209,7 +210,13 @@ class TestLocal:
             "not a human decision: not answered yet",
         ]
         bob = local.services.directory.actor("bob").id
-        who = Principal(kind=PrincipalKind.SESSION, id="s-1", actor_id=bob)
+        accounts = Accounts(local.services.store)
+        accounts.ensure_account(bob)
+        session = accounts.redeem_login_link(accounts.issue_login_link(bob))
+        # A live session of bob's: only then may the hand-over be confirmed.
+        who = Principal(
+            kind=PrincipalKind.SESSION, id=str(session.principal.credential_id), actor_id=bob
+        )
         token = local.services.questions.mint_token("bob", who, asked.id, ANSWER)
         given = local.services.questions.answer_from_ui("bob", who, asked.id, ANSWER, token, 1)
         pending = local.ok("question", "show", str(asked.id)).stdout.splitlines()
@@ -416,8 +423,6 @@ def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Remote]:
             assert reply.status_code == 204, reply.text
         services = open_services(database)
         try:
-            from kalends.auth import Accounts  # noqa: PLC0415
-
             accounts = Accounts(services.store)
             accounts.ensure_account("bob")
             accounts.set_password("bob", BOB_PASSWORD, current_password=None)

@@ -1,6 +1,8 @@
 """Interface answers: the one-use token bound to question, form, answer and principal,
-the pending mark written with the answer in one transaction, the hand-over's three
-outcomes and the human gate they lead to (seed 002, "Wayfinder human decision mark")."""
+the pending mark written with the answer in one transaction, its confirmation and the
+human gate it leads to (seed 002, "Wayfinder human decision mark"). The rules of the
+hand-over itself (delivery, failure at the archive, revalidation) are in
+``test_handover_rules.py``."""
 
 from __future__ import annotations
 
@@ -22,8 +24,6 @@ from kalends.errors import (
 from kalends.questions import (
     ANSWER_TOKEN_PREFIX,
     ANSWER_TOKEN_TTL,
-    CAUSE_API,
-    CAUSE_NOT_ANSWERED,
     CAUSE_PENDING,
     MAX_LIVE_TOKENS,
     AnswerTokenRefused,
@@ -38,6 +38,7 @@ from kalends.storage.question_tables import answer_tokens, questions
 from kalends.storage.testing import nothing_written
 
 from .conftest import ANSWER, PASSAGE, World
+from .principals import live_session
 
 OTHER_ANSWER = {**ANSWER, "go": "later"}
 
@@ -316,20 +317,23 @@ class TestTokenBinding:
     def test_a_token_serves_once(self, world: World) -> None:
         asked = world.ask()
         secret = mint(world, asked)
-        given = world.questions.answer_from_ui(
+        world.questions.answer_from_ui(
             world.bob.id, world.session(world.bob), asked.id, ANSWER, secret, 1
         )
-        reopened = world.questions.handover_failed(asked.id, given.attempt_id)
+        # Nothing in kalends reopens an answered question; were it open again, the used
+        # token would still answer nothing.
+        with world.store.transaction() as conn:
+            conn.execute(update(questions).values(state="open", answer=None, attempt_id=None))
+        reopened = world.questions.get(world.bob.id, asked.id)
         self.refused(world, reopened, secret, "the answer token was already used")
 
 
 class TestHandover:
     def given(self, world: World) -> tuple[Question, str]:
         asked = world.ask()
-        secret = mint(world, asked)
-        done = world.questions.answer_from_ui(
-            world.bob.id, world.session(world.bob), asked.id, ANSWER, secret, 1
-        )
+        who = live_session(world.store, world.bob).principal
+        secret = world.questions.mint_token(world.bob.id, who, asked.id, ANSWER)
+        done = world.questions.answer_from_ui(world.bob.id, who, asked.id, ANSWER, secret, 1)
         return done.question, done.attempt_id
 
     def test_a_confirmed_hand_over_is_the_humans_decision(self, world: World) -> None:
@@ -350,7 +354,9 @@ class TestHandover:
         with nothing_written(world.store):
             assert world.questions.confirm_handover(question.id, attempt) == mark
 
-    def test_an_uncertain_hand_over_stays_pending_and_never_qualifies(self, world: World) -> None:
+    def test_an_unread_unacknowledged_hand_over_stays_pending_and_never_qualifies(
+        self, world: World
+    ) -> None:
         question, attempt = self.given(world)
         world.clock.advance(timedelta(days=30))
         (mark,) = world.questions.marks(world.alice.id, question.id)
@@ -358,60 +364,9 @@ class TestHandover:
         told = world.questions.decision(world.alice.id, question.id)
         assert (told.decided_by, told.human_gate, told.cause) == (None, "unmet", CAUSE_PENDING)
 
-    def test_a_failed_hand_over_removes_its_mark_and_reopens_the_question(
-        self, world: World
-    ) -> None:
-        question, attempt = self.given(world)
-        world.clock.advance(4)
-        reopened = world.questions.handover_failed(question.id, attempt)
-        assert (reopened.state, reopened.answer, reopened.answered_via) == (
-            QuestionState.OPEN,
-            None,
-            None,
-        )
-        assert (reopened.answered_at, reopened.answered_by, reopened.attempt_id) == (
-            None,
-            None,
-            None,
-        )
-        assert (reopened.revision, reopened.updated_at) == (3, world.clock.now())
-        assert world.questions.marks(world.alice.id, question.id) == []
-        told = world.questions.decision(world.alice.id, question.id)
-        assert (told.decided_by, told.cause) == (None, CAUSE_NOT_ANSWERED)
-        # A later API answer borrows nothing from the failed attempt.
-        world.questions.answer_from_api(world.bob.id, question.id, ANSWER, 3)
-        told = world.questions.decision(world.alice.id, question.id)
-        assert (told.decided_by, told.human_gate, told.cause) == (None, "unmet", CAUSE_API)
-        # Nor can the failed attempt be confirmed afterwards.
-        with nothing_written(world.store), pytest.raises(NotFound):
-            world.questions.confirm_handover(question.id, attempt)
-
-    def test_a_fresh_interface_answer_after_a_failure_needs_a_fresh_token_and_attempt(
-        self, world: World
-    ) -> None:
-        question, attempt = self.given(world)
-        world.questions.handover_failed(question.id, attempt)
-        secret = mint(world, question)
-        again = world.questions.answer_from_ui(
-            world.bob.id, world.session(world.bob), question.id, ANSWER, secret, 3
-        )
-        assert again.attempt_id != attempt
-        world.questions.confirm_handover(question.id, again.attempt_id)
-        assert world.questions.decision(world.bob.id, question.id).decided_by == "human"
-
-    def test_a_confirmed_mark_is_never_removed(self, world: World) -> None:
-        question, attempt = self.given(world)
-        world.questions.confirm_handover(question.id, attempt)
-        with nothing_written(world.store), pytest.raises(Conflict) as caught:
-            world.questions.handover_failed(question.id, attempt)
-        assert caught.value.message == (
-            f"attempt: the hand-over of attempt {attempt} is confirmed; it is never undone"
-        )
-
-    @pytest.mark.parametrize("call", ["confirm_handover", "handover_failed"])
-    def test_unknown_and_malformed_attempts_are_refused(self, world: World, call: str) -> None:
+    def test_unknown_and_malformed_attempts_are_refused(self, world: World) -> None:
         question, _attempt = self.given(world)
-        act = getattr(world.questions, call)
+        act = world.questions.confirm_handover
         with nothing_written(world.store):
             with pytest.raises(NotFound):
                 act(question.id, str(uuid.uuid4()))

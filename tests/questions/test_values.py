@@ -17,9 +17,11 @@ from kalends.questions import (
     CAUSE_API,
     CAUSE_CLI,
     CAUSE_COORDINATOR,
+    CAUSE_NEVER_DELIVERED,
     CAUSE_NO_MARK,
     CAUSE_NOT_ANSWERED,
     CAUSE_PENDING,
+    CAUSE_UNCONFIRMED,
     HUMAN_DECISION_REQUIRED,
     MAX_FIELDS,
     AnswerVia,
@@ -359,7 +361,7 @@ def answered(via: AnswerVia, attempt_id: str | None = None) -> Question:
     )
 
 
-def mark(state: MarkState, attempt_id: str = ATTEMPT) -> Mark:
+def mark(state: MarkState, attempt_id: str = ATTEMPT, *, read: bool = False) -> Mark:
     return Mark(
         question_id=QUESTION.id,
         attempt_id=attempt_id,
@@ -371,6 +373,7 @@ def mark(state: MarkState, attempt_id: str = ATTEMPT) -> Mark:
         principal_id="s-1",
         created_at=AT,
         confirmed_at=AT if state is MarkState.CONFIRMED else None,
+        delivered_at=AT if read or state is MarkState.CONFIRMED else None,
     )
 
 
@@ -398,16 +401,24 @@ class TestDecision:
             (answered(AnswerVia.API), [mark(MarkState.CONFIRMED)], CAUSE_API),
             # the command line
             (answered(AnswerVia.CLI), [], CAUSE_CLI),
-            # the interface, its mark pending
+            # the interface, its mark pending and not read by the passage yet
             (answered(AnswerVia.UI, ATTEMPT), [mark(MarkState.PENDING)], CAUSE_PENDING),
-            # the interface, only another attempt's mark confirmed
+            # the interface, its mark pending, read but never acknowledged (uncertain)
+            (
+                answered(AnswerVia.UI, ATTEMPT),
+                [mark(MarkState.PENDING, read=True)],
+                CAUSE_UNCONFIRMED,
+            ),
+            # the interface, only another attempt's mark confirmed: its own is gone
             (
                 answered(AnswerVia.UI, ATTEMPT),
                 [mark(MarkState.CONFIRMED, "00000000-0000-4000-8000-000000000000")],
-                CAUSE_NO_MARK,
+                CAUSE_NEVER_DELIVERED,
             ),
-            # the interface, no mark at all
-            (answered(AnswerVia.UI, ATTEMPT), [], CAUSE_NO_MARK),
+            # the interface, its attempt's mark removed (the passage never read it)
+            (answered(AnswerVia.UI, ATTEMPT), [], CAUSE_NEVER_DELIVERED),
+            # the interface, answered without a mark (no token could be had)
+            (answered(AnswerVia.UI), [], CAUSE_NO_MARK),
         ],
     )
     def test_anything_else_leaves_the_gate_unmet_with_its_cause(

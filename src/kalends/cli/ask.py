@@ -9,7 +9,11 @@ schedule, where people answer it on the web, with ``kalends question answer`` or
 HTTP. The command then reads it back every :data:`POLL_SECONDS` seconds until it is
 answered, prints the answer, and, for an answer given in the kalends interface,
 acknowledges that attempt (``POST …/received``): only then is the answer's hand-over
-mark confirmed and the answer counted as the person's decision.
+mark confirmed and the answer counted as the person's decision. When the session or
+device that answered was signed out or revoked meanwhile, the server refuses the
+acknowledgement (``principal-gone``): the answer is printed all the same and the
+command exits 0, saying on stderr that the answer is not counted as a person's
+decision, and why.
 
 Questions live in the database, which a passage cannot read: without a server the
 command says so and exits 2. A server that cannot be reached while waiting (a restart)
@@ -58,6 +62,15 @@ SEND_TIMEOUT = 30.0
 MAX_ANSWER_BYTES = 1024 * 1024
 # A text field's length when --text names none (kalends.questions.MAX_TEXT_LENGTH).
 DEFAULT_TEXT_LENGTH = 4096
+
+# The server's code for an acknowledgement refused because the session or device that
+# answered is signed out or revoked (kalends.questions.PrincipalGone; named here, not
+# imported, for a fast start).
+PRINCIPAL_GONE = "principal-gone"
+NOT_COUNTED = (
+    "note: the answer is not counted as a person's decision: the session or device that "
+    "answered it is signed out or revoked"
+)
 
 # No answer within --timeout: the question stays open for people to answer.
 EXIT_TIMEOUT = 3
@@ -304,4 +317,6 @@ def _answered(
         call_server(base, f"{ASK_PATH}/{question}/received", token, {"attemptId": attempt})
     except KalendsError as exc:
         # The answer was received all the same; its hand-over stays unconfirmed.
-        typer.echo(f"note: the answer's receipt was not acknowledged: {exc.message}", err=True)
+        gone = isinstance(exc, CallRefused) and exc.code == PRINCIPAL_GONE
+        said = f"note: the answer's receipt was not acknowledged: {exc.message}"
+        typer.echo(NOT_COUNTED if gone else said, err=True)

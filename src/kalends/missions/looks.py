@@ -59,6 +59,7 @@ from kalends.missions.passages import (
 )
 from kalends.missions.question_holds import (
     QUESTION_OPEN,
+    fail_undelivered_handovers,
     open_questions,
     start_extras,
     withdraw_questions,
@@ -361,6 +362,7 @@ class Look:
 
         def transcript(conn: Connection) -> None:
             withdraw_questions(conn, now, passage_id)
+            fail_undelivered_handovers(conn, passage_id)
             settle_watch(conn, now, schedule_id=row.id, passage_id=passage_id, outcome=outcome)
             settle_transcript(conn, now, passage_id, outcome, reason, summary)
 

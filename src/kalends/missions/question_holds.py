@@ -7,6 +7,11 @@
 - A passage that is to be interrupted (its schedule paused, stopped or deleted after
   it was reserved) is not held: its open questions are withdrawn with its archive, in
   the same transaction, and nobody can answer them any more.
+- At every archive (settled or interrupted), the hand-over of an interface answer the
+  passage never read definitely failed: its pending mark is removed in the archive's
+  transaction (seed 002, "Wayfinder human decision mark": a definitely failed forward
+  removes the mark). The answer stands; it is no person's decision. A mark the passage
+  read but never acknowledged stays pending for good (uncertain).
 - The schedule's next passage is told the answers of the previous passage's questions
   in its input (``answers``), each with who decided it, so a passage that asked and
   exited learns the answer there instead.
@@ -28,6 +33,7 @@ from kalends.questions import (
     Question,
     answered_for_passages,
     decision_of,
+    drop_undelivered_marks,
     marks_of,
     open_for_passage,
     withdraw_open,
@@ -35,6 +41,7 @@ from kalends.questions import (
 
 __all__ = [
     "QUESTION_OPEN",
+    "fail_undelivered_handovers",
     "open_questions",
     "told_answers_many",
     "start_extras",
@@ -53,6 +60,13 @@ def open_questions(conn: Connection, passage_id: str) -> int:
 def withdraw_questions(conn: Connection, now: datetime, passage_id: str) -> None:
     """The passage's open questions withdrawn (answered ones stay): at its archive."""
     withdraw_open(conn, now, passage_id)
+
+
+def fail_undelivered_handovers(conn: Connection, passage_id: str) -> None:
+    """The passage's interface answers it never read lose their pending marks (the
+    hand-over definitely failed; the answers stand): at its archive, after its open
+    questions are withdrawn. One statement whatever the number of questions."""
+    drop_undelivered_marks(conn, passage_id)
 
 
 def told_answers_many(

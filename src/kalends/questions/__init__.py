@@ -2,8 +2,11 @@
 
 A passage asks (:func:`~kalends.questions.records.ask`); a person answers through the
 kalends interface with a one-use token and a two-phase mark, or through the API or the
-command line; the passage may decide itself. :func:`decision` tells whether a person
-decided through the interface (seed 002, "Wayfinder human decision mark").
+command line; the passage may decide itself. An interface answer's hand-over is the
+passage's own read of it (delivered, then acknowledged while the answering session or
+device is still live; removed when the passage ended without reading it).
+:func:`decision` tells whether a person decided through the interface (seed 002,
+"Wayfinder human decision mark").
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ from kalends.questions.decision import (
     CAUSE_API,
     CAUSE_CLI,
     CAUSE_COORDINATOR,
+    CAUSE_NEVER_DELIVERED,
     CAUSE_NO_MARK,
     CAUSE_NOT_ANSWERED,
     CAUSE_PENDING,
+    CAUSE_UNCONFIRMED,
     HUMAN_DECISION_REQUIRED,
     Decision,
     decision,
@@ -29,11 +34,13 @@ from kalends.questions.records import (
     MAX_OPEN_PER_PASSAGE,
     MAX_TOLD,
     AnswerTokenRefused,
+    PrincipalGone,
     answered_for_passages,
     ask,
     confirm_handover,
     coordinator_decision,
-    handover_failed,
+    drop_undelivered_marks,
+    mark_delivered,
     marks_of,
     open_for_passage,
     read_marks,
@@ -78,9 +85,11 @@ __all__ = [
     "CAUSE_API",
     "CAUSE_CLI",
     "CAUSE_COORDINATOR",
+    "CAUSE_NEVER_DELIVERED",
     "CAUSE_NOT_ANSWERED",
     "CAUSE_NO_MARK",
     "CAUSE_PENDING",
+    "CAUSE_UNCONFIRMED",
     "HUMAN_DECISION_REQUIRED",
     "MAX_FIELDS",
     "MAX_FIELD_ID_CHARS",
@@ -103,6 +112,7 @@ __all__ = [
     "Mark",
     "MarkState",
     "Principal",
+    "PrincipalGone",
     "PrincipalKind",
     "Question",
     "QuestionState",
@@ -116,7 +126,8 @@ __all__ = [
     "confirm_handover",
     "coordinator_decision",
     "decision",
-    "handover_failed",
+    "drop_undelivered_marks",
+    "mark_delivered",
     "open_for_passage",
     "parse_fields",
     "records",

@@ -6,21 +6,27 @@ passage's own decision (``"coordinator"``) needs no mark and is never counted as
 person's. Everything else leaves the gate unmet, with the refusal the passage reads and
 the cause as its detail:
 
-==================================  ================  =====================================
-answer                              decidedBy         cause
-==================================  ================  =====================================
-none (open or withdrawn)            null              not answered yet
-API                                 null              answered through the API, …
-command line                        null              answered through the command line, …
-interface, mark pending             null              … hand-over is not confirmed (pending)
-interface, no mark of its attempt   null              … without a hand-over mark
-interface, mark confirmed           ``human``         (gate met)
-the passage itself                  ``coordinator``   decided by the passage itself
-==================================  ================  =====================================
+==================================  ===============  ======================================
+answer                              decidedBy        cause
+==================================  ===============  ======================================
+none (open or withdrawn)            null             not answered yet
+API                                 null             answered through the API, …
+command line                        null             answered through the command line, …
+interface, mark pending, unread     null             … hand-over is not confirmed (pending)
+interface, mark pending, read       null             … reached the passage, unacknowledged
+interface, its attempt's mark gone  null             … never reached the passage
+interface, answered without a mark  null             … without a hand-over mark
+interface, mark confirmed           ``human``        (gate met)
+the passage itself                  ``coordinator``  decided by the passage itself
+==================================  ===============  ======================================
 
-A pending mark never qualifies, and an answer recorded after a failed interface attempt
-never borrows that attempt's mark: only the mark of the attempt that recorded the
-current answer counts.
+A pending mark never qualifies: the passage may have read the answer without its
+acknowledgement ever arriving (uncertain: it stays pending for good), or its
+acknowledgement was refused because the session or device that answered was signed out
+or revoked meanwhile. When a passage ended without ever reading its interface answer,
+the hand-over definitely failed and its pending mark was removed at the passage's
+archive (:func:`~kalends.questions.records.drop_undelivered_marks`); the answer stands.
+Only the mark of the attempt that recorded the current answer counts.
 """
 
 from __future__ import annotations
@@ -36,9 +42,11 @@ __all__ = [
     "CAUSE_API",
     "CAUSE_CLI",
     "CAUSE_COORDINATOR",
+    "CAUSE_NEVER_DELIVERED",
     "CAUSE_NO_MARK",
     "CAUSE_NOT_ANSWERED",
     "CAUSE_PENDING",
+    "CAUSE_UNCONFIRMED",
     "HUMAN_DECISION_REQUIRED",
     "Decision",
     "decision",
@@ -52,6 +60,14 @@ CAUSE_NOT_ANSWERED = "not answered yet"
 CAUSE_API = "answered through the API, not the kalends interface"
 CAUSE_CLI = "answered through the command line, not the kalends interface"
 CAUSE_PENDING = "the interface answer's hand-over is not confirmed (pending)"
+CAUSE_UNCONFIRMED = (
+    "the interface answer reached the passage, but its receipt was not acknowledged: "
+    "the hand-over is unconfirmed (pending)"
+)
+CAUSE_NEVER_DELIVERED = (
+    "the interface answer never reached the passage: it ended before reading it, "
+    "so the hand-over definitely failed"
+)
 # kalends decision: an interface answer recorded without a mark (seed 002's fallback
 # when no mark could be prepared, :meth:`Questions.answer_from_ui_unmarked`).
 CAUSE_NO_MARK = "answered in the kalends interface without a hand-over mark"
@@ -97,12 +113,12 @@ def decision(question: Question, marks: Iterable[Mark]) -> Decision:
         return _unmet(question, CAUSE_API)
     if via is AnswerVia.CLI:
         return _unmet(question, CAUSE_CLI)
+    if question.attempt_id is None:
+        return _unmet(question, CAUSE_NO_MARK)
     own = [
         mark
         for mark in marks
-        if mark.question_id == question.id
-        and question.attempt_id is not None
-        and mark.attempt_id == question.attempt_id
+        if mark.question_id == question.id and mark.attempt_id == question.attempt_id
     ]
     if any(mark.state is MarkState.CONFIRMED for mark in own):
         return Decision(
@@ -112,4 +128,9 @@ def decision(question: Question, marks: Iterable[Mark]) -> Decision:
             refusal=None,
             cause=None,
         )
-    return _unmet(question, CAUSE_PENDING if own else CAUSE_NO_MARK)
+    if not own:
+        # The attempt's mark was written with the answer: gone, it was removed because
+        # the passage ended without ever reading the answer.
+        return _unmet(question, CAUSE_NEVER_DELIVERED)
+    read = any(mark.delivered_at is not None for mark in own)
+    return _unmet(question, CAUSE_UNCONFIRMED if read else CAUSE_PENDING)

@@ -12,10 +12,20 @@ this server's database does not know (another database's worker, a record withou
 asks nothing (:class:`PassageUnscheduled`).
 
 Another passage's question is, to a passage, one that does not exist
-(:class:`~kalends.errors.NotFound`). An interface answer is acknowledged for the attempt
-that recorded the question's current answer only: that hand-over's ``pending`` mark
-becomes ``confirmed`` (seed 002, "Wayfinder human decision mark"); any other attempt is
-refused and nothing is written. Each method is one transaction.
+(:class:`~kalends.errors.NotFound`).
+
+The passage's own read is the hand-over of an interface answer (seed 002, "Wayfinder
+human decision mark"). Its first read of the answer delivers the attempt's ``pending``
+mark (``delivered_at``), in the read's transaction; people's reads never do. The
+passage then acknowledges the attempt that recorded the question's current answer
+(:meth:`PassageQuestions.received`): the mark becomes ``confirmed`` if the session or
+device that answered is still live, else the acknowledgement is refused
+(:class:`~kalends.questions.records.PrincipalGone`) and the mark stays pending; any
+other attempt is refused. A refusal writes nothing. A passage that ends without reading
+its answer definitely failed the hand-over: its mark is removed at its archive
+(:func:`~kalends.questions.records.drop_undelivered_marks`). Each method is one
+transaction, apart from the read that finds an answer to deliver, which reads again in
+the transaction that delivers it.
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ from kalends.questions.service import Questions
 from kalends.questions.values import (
     AnswerVia,
     Mark,
+    MarkState,
     Question,
     QuestionState,
     check_prompt,
@@ -96,18 +107,37 @@ class PassageQuestions:
 
     def get(self, token: str, question: UUID | str) -> Question:
         """One of the token's passage's questions; any other is
-        :class:`~kalends.errors.NotFound`."""
+        :class:`~kalends.errors.NotFound`. Reading an interface answer whose mark was not
+        delivered yet delivers it (:func:`~kalends.questions.records.mark_delivered`),
+        in the transaction that returns that answer; a question still open is only read
+        (a waiting passage reads it every few seconds)."""
         passage_id, _schedule = self.speaker(token)
         question_id = records.check_question_id(question)
-        return self.questions.store.run(
-            lambda conn: _own(conn, passage_id, question_id), write=False
-        )
+        store = self.questions.store
+
+        def read(conn: Connection) -> tuple[Question, bool]:
+            found = _own(conn, passage_id, question_id)
+            return found, _undelivered(conn, found)
+
+        found, undelivered = store.run(read, write=False)
+        if not undelivered:
+            return found
+
+        def deliver(conn: Connection) -> Question:
+            again = _own(conn, passage_id, question_id, lock=True)
+            records.mark_delivered(conn, store.clock.now(), again)
+            return again
+
+        return store.run(deliver)
 
     def received(self, token: str, question: UUID | str, attempt_id: object) -> Mark:
         """The passage received the interface answer recorded by ``attempt_id``: that
-        hand-over's mark becomes ``confirmed`` (again: it stays so). An attempt that did
-        not record the question's current answer, or a question not answered through the
-        interface, is :class:`AttemptRefused`; nothing is written on a refusal."""
+        hand-over's mark becomes ``confirmed`` (again: it stays so) while the session or
+        device that answered is still live, else
+        :class:`~kalends.questions.records.PrincipalGone` (the answer stands, the mark
+        stays pending). An attempt that did not record the question's current answer, or
+        a question not answered through the interface, is :class:`AttemptRefused`;
+        nothing is written on a refusal."""
         passage_id, _schedule = self.speaker(token)
         question_id = records.check_question_id(question)
         attempt = _attempt(attempt_id)
@@ -143,6 +173,19 @@ def _attempt(raw: object) -> str:
     if found is None:
         raise InvalidInput(f"attemptId: not an attempt ID: {raw!r}", field="attemptId")
     return str(found)
+
+
+def _undelivered(conn: Connection, question: Question) -> bool:
+    """Whether ``question`` holds an interface answer whose pending mark the passage has
+    not read yet."""
+    if question.answered_via is not AnswerVia.UI or question.attempt_id is None:
+        return False
+    return any(
+        mark.attempt_id == question.attempt_id
+        and mark.state is MarkState.PENDING
+        and mark.delivered_at is None
+        for mark in records.read_marks(conn, question.id)
+    )
 
 
 def _own(conn: Connection, passage_id: str, question_id: UUID, *, lock: bool = False) -> Question:

@@ -1,12 +1,19 @@
 """Question rows, statement by statement, in the caller's transaction: ask, read, answer,
 mint and take answer tokens, and the marks of interface answers.
 
-The runtime calls :func:`ask`, :func:`open_for_passage`, :func:`confirm_handover`,
-:func:`handover_failed`, :func:`coordinator_decision` and :func:`withdraw_open` directly,
-with the passage's own token checked elsewhere;
+The runtime calls :func:`ask`, :func:`open_for_passage`, :func:`mark_delivered`,
+:func:`confirm_handover`, :func:`coordinator_decision`, :func:`withdraw_open` and
+:func:`drop_undelivered_marks` directly, with the passage's own token checked elsewhere;
 :class:`~kalends.questions.service.Questions` calls the rest after checking the actor's
-role. Every change of a question is a compare-and-swap
-on its revision and state; a refusal raises before anything is written.
+role. Every change of a question is a compare-and-swap on its revision and state; a
+refusal raises before anything is written.
+
+An interface answer's hand-over to its passage (seed 002, "Wayfinder human decision
+mark") is the passage's own read of it: its ``pending`` mark is delivered at the
+passage's first read (:func:`mark_delivered`), confirmed when the passage acknowledges
+it while the session or device that answered is still live (:func:`confirm_handover`),
+removed when the passage ended without ever reading it (:func:`drop_undelivered_marks`:
+the hand-over definitely failed), and otherwise left pending for good (uncertain).
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
-from kalends.auth import digest, new_secret, usable
+from kalends.auth import digest, new_secret, principal_live, usable
 from kalends.errors import (
     Conflict,
     Forbidden,
@@ -61,18 +68,20 @@ __all__ = [
     "MAX_OPEN_PER_PASSAGE",
     "MAX_TOLD",
     "AnswerTokenRefused",
+    "PrincipalGone",
     "answered_for_passages",
     "ask",
     "check_answerable",
     "check_question_id",
     "confirm_handover",
     "coordinator_decision",
-    "handover_failed",
     "count_open_of_member",
+    "drop_undelivered_marks",
     "list_open",
-    "open_of_member",
+    "mark_delivered",
     "marks_of",
     "mint_token",
+    "open_of_member",
     "open_for_passage",
     "read_marks",
     "read_question",
@@ -107,6 +116,13 @@ class AnswerTokenRefused(Forbidden):
     not used up."""
 
     code = "answer-token-refused"
+
+
+class PrincipalGone(Conflict):
+    """The session or device that answered is signed out or revoked: the answer stands,
+    but it cannot count as a person's decision; nothing was written."""
+
+    code = "principal-gone"
 
 
 def check_question_id(raw: object) -> UUID:
@@ -458,14 +474,44 @@ def _check_attempt_id(raw: object) -> str:
         raise InvalidInput(f"attempt: not an attempt ID: {raw!r}", field="attempt") from None
 
 
+def mark_delivered(conn: Connection, now: datetime, question: Question) -> bool:
+    """The passage reads ``question``'s interface answer: the ``pending`` mark of the
+    attempt that recorded it is delivered at ``now``, the first time only (one statement;
+    a later read, a confirmed mark or an answer of another door changes nothing).
+    Whether this read delivered it."""
+    if question.answered_via is not AnswerVia.UI or question.attempt_id is None:
+        return False
+    done = conn.execute(
+        update(question_marks)
+        .where(
+            _M.question_id == question.id,
+            _M.attempt_id == question.attempt_id,
+            _M.state == MarkState.PENDING.value,
+            _M.delivered_at.is_(None),
+        )
+        .values(delivered_at=now)
+    )
+    return done.rowcount == 1
+
+
 def confirm_handover(conn: Connection, now: datetime, question_id: UUID, attempt_id: str) -> Mark:
     """The hand-over of attempt ``attempt_id`` returned positively: its ``pending`` mark
-    becomes ``confirmed``. A confirmed mark stays as it is (the call is idempotent); an
-    unknown attempt is :class:`~kalends.errors.NotFound`."""
+    becomes ``confirmed``, once the session or device that answered is found still live
+    at ``now`` (seed 002: the principal is revalidated across the hand-over); signed out,
+    expired or revoked, it is :class:`PrincipalGone`, nothing is written and the mark
+    stays pending. A confirmed mark stays as it is (the call is idempotent); an unknown
+    attempt is :class:`~kalends.errors.NotFound`."""
     attempt = _check_attempt_id(attempt_id)
     mark = _read_mark(conn, question_id, attempt, lock=True)
     if mark.state is MarkState.CONFIRMED:
         return mark
+    if not principal_live(conn, mark.principal_kind.value, mark.principal_id, now):
+        raise PrincipalGone(
+            "attemptId: the session or device that answered is signed out or revoked: "
+            "the answer stands, but it cannot count as a person's decision; "
+            "nothing was written",
+            field="attemptId",
+        )
     conn.execute(
         update(question_marks)
         .where(
@@ -478,49 +524,21 @@ def confirm_handover(conn: Connection, now: datetime, question_id: UUID, attempt
     return _read_mark(conn, question_id, attempt, lock=False)
 
 
-def handover_failed(
-    conn: Connection, now: datetime, question_id: UUID, attempt_id: str
-) -> Question:
-    """The hand-over of attempt ``attempt_id`` definitely failed (the passage still waits
-    for its answer): its ``pending`` mark is removed and the question, whose answer never
-    reached the passage, is open again, so that a new answer needs a new token and a new
-    attempt. A confirmed mark is never removed (:class:`~kalends.errors.Conflict`); an
-    unknown attempt is :class:`~kalends.errors.NotFound`."""
-    attempt = _check_attempt_id(attempt_id)
-    question = read_question(conn, question_id, lock=True)
-    if question is None:
-        raise NotFound(f"question: no question {question_id}", field="question")
-    mark = _read_mark(conn, question_id, attempt, lock=True)
-    if mark.state is MarkState.CONFIRMED:
-        raise Conflict(
-            f"attempt: the hand-over of attempt {attempt} is confirmed; it is never undone",
-            field="attempt",
-        )
-    conn.execute(
+def drop_undelivered_marks(conn: Connection, passage_id: str) -> int:
+    """The passage ended (at its archive): every ``pending`` interface mark of its
+    questions that it never read is removed, since that hand-over definitely failed.
+    The answers stand (the questions stay answered, never reopened: nobody waits for
+    them any more); a mark read but never acknowledged stays pending for good. One
+    statement, whatever the number of questions; how many marks it removed."""
+    passage = check_passage_id(passage_id)
+    done = conn.execute(
         delete(question_marks).where(
-            _M.question_id == question_id,
-            _M.attempt_id == attempt,
+            _M.question_id.in_(select(_Q.id).where(_Q.passage_id == passage)),
             _M.state == MarkState.PENDING.value,
+            _M.delivered_at.is_(None),
         )
     )
-    if question.state is QuestionState.ANSWERED and question.attempt_id == attempt:
-        conn.execute(
-            update(questions)
-            .where(_Q.id == question_id, _Q.revision == question.revision)
-            .values(
-                state=QuestionState.OPEN.value,
-                answer=None,
-                answered_at=None,
-                answered_by=None,
-                answered_via=None,
-                attempt_id=None,
-                revision=question.revision + 1,
-                updated_at=now,
-            )
-        )
-    reopened = read_question(conn, question_id)
-    assert reopened is not None
-    return reopened
+    return int(done.rowcount)
 
 
 def withdraw_open(conn: Connection, now: datetime, passage_id: str) -> list[Question]:

@@ -12,9 +12,12 @@ An interface answer follows seed 002's two-phase mark ("Wayfinder human decision
 mark"): the web edge mints a token only after a trusted pointer click or submit key
 press (:meth:`Questions.mint_token`); :meth:`Questions.answer_from_ui` then uses the
 token up, records the answer and writes a ``pending`` mark in one transaction, before
-the answer is handed to the passage; the hand-over's outcome confirms the mark
-(:meth:`Questions.confirm_handover`), removes it when it definitely failed
-(:meth:`Questions.handover_failed`), or, when uncertain, leaves it pending for good.
+the answer is handed to the passage. The hand-over is the passage's own read of its
+answer (:class:`~kalends.questions.passages.PassageQuestions`): its first read delivers
+the mark, its acknowledgement confirms it while the session or device that answered is
+still live (:meth:`Questions.confirm_handover`); a passage that ended without reading
+it definitely failed the hand-over, and its mark is removed at the passage's archive;
+a mark read but never acknowledged stays pending for good (uncertain).
 When no token could be had, the person is not blocked: the answer is recorded without a
 mark (:meth:`Questions.answer_from_ui_unmarked`) and never counts as their decision.
 """
@@ -289,20 +292,11 @@ class Questions:
 
     def confirm_handover(self, question: UUID | str, attempt_id: str) -> Mark:
         """:func:`~kalends.questions.records.confirm_handover` at the store's clock, for
-        the runtime."""
+        the runtime: refused (:class:`~kalends.questions.records.PrincipalGone`) once
+        the session or device that answered is signed out or revoked."""
         question_id = records.check_question_id(question)
         return self.store.run(
             lambda conn: records.confirm_handover(
-                conn, self.store.clock.now(), question_id, attempt_id
-            )
-        )
-
-    def handover_failed(self, question: UUID | str, attempt_id: str) -> Question:
-        """:func:`~kalends.questions.records.handover_failed` at the store's clock, for the
-        runtime."""
-        question_id = records.check_question_id(question)
-        return self.store.run(
-            lambda conn: records.handover_failed(
                 conn, self.store.clock.now(), question_id, attempt_id
             )
         )

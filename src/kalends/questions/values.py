@@ -455,7 +455,8 @@ class Question:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Mark:
     """The mark of one interface answer's hand-over to its passage: ``pending`` from
-    before the hand-over, ``confirmed`` once it succeeded for this attempt."""
+    before the hand-over, ``confirmed`` once it succeeded for this attempt.
+    ``delivered_at`` is when the passage first read the answer (``None``: never yet)."""
 
     question_id: UUID
     attempt_id: str
@@ -467,6 +468,7 @@ class Mark:
     principal_id: str
     created_at: datetime
     confirmed_at: datetime | None
+    delivered_at: datetime | None
 
     @classmethod
     def from_row(cls, row: Any) -> Mark:
@@ -481,6 +483,7 @@ class Mark:
             principal_id=row.principal_id,
             created_at=row.created_at,
             confirmed_at=row.confirmed_at,
+            delivered_at=row.delivered_at,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -494,6 +497,7 @@ class Mark:
             "principalKind": self.principal_kind.value,
             "createdAt": _instant(self.created_at),
             "confirmedAt": _instant(self.confirmed_at),
+            "deliveredAt": _instant(self.delivered_at),
         }
 
 

@@ -8,9 +8,12 @@ foreign token is 401 ``invalid-passage-token``, a settled passage's (spent) toke
 - ``POST /api/passages/questions`` asks a question in the workspace of the passage's
   own schedule (from its start record, never from the body);
 - ``GET /api/passages/questions/{question}`` reads it back: its state and, once
-  answered, the answer, ``answeredVia`` and, for an interface answer, ``attemptId``;
+  answered, the answer, ``answeredVia`` and, for an interface answer, ``attemptId``.
+  This read is the answer's hand-over: the first one delivers the attempt's mark;
 - ``POST …/received`` acknowledges the interface answer of ``attemptId``: its hand-over
-  mark becomes ``confirmed``, and only then does the answer count as a person's decision;
+  mark becomes ``confirmed``, and only then does the answer count as a person's
+  decision, provided the session or device that answered is still live (else 409
+  ``principal-gone``: the answer stands, the mark stays pending);
 - ``POST …/decide`` records the passage's own decision (never a person's).
 
 Another passage's question answers 404, as one that does not exist.
@@ -117,6 +120,9 @@ class MarkOut(BaseModel):
     principalKind: str
     createdAt: str
     confirmedAt: str | None
+    deliveredAt: str | None = Field(
+        description="When the passage first read the answer; `null` while it has not."
+    )
 
 
 @router.post(
@@ -139,6 +145,11 @@ def ask(body: AskBody, token: PassageTokenDep, ctx: ContextDep) -> JSONResponse:
 @router.get(
     QUESTION,
     summary="One of the passage's own questions, and its answer once given",
+    description=(
+        "Reading an interface answer hands it over: the first read delivers its attempt's "
+        "mark (`deliveredAt`). A passage that ends without reading it definitely failed "
+        "the hand-over: the mark is removed when the passage is archived."
+    ),
     response_model=PassageQuestionOut,
     responses=error_responses(401, 404, 409, 422, 503),
 )
@@ -151,7 +162,10 @@ def get_question(question: UUID, token: PassageTokenDep, ctx: ContextDep) -> JSO
     summary="Acknowledge the interface answer of an attempt: its mark is confirmed",
     description=(
         "Only the attempt that recorded the question's current interface answer: any other "
-        "answers 409 `attempt-refused` and nothing is written."
+        "answers 409 `attempt-refused` and nothing is written. The session or device that "
+        "answered must still be live: signed out, expired or revoked, it answers 409 "
+        "`principal-gone`, nothing is written, and the answer stands without counting as "
+        "a person's decision."
     ),
     response_model=MarkOut,
     responses=error_responses(401, 404, 409, 422, 503),
