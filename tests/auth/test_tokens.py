@@ -57,6 +57,7 @@ class TestCreate:
             "revokedAt": None,
             "lastUsedAt": None,
             "active": True,
+            "device": False,
         }
 
     def test_an_actor_without_an_account_may_hold_tokens(self, aw: AuthWorld) -> None:

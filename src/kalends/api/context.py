@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_BODY_BYTES",
     "SESSION_COOKIE",
+    "DEVICE_COOKIE",
     "CSRF_COOKIE",
     "CSRF_HEADER",
     "ApiContext",
@@ -23,6 +24,9 @@ __all__ = [
 ]
 
 SESSION_COOKIE = "kalends_session"
+# A paired device's credential (``Accounts.check_device``): never a session, never a
+# bearer token.
+DEVICE_COOKIE = "kalends_device"
 # Readable by the page's script, which echoes it in CSRF_HEADER (double submit).
 CSRF_COOKIE = "kalends_csrf"
 CSRF_HEADER = "X-CSRF-Token"

@@ -1,4 +1,5 @@
-"""Authentication: accounts, cookie sessions, API tokens, one-time login links, throttling.
+"""Authentication: accounts, cookie sessions, API tokens, paired devices, one-time login links,
+throttling.
 
 Typical use, from the HTTP layer::
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from kalends.auth.accounts import Accounts
 from kalends.auth.credentials import digest, new_secret, usable
+from kalends.auth.devices import DEVICE_PAIRING_TTL
 from kalends.auth.grants import Privilege
 from kalends.auth.grants import require as require_privilege
 from kalends.auth.links import LOGIN_LINK_TTL
@@ -19,18 +21,33 @@ from kalends.auth.liveness import principal_live
 from kalends.auth.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from kalends.auth.sessions import SESSION_TTL
 from kalends.auth.throttle import LoginThrottle
-from kalends.auth.tokens import TOKEN_PREFIX
-from kalends.auth.values import LoginLink, Principal, SessionGrant, TokenInfo, instant_json
+from kalends.auth.tokens import MAX_ACTIVE_TOKENS, MAX_TOKEN_LIFETIME, TOKEN_PREFIX
+from kalends.auth.values import (
+    DeviceGrant,
+    DevicePairing,
+    LoginLink,
+    PairingFacts,
+    Principal,
+    SessionGrant,
+    TokenInfo,
+    instant_json,
+)
 
 __all__ = [
+    "DEVICE_PAIRING_TTL",
     "LOGIN_LINK_TTL",
+    "MAX_ACTIVE_TOKENS",
     "MAX_PASSWORD_LENGTH",
+    "MAX_TOKEN_LIFETIME",
     "MIN_PASSWORD_LENGTH",
     "SESSION_TTL",
     "TOKEN_PREFIX",
     "Accounts",
+    "DeviceGrant",
+    "DevicePairing",
     "LoginLink",
     "LoginThrottle",
+    "PairingFacts",
     "Principal",
     "Privilege",
     "SessionGrant",

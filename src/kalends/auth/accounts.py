@@ -1,4 +1,5 @@
-"""Accounts: who may sign in, and every way in — password, login link, session, API token.
+"""Accounts: who may sign in, and every way in — password, login link, session, API token,
+paired device.
 
 Each operation that writes is one transaction. Argon2 runs outside them, so a
 slow hash never holds the database's write lock: a password is verified
@@ -20,12 +21,21 @@ from sqlalchemy import exists, insert, select, text, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from kalends.auth import links, sessions, tokens
+from kalends.auth import devices, links, sessions, tokens
 from kalends.auth.credentials import usable
 from kalends.auth.passwords import Passwords, check_new_password
 from kalends.auth.throttle import LoginKey, LoginThrottle, throttle_key
-from kalends.auth.values import LoginLink, Principal, SessionGrant, TokenInfo, instant_json
-from kalends.errors import Conflict, InvalidInput, NotFound, Unauthenticated
+from kalends.auth.values import (
+    DeviceGrant,
+    DevicePairing,
+    LoginLink,
+    PairingFacts,
+    Principal,
+    SessionGrant,
+    TokenInfo,
+    instant_json,
+)
+from kalends.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthenticated
 from kalends.identity import (
     Actor,
     ActorDirectory,
@@ -38,10 +48,18 @@ from kalends.storage.auth_tables import accounts
 from kalends.storage.identity_tables import actors
 from kalends.storage.unit_of_work import Store, for_update
 
-__all__ = ["WRONG_CREDENTIALS", "Accounts"]
+__all__ = ["DEVICE_CANNOT_PAIR", "DEVICE_UNPAIRS_ONLY_ITSELF", "WRONG_CREDENTIALS", "Accounts"]
 
 # The one answer to every failed login, so that it does not tell which part was wrong.
 WRONG_CREDENTIALS = "wrong handle or password"
+# Why a paired device may not pair another, nor revoke another (seed 002, "The UI
+# principal is explicit": a device is a principal of its own, never more).
+DEVICE_CANNOT_PAIR = (
+    "a paired device cannot pair another device: sign in with a password or use an API token"
+)
+DEVICE_UNPAIRS_ONLY_ITSELF = (
+    "a paired device can unpair only itself: sign in with a password or use an API token"
+)
 # The longest handle an actor can have; a longer one is looked up as no one.
 MAX_HANDLE_LENGTH = 64
 # Serialises bootstraps on PostgreSQL, where no row exists yet to lock ("kal-own").
@@ -335,7 +353,8 @@ class Accounts:
         return self.store.run(run)
 
     def tokens(self, actor: UUID | str) -> list[TokenInfo]:
-        """The actor's own tokens, newest first, revoked and expired ones included."""
+        """The actor's own program tokens, newest first, revoked and expired ones included;
+        paired devices are listed by :meth:`devices`, not here."""
 
         def run(conn: Connection) -> list[TokenInfo]:
             actor_id = resolve_actor(conn, actor)
@@ -344,7 +363,8 @@ class Accounts:
         return self.store.run(run, write=False)
 
     def revoke_token(self, actor: UUID | str, token_id: UUID | str) -> TokenInfo:
-        """Revoke one of the actor's own tokens (another's is :class:`NotFound`); idempotent."""
+        """Revoke one of the actor's own tokens (another's is :class:`NotFound`); idempotent.
+        A paired device's ID is :class:`NotFound` too: :meth:`revoke_device` revokes it."""
         parsed = tokens.check_token_id(token_id)
 
         def run(conn: Connection) -> TokenInfo:
@@ -386,6 +406,104 @@ class Accounts:
             csrf_token=None,
         )
         return found, touch
+
+    # --- paired devices ----------------------------------------------------------------
+
+    def pair_device(
+        self, principal: Principal, name: object, expires_in: object = None
+    ) -> DevicePairing:
+        """A one-time link that pairs a device named ``name`` as the principal's actor,
+        redeemable for DEVICE_PAIRING_TTL; the device then lives ``expires_in`` (a
+        duration up to MAX_TOKEN_LIFETIME; ``None``: until revoked). A paired device may not
+        pair another (:class:`Forbidden`); bad input and refusals write nothing."""
+        if principal.kind == "device":
+            raise Forbidden(DEVICE_CANNOT_PAIR)
+        return self.pair_device_as(principal.actor_id, name, expires_in)
+
+    def pair_device_as(
+        self, actor: UUID | str, name: object, expires_in: object = None
+    ) -> DevicePairing:
+        """:meth:`pair_device` for the actor named by whoever runs the CLI on the database
+        itself (local mode), who is trusted as for tokens."""
+        label = tokens.check_token_name(name)
+        lifetime = devices.check_lifetime(expires_in)
+
+        def run(conn: Connection) -> DevicePairing:
+            actor_id = resolve_actor(conn, actor)
+            return devices.issue_pairing(conn, actor_id, label, lifetime, self.store.clock.now())
+
+        return self.store.run(run)
+
+    def pairing_facts(self, secret: str) -> PairingFacts:
+        """What the pairing link ``secret`` would pair (for a page that asks to confirm),
+        without using it up; :class:`NotFound` when it is unknown, used or expired."""
+        if not usable(secret):
+            raise NotFound(devices.PAIRING_REFUSED, field="pairing")
+        return self.store.run(
+            lambda conn: devices.pairing_facts(conn, secret, self.store.clock.now()),
+            write=False,
+        )
+
+    def redeem_pairing(self, secret: str) -> DeviceGrant:
+        """Pair the device of the link ``secret``, once: its credential's secret goes into
+        the device browser's cookie. Unknown, used or expired links are :class:`NotFound`,
+        and of two redemptions racing one wins; both refusals write nothing."""
+        if not usable(secret):
+            raise NotFound(devices.PAIRING_REFUSED, field="pairing")
+        return self.store.run(
+            lambda conn: devices.redeem_pairing(conn, secret, self.store.clock.now())
+        )
+
+    def check_device(self, secret: str) -> tuple[Principal, Touch | None]:
+        """The principal of the live paired device whose cookie secret is ``secret``, and
+        the write that records the use (``None`` when none is due), as :meth:`check_token`;
+        an unknown, revoked or expired device (or a program token's secret) is
+        :class:`Unauthenticated`."""
+        refused = Unauthenticated("this device is not paired, or its pairing expired or ended")
+        if not usable(secret):
+            raise refused
+        now = self.store.clock.now()
+        row = self.store.run(lambda conn: tokens.find_device(conn, secret, now), write=False)
+        if row is None:
+            raise refused
+        touch: Touch | None = None
+        if row.last_used_at is None or now - row.last_used_at >= sessions.TOUCH_INTERVAL:
+            touch = self._touch_once(
+                ("device", row.id),
+                now,
+                lambda: self.store.run(lambda conn: tokens.touch_token(conn, row, now)),
+            )
+        return devices.device_principal(row.actor_id, row.handle, row.id, secret), touch
+
+    def devices(self, actor: UUID | str) -> list[TokenInfo]:
+        """The actor's paired devices, newest first, revoked and expired ones included."""
+
+        def run(conn: Connection) -> list[TokenInfo]:
+            actor_id = resolve_actor(conn, actor)
+            return tokens.list_tokens(conn, actor_id, self.store.clock.now(), device=True)
+
+        return self.store.run(run, write=False)
+
+    def revoke_device(self, principal: Principal, device_id: UUID | str) -> TokenInfo:
+        """Unpair one of the principal's actor's devices; idempotent. A paired device may
+        revoke itself only (:class:`Forbidden` for another); a session or an API token any
+        of the actor's devices. Another actor's device, or a program token's ID, is
+        :class:`NotFound`."""
+        parsed = devices.check_device_id(device_id)
+        if principal.kind == "device" and parsed != principal.credential_id:
+            raise Forbidden(DEVICE_UNPAIRS_ONLY_ITSELF)
+        return self.revoke_device_as(principal.actor_id, parsed)
+
+    def revoke_device_as(self, actor: UUID | str, device_id: UUID | str) -> TokenInfo:
+        """:meth:`revoke_device` for the actor named by whoever runs the CLI on the
+        database itself (local mode)."""
+        parsed = devices.check_device_id(device_id)
+
+        def run(conn: Connection) -> TokenInfo:
+            actor_id = resolve_actor(conn, actor)
+            return tokens.revoke_token(conn, actor_id, parsed, self.store.clock.now(), device=True)
+
+        return self.store.run(run)
 
     # --- helpers -----------------------------------------------------------------------
 

@@ -4,6 +4,12 @@ A token's secret is :data:`TOKEN_PREFIX` and 256 random bits; the prefix lets
 people and secret scanners recognise one. A revoked or expired token stays
 listed for :data:`RETIRED_TOKEN_RETENTION`, then goes when its owner creates
 another.
+
+A paired device's credential is a row of the same table with ``device`` set
+(:mod:`kalends.auth.devices`): it shares the rules of a name, a lifetime, the
+limit of :data:`MAX_ACTIVE_TOKENS` and the retention, but it is never a bearer
+token: :func:`find_token` does not find it, and listing and revoking name which
+of the two they mean.
 """
 
 from __future__ import annotations
@@ -33,8 +39,10 @@ __all__ = [
     "TOKEN_PREFIX",
     "check_expires_in",
     "check_token_id",
+    "check_room",
     "check_token_name",
     "create_token",
+    "find_device",
     "find_token",
     "list_tokens",
     "revoke_token",
@@ -47,7 +55,8 @@ TOKEN_PREFIX = "kal_"
 MAX_TOKEN_NAME = TOKEN_NAME_LENGTH
 # The longest lifetime a token may be given; no lifetime at all means it never expires.
 MAX_TOKEN_LIFETIME = timedelta(days=366)
-# The most tokens an actor may hold that are neither revoked nor expired.
+# The most tokens an actor may hold that are neither revoked nor expired, paired devices
+# included.
 MAX_ACTIVE_TOKENS = 50
 # How long a revoked or expired token stays listed before it may be removed.
 RETIRED_TOKEN_RETENTION = timedelta(days=90)
@@ -92,17 +101,38 @@ def _live(now: datetime | BindParameter[Any]) -> Any:
     )
 
 
-def create_token(
-    conn: Connection, actor_id: UUID, name: str, expires_in: timedelta | None, now: datetime
-) -> tuple[TokenInfo, str]:
-    """A new token of ``actor_id`` and its secret, shown this once."""
+def check_room(conn: Connection, actor_id: UUID, now: datetime, *, device: bool) -> None:
+    """Refuse with :class:`LimitReached` when ``actor_id`` holds :data:`MAX_ACTIVE_TOKENS`
+    live tokens and devices together; ``device`` says which the refusal speaks of."""
     active = conn.execute(
         select(func.count()).where(api_tokens.c.actor_id == actor_id, _live(now))
     ).scalar_one()
-    if active >= MAX_ACTIVE_TOKENS:
+    if active < MAX_ACTIVE_TOKENS:
+        return
+    if device:
         raise LimitReached(
-            f"tokens: at most {MAX_ACTIVE_TOKENS} active tokens; revoke one first", field="name"
+            f"devices: at most {MAX_ACTIVE_TOKENS} active API tokens and paired devices "
+            "together; revoke one first",
+            field="name",
         )
+    raise LimitReached(
+        f"tokens: at most {MAX_ACTIVE_TOKENS} active tokens; revoke one first", field="name"
+    )
+
+
+def create_token(
+    conn: Connection,
+    actor_id: UUID,
+    name: str,
+    expires_in: timedelta | None,
+    now: datetime,
+    *,
+    device: bool = False,
+) -> tuple[TokenInfo, str]:
+    """A new token of ``actor_id`` (a paired device's credential when ``device``) and its
+    secret, shown this once. A device's secret has no :data:`TOKEN_PREFIX`: it is a
+    cookie's value, not something to paste."""
+    check_room(conn, actor_id, now, device=device)
     retired_before = now - RETIRED_TOKEN_RETENTION
     conn.execute(
         delete(api_tokens).where(
@@ -113,7 +143,7 @@ def create_token(
             ),
         )
     )
-    secret = new_secret(TOKEN_PREFIX)
+    secret = new_secret("" if device else TOKEN_PREFIX)
     (token_id,) = ids_at(now, 1)
     info = TokenInfo(
         id=token_id,
@@ -124,6 +154,7 @@ def create_token(
         revoked_at=None,
         last_used_at=None,
         active=True,
+        device=device,
     )
     conn.execute(
         insert(api_tokens).values(
@@ -133,53 +164,78 @@ def create_token(
             secret_hash=digest(secret),
             created_at=now,
             expires_at=info.expires_at,
+            device=device,
         )
     )
     return info, secret
 
 
-def list_tokens(conn: Connection, actor_id: UUID, now: datetime) -> list[TokenInfo]:
+def list_tokens(
+    conn: Connection, actor_id: UUID, now: datetime, *, device: bool = False
+) -> list[TokenInfo]:
+    """The actor's program tokens, or with ``device`` their paired devices, newest first."""
     rows = conn.execute(
         select(api_tokens)
-        .where(api_tokens.c.actor_id == actor_id)
+        .where(api_tokens.c.actor_id == actor_id, api_tokens.c.device.is_(device))
         .order_by(api_tokens.c.created_at.desc(), api_tokens.c.id.desc())
     ).all()
     return [TokenInfo.from_row(row, now) for row in rows]
 
 
-def revoke_token(conn: Connection, actor_id: UUID, token_id: UUID, now: datetime) -> TokenInfo:
-    """Revoke the actor's own token ``token_id``; a revoked one stays as it was."""
-    conn.execute(
-        update(api_tokens)
-        .where(
-            api_tokens.c.id == token_id,
-            api_tokens.c.actor_id == actor_id,
-            api_tokens.c.revoked_at.is_(None),
-        )
-        .values(revoked_at=now)
+def revoke_token(
+    conn: Connection, actor_id: UUID, token_id: UUID, now: datetime, *, device: bool = False
+) -> TokenInfo:
+    """Revoke the actor's own program token ``token_id`` (with ``device``, their paired
+    device ``token_id``); a revoked one stays as it was. A device is not a token here,
+    nor a token a device: each is revoked by its own command."""
+    mine = (
+        api_tokens.c.id == token_id,
+        api_tokens.c.actor_id == actor_id,
+        api_tokens.c.device.is_(device),
     )
-    row = conn.execute(
-        select(api_tokens).where(api_tokens.c.id == token_id, api_tokens.c.actor_id == actor_id)
-    ).first()
+    conn.execute(
+        update(api_tokens).where(*mine, api_tokens.c.revoked_at.is_(None)).values(revoked_at=now)
+    )
+    row = conn.execute(select(api_tokens).where(*mine)).first()
     if row is None:
         # Someone else's token is as unknown as a missing one.
+        if device:
+            raise NotFound(f"device: no paired device {token_id}", field="device")
         raise NotFound(f"token: no token {token_id}", field="token")
     return TokenInfo.from_row(row, now)
 
 
-# Built once and run on the driver: every authenticated request runs it. Its columns are
-# LiveToken's, in order.
-_FIND = Prepared(
-    select(api_tokens.c.id, api_tokens.c.actor_id, api_tokens.c.last_used_at, actors.c.handle)
-    .join(actors, actors.c.id == api_tokens.c.actor_id)
-    .where(api_tokens.c.secret_hash == bindparam("hash"), _live(bindparam("now")))
-)
+def _finder(device: bool) -> Prepared:
+    """The lookup of a live program token, or of a live device's credential, by the digest
+    of its secret. Its columns are LiveToken's, in order."""
+    return Prepared(
+        select(api_tokens.c.id, api_tokens.c.actor_id, api_tokens.c.last_used_at, actors.c.handle)
+        .join(actors, actors.c.id == api_tokens.c.actor_id)
+        .where(
+            api_tokens.c.secret_hash == bindparam("hash"),
+            api_tokens.c.device.is_(device),
+            _live(bindparam("now")),
+        )
+    )
+
+
+# Built once and run on the driver: every authenticated request runs one of them.
+_FIND = _finder(device=False)
+_FIND_DEVICE = _finder(device=True)
 
 
 def find_token(conn: Connection, secret: str, now: datetime) -> LiveToken | None:
-    """The live token (``id``, ``actor_id``, ``last_used_at`` and the actor's ``handle``)
-    whose secret is ``secret``."""
+    """The live program token (``id``, ``actor_id``, ``last_used_at`` and the actor's
+    ``handle``) whose secret is ``secret``; a paired device's secret is no bearer token,
+    and finds nothing here."""
     row = _FIND.first(conn, {"hash": digest(secret), "now": now})
+    return None if row is None else LiveToken.from_row(row)
+
+
+def find_device(conn: Connection, secret: str, now: datetime) -> LiveToken | None:
+    """The live paired device whose cookie secret is ``secret``, as :func:`find_token`
+    reads a token; a program token's secret finds nothing here."""
+    row = _FIND_DEVICE.first(conn, {"hash": digest(secret), "now": now})
     return None if row is None else LiveToken.from_row(row)
 
 

@@ -1,28 +1,42 @@
-"""What authentication hands out: the principal of a request, a new session, a token's facts;
-and the live session or token a credential check reads, as typed values."""
+"""What authentication hands out: the principal of a request, a new session, a token's facts,
+a device pairing link and a paired device; and the live session or token a credential check
+reads, as typed values."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
 from uuid import UUID
 
-__all__ = ["LoginLink", "LiveSession", "LiveToken", "Principal", "SessionGrant", "TokenInfo"]
+__all__ = [
+    "DeviceGrant",
+    "DevicePairing",
+    "LiveSession",
+    "LiveToken",
+    "LoginLink",
+    "PairingFacts",
+    "Principal",
+    "SessionGrant",
+    "TokenInfo",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class Principal:
     """Who a request acts as, and by which credential.
 
-    ``csrf_token`` is set for a session only: the value the client echoes in the
-    ``X-CSRF-Token`` header of every unsafe request.
+    ``kind`` names the credential: a login ``session`` (cookie), a program's API ``token``
+    (bearer) or a paired ``device`` (its browser's device cookie); ``credential_id`` is
+    the session's or the token row's ID. ``csrf_token`` is set for a session and a device
+    only: the value the client echoes in the ``X-CSRF-Token`` header of every unsafe
+    request.
     """
 
     actor_id: UUID
     handle: str
-    kind: Literal["session", "token"]
+    kind: Literal["session", "token", "device"]
     credential_id: UUID
     csrf_token: str | None
 
@@ -43,6 +57,41 @@ class SessionGrant:
     csrf_token: str
     principal: Principal
     expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DevicePairing:
+    """A one-time device pairing link just issued: ``secret`` goes into the link and is
+    never stored. ``expires_at`` is when the link stops being redeemable; ``lifetime`` is
+    how long the device stays paired once the link is opened (``None``: until revoked)."""
+
+    secret: str
+    name: str
+    expires_at: datetime
+    lifetime: timedelta | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PairingFacts:
+    """What a pairing link would pair, for a page that asks to confirm it: the device's
+    ``name``, the ``handle`` of the actor it would act as, and when the link expires."""
+
+    name: str
+    handle: str
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceGrant:
+    """A device just paired: ``secret`` goes into the device browser's HttpOnly cookie and
+    is never stored; ``token_id`` is its credential's ID (``principal.credential_id``);
+    ``expires_at`` is ``None`` for a device paired until revoked."""
+
+    secret: str
+    principal: Principal
+    expires_at: datetime | None
+    name: str
+    token_id: UUID
 
 
 class LiveSession(NamedTuple):
@@ -78,7 +127,9 @@ class LiveToken(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class TokenInfo:
-    """An API token as its owner sees it (never its secret); ``active`` as of when it was read."""
+    """An API token as its owner sees it (never its secret); ``active`` as of when it was read.
+
+    ``device`` tells a paired device's credential from a program's token."""
 
     id: UUID
     actor_id: UUID
@@ -88,6 +139,7 @@ class TokenInfo:
     revoked_at: datetime | None
     last_used_at: datetime | None
     active: bool
+    device: bool = False
 
     @classmethod
     def from_row(cls, row: Any, now: datetime) -> TokenInfo:
@@ -100,6 +152,7 @@ class TokenInfo:
             revoked_at=row.revoked_at,
             last_used_at=row.last_used_at,
             active=row.revoked_at is None and (row.expires_at is None or row.expires_at > now),
+            device=bool(row.device),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -111,12 +164,13 @@ class TokenInfo:
             "revokedAt": instant_json(self.revoked_at),
             "lastUsedAt": instant_json(self.last_used_at),
             "active": self.active,
+            "device": self.device,
         }
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any], *, actor_id: UUID) -> TokenInfo:
         """The token :meth:`to_json` wrote; the JSON does not name its owner, who is
-        ``actor_id``."""
+        ``actor_id``. A server older than paired devices wrote no ``device``: a token."""
         return cls(
             id=UUID(str(d["id"])),
             actor_id=actor_id,
@@ -126,6 +180,7 @@ class TokenInfo:
             revoked_at=_maybe_instant(d["revokedAt"]),
             last_used_at=_maybe_instant(d["lastUsedAt"]),
             active=bool(d["active"]),
+            device=bool(d.get("device", False)),
         )
 
 
