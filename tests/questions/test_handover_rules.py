@@ -146,11 +146,15 @@ class TestDelivery:
     def test_a_confirmed_mark_keeps_its_delivery(self, world: World) -> None:
         given = answered(world)
         q_id = given.question.id
+        read_at = world.clock.now()
         passage(world).get("token-a", q_id)
         world.clock.advance(2)
         confirmed = passage(world).received("token-a", q_id, given.attempt_id)
-        assert confirmed.state is MarkState.CONFIRMED
-        assert confirmed.delivered_at == confirmed.confirmed_at - timedelta(seconds=2)
+        assert (confirmed.state, confirmed.delivered_at, confirmed.confirmed_at) == (
+            MarkState.CONFIRMED,
+            read_at,
+            read_at + timedelta(seconds=2),
+        )
         with nothing_written(world.store):
             passage(world).get("token-a", q_id)
 
