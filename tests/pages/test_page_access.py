@@ -139,6 +139,24 @@ ROWS = [
         ),
         member_write(303),
     ),
+    # A pairing link nobody made: its page says so to anyone, and its confirmation needs
+    # the token its own page set (refused before the link is looked up).
+    Row("GET", "/pair/{secret}", get("/pair/unknown-pairing-link"), every(404)),
+    Row("POST", "/pair/{secret}", post("/pair/unknown-pairing-link"), every(403)),
+    # Everyone signed in pairs devices of their own (the link shown once: 201).
+    Row(
+        "POST",
+        "/settings/devices",
+        post("/settings/devices", name="Table device", expires_in_days="1"),
+        every(201, anon=SIGN_IN, forged=403),
+    ),
+    # A device nobody paired.
+    Row(
+        "POST",
+        "/settings/devices/{device_id}/revoke",
+        post("/settings/devices/00000000-0000-0000-0000-00000000d0d0/revoke"),
+        every(404, anon=SIGN_IN, forged=403),
+    ),
     # Last: it ends the session it is sent with.
     Row("POST", "/logout", post("/logout"), every(303, anon=SIGN_IN, forged=403)),
 ]

@@ -16,8 +16,13 @@ off, or a submission script started itself) is recorded without a mark
 (:meth:`~kalends.questions.Questions.answer_from_ui_unmarked`) and never counts as a
 person's decision. A refused token writes nothing and is said as it is.
 
-The principal is the cookie session the page was rendered for, named by the session's
-row ID (never the cookie's secret).
+The principal is what the page was rendered for: the login session, named by the
+session's row ID (never the cookie's secret), or the paired device, named by its device
+ID; a device is never taken for a session (seed 002, "Wayfinder human decision mark": the
+UI principal is explicit). A token is bound to its principal, so a token minted on a
+device is taken only from that device, and a session's only from that session; both are
+read again on every request, so a revoked device is sent to sign in before it can mint or
+answer.
 """
 
 from __future__ import annotations
@@ -60,8 +65,8 @@ __all__ = [
     "answer_of",
     "open_question_count",
     "passage_questions",
+    "interface_principal",
     "router",
-    "session_principal",
     "waiting_questions",
 ]
 
@@ -97,12 +102,16 @@ def _can_answer(ws: Workspace) -> bool:
     return ws.role.rank >= Role.EDITOR.rank
 
 
-def session_principal(who: Viewer) -> Principal:
-    """The viewer's login session as the principal of an interface answer: its kind
-    ``session`` and the session row's ID. Pages are read with cookie sessions only."""
-    if who.principal.kind != "session":
-        raise Forbidden("principal: only a login session answers through the pages")
-    return Principal.of("session", str(who.principal.credential_id), who.principal.actor_id)
+def interface_principal(who: Viewer) -> Principal:
+    """The principal of an interface answer: the viewer's login session (kind
+    ``session``, the session row's ID) or paired device (kind ``device``, the device ID),
+    each as what it is. Anything else (an API token) answers through no page."""
+    found = who.principal
+    if found.kind == "session":
+        return Principal.of("session", str(found.credential_id), found.actor_id)
+    if found.kind == "device":
+        return Principal.of("device", str(found.credential_id), found.actor_id)
+    raise Forbidden("principal: only a login session or a paired device answers through the pages")
 
 
 def open_question_count(who: Viewer | None) -> int:
@@ -371,7 +380,7 @@ def answer_question(request: Request, question: UUID, form: Posted) -> Response:
         revision = _revision(form)
         if token:
             service.answer_from_ui(
-                who.actor, session_principal(who), found.id, answer, token, revision
+                who.actor, interface_principal(who), found.id, answer, token, revision
             )
         else:
             service.answer_from_ui_unmarked(who.actor, found.id, answer, revision)
@@ -397,16 +406,16 @@ def answer_question(request: Request, question: UUID, form: Posted) -> Response:
 @router.post("/questions/{question}/token")
 def answer_token(request: Request, question: UUID, form: Posted) -> Response:
     """A one-use answer token for the exact answer in the posted form, bound to the
-    viewer's login session (editors and owners, CSRF-checked); the page's script asks for
-    it only after a trusted click or key press. JSON: ``{"token": …}``, or ``{"code",
-    "message", "field"}`` with the refusal's status."""
+    viewer's login session or paired device (editors and owners, CSRF-checked); the
+    page's script asks for it only after a trusted click or key press. JSON:
+    ``{"token": …}``, or ``{"code", "message", "field"}`` with the refusal's status."""
     try:
         who = viewer(request)
         check_csrf(request, who, _csrf(form))
         service = _questions(who)
         found = service.get(who.actor, question)
         answer = answer_of(found.fields, form)
-        secret = service.mint_token(who.actor, session_principal(who), found.id, answer)
+        secret = service.mint_token(who.actor, interface_principal(who), found.id, answer)
     except SignInRequired:
         return _json({"code": "sign-in-required", "message": "sign in again"}, 401)
     except KalendsError as exc:
