@@ -32,7 +32,7 @@ def make_link(page: Page, server: Server, name: str) -> str:
     """Makes a pairing link for the device ``name`` on the owner's Settings page."""
     page.goto(f"{server.base_url}/settings#devices")
     section = page.locator("#devices")
-    section.get_by_label("Name").fill(name)
+    section.get_by_label("Which device").fill(name)
     section.get_by_role("button", name="Make a pairing link").click()
     expect(page.locator("#new-pairing")).to_contain_text(
         "Open it in the device's browser within 15 minutes"
