@@ -212,6 +212,35 @@ def _revoke(m: Matrix, whose: str) -> Call:
     return Call(f"/api/tokens/{token}", after=after)
 
 
+def _devices(m: Matrix, column: Column) -> Call:
+    def after(reply: Reply, _client: TestClient) -> None:
+        listed = [d["id"] for d in reply.json()]
+        assert listed == [str(d.id) for d in m.api.accounts.devices(actor_id(m, column))]
+
+    return Call("/api/auth/devices", after=after)
+
+
+def _pair_device(m: Matrix, column: Column) -> Call:
+    def after(reply: Reply, _client: TestClient) -> None:
+        secret = reply.json()["pairingUrl"].rsplit("/", 1)[1]
+        grant = m.api.accounts.redeem_pairing(secret)
+        assert grant.principal.actor_id == actor_id(m, column)
+
+    return Call("/api/auth/devices", json={"name": "matrix"}, after=after)
+
+
+def _unpair(m: Matrix, whose: str) -> Call:
+    link = m.api.accounts.pair_device_as(m.api.actors[whose].id, "matrix")
+    device = m.api.accounts.redeem_pairing(link.secret).token_id
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        assert reply.json()["active"] is False
+        found = {d.id: d for d in m.api.accounts.devices(m.api.actors[whose].id)}
+        assert found[device].revoked_at is not None
+
+    return Call(f"/api/auth/devices/{device}", after=after)
+
+
 AUTH = [
     Row("login", "POST", "/api/auth/login", public(), _login, fresh="success"),
     Row(
@@ -244,6 +273,32 @@ AUTH = [
         "/api/tokens/{token_id}",
         personal(),
         lambda m, c: _revoke(m, person(c)),
+        fresh="success",
+    ),
+    Row("my devices", "GET", "/api/auth/devices", personal(), _devices, fresh="success"),
+    Row(
+        "pair a device",
+        "POST",
+        "/api/auth/devices",
+        personal(201),
+        _pair_device,
+        fresh="success",
+    ),
+    Row(
+        "unpair my device",
+        "DELETE",
+        "/api/auth/devices/{device_id}",
+        personal(),
+        lambda m, c: _unpair(m, person(c)),
+        fresh="success",
+    ),
+    # Devices are personal as tokens are: another person's is not found.
+    Row(
+        "unpair alice's device",
+        "DELETE",
+        "/api/auth/devices/{device_id}",
+        alices_only(),
+        lambda m, _c: _unpair(m, "alice"),
         fresh="success",
     ),
     # Tokens are personal: another person's token is not found, not forbidden (its

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kalends.auth.accounts import Accounts
 from kalends.auth.credentials import digest, new_secret, usable
-from kalends.auth.devices import DEVICE_PAIRING_TTL
+from kalends.auth.devices import DEVICE_PAIRING_TTL, PAIRING_PATH, pairing_url
 from kalends.auth.grants import Privilege
 from kalends.auth.grants import require as require_privilege
 from kalends.auth.links import LOGIN_LINK_TTL
@@ -40,6 +40,7 @@ __all__ = [
     "MAX_PASSWORD_LENGTH",
     "MAX_TOKEN_LIFETIME",
     "MIN_PASSWORD_LENGTH",
+    "PAIRING_PATH",
     "SESSION_TTL",
     "TOKEN_PREFIX",
     "Accounts",
@@ -55,6 +56,7 @@ __all__ = [
     "digest",
     "instant_json",
     "new_secret",
+    "pairing_url",
     "principal_live",
     "require_privilege",
     "usable",

@@ -34,12 +34,14 @@ from kalends.storage.identity_tables import actors
 __all__ = [
     "DEVICE_PAIRING_TTL",
     "MAX_PENDING_PAIRINGS",
+    "PAIRING_PATH",
     "PAIRING_REFUSED",
     "check_device_id",
     "check_lifetime",
     "device_principal",
     "issue_pairing",
     "pairing_facts",
+    "pairing_url",
     "redeem_pairing",
 ]
 
@@ -48,10 +50,18 @@ DEVICE_PAIRING_TTL = timedelta(minutes=15)
 # The most pairing links of one actor waiting to be opened at once (kalends' own bound:
 # each lives DEVICE_PAIRING_TTL, and nobody pairs more devices than this in that time).
 MAX_PENDING_PAIRINGS = 20
+# Where the web pages answer a pairing link: ``{base URL}/pair/{secret}``.
+PAIRING_PATH = "/pair"
 # The one answer to a pairing link that cannot be redeemed, whichever the reason.
 PAIRING_REFUSED = "pairing: this pairing link is unknown, used or expired"
 
 _P = device_pairings.c
+
+
+def pairing_url(base_url: str, secret: str) -> str:
+    """The address of the pairing link ``secret`` on the server whose public URL is
+    ``base_url``: open it in the device's browser."""
+    return f"{base_url.rstrip('/')}{PAIRING_PATH}/{secret}"
 
 
 def check_lifetime(expires_in: object) -> timedelta | None:

@@ -1,4 +1,10 @@
-"""Login, logout, password change, one-time login links and API tokens."""
+"""Login, logout, password change, one-time login links, API tokens and paired devices.
+
+A device is paired with a one-time link that a session or an API token makes
+(``POST /api/auth/devices``); the web pages answer the link and give the device's
+browser its cookie. These routes list and revoke the caller's devices; a paired device
+itself never calls them (its cookie is no credential of the API).
+"""
 
 from __future__ import annotations
 
@@ -8,13 +14,19 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import RedirectResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from kalends.api.context import CSRF_COOKIE, SESSION_COOKIE, ApiContext
 from kalends.api.dispatch import DispatchedRoute
 from kalends.api.errors import error_responses
 from kalends.api.security import ContextDep, PrincipalDep, SessionPrincipalDep
-from kalends.auth import MAX_PASSWORD_LENGTH, SessionGrant
+from kalends.auth import (
+    MAX_PASSWORD_LENGTH,
+    MAX_TOKEN_LIFETIME,
+    DevicePairing,
+    SessionGrant,
+    pairing_url,
+)
 
 router = APIRouter(prefix="/api", tags=["auth"], route_class=DispatchedRoute)
 
@@ -64,6 +76,32 @@ class ExchangeBody(Strict):
     password: str = Field(min_length=1, max_length=MAX_PASSWORD_LENGTH)
     name: str = Field(min_length=1, max_length=120)
     expiresInDays: int | None = Field(default=90, ge=1, le=MAX_TOKEN_DAYS)
+
+
+# A device's longest lifetime, in seconds, as a token's (kalends.auth.MAX_TOKEN_LIFETIME).
+MAX_DEVICE_SECONDS = int(MAX_TOKEN_LIFETIME.total_seconds())
+
+
+class DeviceBody(Strict):
+    name: str = Field(min_length=1, max_length=120, description="What the device is.")
+    expiresIn: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_DEVICE_SECONDS,
+        description="How long the device stays paired once the link is opened, in seconds; "
+        "null (the default): until revoked.",
+    )
+
+
+class PairingOut(BaseModel):
+    pairingUrl: str = Field(
+        description="Open it once in the device's browser; its secret is in it, shown once."
+    )
+    name: str
+    expiresAt: datetime = Field(description="When the link stops working (15 minutes).")
+    lifetimeSeconds: int | None = Field(
+        description="How long the device stays paired once the link is opened; null: until revoked."
+    )
 
 
 class TokenOut(BaseModel):
@@ -235,3 +273,44 @@ def create_token(body: TokenBody, ctx: ContextDep, who: SessionPrincipalDep) -> 
 )
 def revoke_token(token_id: UUID, ctx: ContextDep, who: PrincipalDep) -> TokenOut:
     return TokenOut(**ctx.accounts.revoke_token(who.actor_id, token_id).to_json())
+
+
+# --- paired devices -----------------------------------------------------------------------
+
+
+class DeviceOut(TokenOut):
+    """A paired device (its credential, never its secret)."""
+
+
+def _pairing_out(ctx: ApiContext, made: DevicePairing) -> PairingOut:
+    return PairingOut(
+        pairingUrl=pairing_url(ctx.settings.base_url, made.secret),
+        name=made.name,
+        expiresAt=made.expires_at,
+        lifetimeSeconds=None if made.lifetime is None else int(made.lifetime.total_seconds()),
+    )
+
+
+@router.post(
+    "/auth/devices",
+    summary="Make a one-time link that pairs a device (open it in the device's browser)",
+    status_code=201,
+    responses=error_responses(401, 403, 409, 422),
+)
+def pair_device(body: DeviceBody, ctx: ContextDep, who: PrincipalDep) -> PairingOut:
+    lifetime = None if body.expiresIn is None else timedelta(seconds=body.expiresIn)
+    return _pairing_out(ctx, ctx.accounts.pair_device(who, body.name, lifetime))
+
+
+@router.get("/auth/devices", summary="Your paired devices", responses=error_responses(401))
+def list_devices(ctx: ContextDep, who: PrincipalDep) -> list[DeviceOut]:
+    return [DeviceOut(**d.to_json()) for d in ctx.accounts.devices(who.actor_id)]
+
+
+@router.delete(
+    "/auth/devices/{device_id}",
+    summary="Unpair one of your devices: it is refused from its next request on",
+    responses=error_responses(401, 403, 404, 422),
+)
+def revoke_device(device_id: UUID, ctx: ContextDep, who: PrincipalDep) -> DeviceOut:
+    return DeviceOut(**ctx.accounts.revoke_device(who, device_id).to_json())
