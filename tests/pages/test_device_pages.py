@@ -367,6 +367,11 @@ class TestTheDeviceViewer:
             assert SIGN_IN.match(answered.headers["location"])
         service = pages.world.services.questions
         assert service.get(_actor(pages, "alice"), question.id).state is QuestionState.OPEN
+        # The sign-in page says why, once, and clears the cookie that no longer signs in.
+        login = device.get("/login?next=/settings")
+        assert "This browser was paired as a device, and that pairing has ended" in login.text
+        assert _attributes(_cookie(login, "kalends_device"))["max-age"] == "0"
+        assert "pairing has ended" not in device.get("/login").text
         shown = session.get("/settings?done=device-revoked").text
         assert "Device revoked: its browser is signed out at its next page." in shown
         assert '<span class="badge idle"><span aria-hidden="true">✗</span> revoked</span>' in shown
@@ -374,6 +379,7 @@ class TestTheDeviceViewer:
     def test_an_expired_device_is_sent_to_sign_in(self, pages: Pages) -> None:
         _, _, device, _, _ = _paired(pages, days="1")
         assert device.get("/", follow_redirects=False).status_code == 200
+        assert "pairing has ended" not in device.get("/login").text
         pages.world.clock.advance(timedelta(days=1, seconds=1))
         reply = device.get("/", follow_redirects=False)
         assert (reply.status_code, reply.headers["location"]) == (303, "/login")
@@ -389,6 +395,7 @@ class TestTheDeviceViewer:
         assert not found.active and found.revoked_at is not None
         login = device.get("/login?out=2").text
         assert "This browser is no longer a paired device" in login
+        assert "pairing has ended" not in login  # its cookie was cleared on the way out
         assert device.get("/", follow_redirects=False).status_code == 303
 
 

@@ -113,6 +113,12 @@ def test_the_owner_pairs_a_device_which_answers_as_itself_until_revoked(
         device.goto(f"{server.base_url}/")
         expect(device.get_by_role("heading", level=1)).to_have_text("Sign in to kalends")
         assert device.url == f"{server.base_url}/login"
+        expect(device.locator("#device-ended")).to_contain_text(
+            "This browser was paired as a device, and that pairing has ended"
+        )
+        assert all(c["name"] != "kalends_device" for c in phone.cookies())
+        check_axe_both(device, "sign-in after the device was revoked")
+        screenshot(device, "login-device-ended")
     finally:
         phone.close()
 

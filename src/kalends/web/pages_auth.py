@@ -95,6 +95,7 @@ def _login_page(
     status: int = 200,
     signed_out: bool = False,
     unpaired: bool = False,
+    device_ended: bool = False,
 ) -> Response:
     token = secrets.token_urlsafe(24)
     response = render(
@@ -107,6 +108,7 @@ def _login_page(
             "error": error,
             "signed_out": signed_out,
             "unpaired": unpaired,
+            "device_ended": device_ended,
             "login_csrf": token,
         },
         status=status,
@@ -126,12 +128,33 @@ def _login_page(
 
 @router.get("/login")
 def login_page(request: Request, next: str | None = None, out: int = 0) -> Response:
-    return _login_page(
+    """The sign-in form; it says so when the browser was a paired device whose pairing
+    ended (revoked or expired), and clears that device's cookie."""
+    ended = _device_ended(request)
+    response = _login_page(
         request,
         next_path=safe_next(next),
         signed_out=out in (OUT_SIGNED, OUT_UNPAIRED),
         unpaired=out == OUT_UNPAIRED,
+        device_ended=ended,
     )
+    if ended:
+        response.delete_cookie(DEVICE_COOKIE, path="/")
+    return response
+
+
+def _device_ended(request: Request) -> bool:
+    """Whether the browser holds a device cookie that no longer signs in (a read only:
+    the device's use is not recorded here)."""
+    secret = request.cookies.get(DEVICE_COOKIE)
+    if not secret:
+        return False
+    ctx: ApiContext = request.app.state.kalends
+    try:
+        ctx.accounts.check_device(secret)
+    except Unauthenticated:
+        return True
+    return False
 
 
 @router.post("/login")
