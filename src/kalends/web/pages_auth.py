@@ -30,8 +30,7 @@ from fastapi.responses import RedirectResponse, Response
 from kalends.api.context import CSRF_COOKIE, DEVICE_COOKIE, SESSION_COOKIE, ApiContext
 from kalends.api.errors import status_of
 from kalends.api.routes.auth import set_session_cookies
-from kalends.auth import DEVICE_PAIRING_TTL
-from kalends.auth.values import DeviceGrant, instant_json
+from kalends.auth import DEVICE_PAIRING_TTL, PAIRING_PATH, DeviceGrant, instant_json
 from kalends.errors import KalendsError, NotFound, RateLimited, Unauthenticated
 from kalends.web.pages_settings import Forms, days_field, field_message, settings_response
 from kalends.web.render import THEME_COOKIE, THEMES, WebRoute, render
@@ -64,7 +63,8 @@ OUT_UNPAIRED = 2
 # signs a browser in. It outlives the pairing link itself (15 minutes).
 PAIR_CSRF_COOKIE = "kalends_pair_csrf"
 PAIR_CSRF_SECONDS = 30 * 60
-PAIR_PATH = "/pair"
+# Where a pairing link points (``kalends.auth.pairing_url`` makes the address).
+PAIR_PATH = PAIRING_PATH
 # A pairing secret in the address, before any service reads it (the services know the
 # real shape; this only bounds what is read).
 PAIR_SECRET_CHARS = 256

@@ -35,8 +35,7 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
 from kalends.api.errors import status_of
-from kalends.auth.tokens import MAX_TOKEN_LIFETIME
-from kalends.auth.values import DevicePairing, TokenInfo, instant_json
+from kalends.auth import MAX_TOKEN_LIFETIME, DevicePairing, TokenInfo, instant_json, pairing_url
 from kalends.cli.account_client import AccountsClient
 from kalends.cli.feed_client import FeedsClient
 from kalends.cli.reminder_client import DestinationSettingsClient
@@ -158,11 +157,10 @@ def _device_row(device: TokenInfo, who: Viewer) -> dict[str, Any]:
 def _pairing(made: DevicePairing, who: Viewer) -> dict[str, Any]:
     """A new pairing link as the page shows it, once: the link, its expiry, how many
     minutes it is open for, and how long the device will stay paired."""
-    base = who.context.settings.base_url.rstrip("/")
     left = made.expires_at - who.context.services.store.clock.now()
     return {
         "name": made.name,
-        "url": f"{base}/pair/{made.secret}",
+        "url": pairing_url(who.context.settings.base_url, made.secret),
         "expires": instant_json(made.expires_at),
         "minutes": max(1, round(left.total_seconds() / 60)),
         "lifetime_days": None if made.lifetime is None else made.lifetime.days,
