@@ -277,6 +277,19 @@ class TestPairing:
         (device,) = _devices(pages)
         assert device.active
 
+    def test_a_session_cookie_that_no_longer_signs_in_leaves_the_device_to_be_tried(
+        self, pages: Pages
+    ) -> None:
+        session, csrf = _signed_in(pages)
+        _, link = _make_link(session, csrf, "Laptop")
+        assert _confirm(session, link).status_code == 303
+        # The session ends elsewhere (signed out through the API): its cookie stays here.
+        pages.world.accounts.logout(session.cookies["kalends_session"])
+        assert "kalends_session" in session.cookies
+        now = session.get("/", follow_redirects=False)
+        assert now.status_code == 200
+        assert "Signed in as <strong>bob</strong> on a paired device" in now.text
+
     def test_a_malformed_secret_is_refused_before_any_service(self, pages: Pages) -> None:
         browser = _browser(pages)
         reply = browser.get("/pair/" + "x" * 300)
