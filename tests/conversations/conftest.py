@@ -14,31 +14,15 @@ from typing import Any
 
 import pytest
 
-from kalends.auth.grants import Privilege
-from kalends.bootstrap import Services, build
+from kalends.bootstrap import build
 from kalends.clock import FakeClock
 from kalends.conversations import Conversations
-from kalends.identity import Actor, Role
-from kalends.missions import Workspace
 from kalends.storage.unit_of_work import Store
+from missions.world_support import BaseWorld, make_world
 
 
 @dataclass(frozen=True, slots=True)
-class World:
-    services: Services
-    clock: FakeClock
-    root: Path
-    alice: Actor
-    bob: Actor
-    carol: Actor
-    dave: Actor
-    home: Workspace
-    away: Workspace
-
-    @property
-    def store(self) -> Store:
-        return self.services.store
-
+class World(BaseWorld):
     @property
     def conversations(self) -> Conversations:
         return self.services.conversations
@@ -67,28 +51,4 @@ def digest_of(role: str, text: str) -> str:
 
 @pytest.fixture
 def world(store: Store, fake_clock: FakeClock, tmp_path: Path) -> World:
-    services = build(store)
-    directory = services.directory
-    (tmp_path / "home").mkdir()
-    (tmp_path / "away").mkdir()
-    with store.transaction():
-        alice = directory.add_actor("alice", "Alice")
-        bob = directory.add_actor("bob", "Bob")
-        carol = directory.add_actor("carol", "Carol")
-        dave = directory.add_actor("dave", "Dave")
-        home = services.workspaces.add(alice.id, tmp_path / "home", "home")
-        services.workspaces.set_member(alice.id, home.id, bob.id, Role.EDITOR)
-        services.workspaces.set_member(alice.id, home.id, carol.id, Role.VIEWER)
-        away = services.workspaces.add(alice.id, tmp_path / "away", "away")
-        services.grants.grant(alice.id, Privilege.RUN)
-    return World(
-        services=services,
-        clock=fake_clock,
-        root=tmp_path,
-        alice=alice,
-        bob=bob,
-        carol=carol,
-        dave=dave,
-        home=home,
-        away=away,
-    )
+    return make_world(World, build(store), fake_clock, tmp_path)

@@ -14,29 +14,16 @@ from typing import Any
 
 import pytest
 
-from kalends.auth.grants import Privilege
 from kalends.bootstrap import Services, build
 from kalends.clock import FakeClock
-from kalends.identity import Actor, Role
-from kalends.missions import ScheduleService, Workspace, Workspaces
+from kalends.missions import ScheduleService, Workspaces
 from kalends.storage.unit_of_work import Store
+
+from .world_support import BaseWorld, make_world
 
 
 @dataclass(frozen=True, slots=True)
-class MissionWorld:
-    services: Services
-    clock: FakeClock
-    alice: Actor
-    bob: Actor
-    carol: Actor
-    dave: Actor
-    home: Workspace
-    away: Workspace
-
-    @property
-    def store(self) -> Store:
-        return self.services.store
-
+class MissionWorld(BaseWorld):
     @property
     def schedules(self) -> ScheduleService:
         return self.services.schedules
@@ -59,29 +46,14 @@ def daily_config(**overrides: Any) -> dict[str, Any]:
 
 
 def make_mission_world(services: Services, clock: FakeClock, root: Path) -> MissionWorld:
-    directory = services.directory
-    (root / "home").mkdir()
-    (root / "away").mkdir()
-    with services.store.transaction():
-        alice = directory.add_actor("alice", "Alice", "alice@example.com")
-        bob = directory.add_actor("bob", "Bob")
-        carol = directory.add_actor("carol", "Carol")
-        dave = directory.add_actor("dave", "Dave")
-        home = services.workspaces.add(alice.id, root / "home", "home")
-        services.workspaces.set_member(alice.id, home.id, bob.id, Role.EDITOR)
-        services.workspaces.set_member(alice.id, home.id, carol.id, Role.VIEWER)
-        away = services.workspaces.add(dave.id, root / "away", "away")
-        for runner in (alice, bob, dave):
-            services.grants.grant(runner.id, Privilege.RUN)
-    return MissionWorld(
-        services=services,
-        clock=clock,
-        alice=alice,
-        bob=bob,
-        carol=carol,
-        dave=dave,
-        home=home,
-        away=away,
+    return make_world(
+        MissionWorld,
+        services,
+        clock,
+        root,
+        away_owner="dave",
+        runners=("alice", "bob", "dave"),
+        alice_email="alice@example.com",
     )
 
 

@@ -15,14 +15,13 @@ from uuid import UUID
 import pytest
 from sqlalchemy import select
 
-from kalends.auth.grants import Privilege
-from kalends.bootstrap import Services, build
+from kalends.bootstrap import build
 from kalends.clock import FakeClock
-from kalends.identity import Actor, Role
-from kalends.missions import Workspace
+from kalends.identity import Actor
 from kalends.questions import Principal, PrincipalKind, Question, Questions
 from kalends.storage.question_tables import answer_tokens, question_marks, questions
 from kalends.storage.unit_of_work import Store
+from missions.world_support import BaseWorld, make_world
 
 PASSAGE = "passage-0001"
 
@@ -36,20 +35,7 @@ ANSWER: dict[str, Any] = {"go": "yes", "why": "tests pass", "ok": True}
 
 
 @dataclass(frozen=True, slots=True)
-class World:
-    services: Services
-    clock: FakeClock
-    alice: Actor
-    bob: Actor
-    carol: Actor
-    dave: Actor
-    home: Workspace
-    away: Workspace
-
-    @property
-    def store(self) -> Store:
-        return self.services.store
-
+class World(BaseWorld):
     @property
     def questions(self) -> Questions:
         return self.services.questions
@@ -92,27 +78,4 @@ class World:
 
 @pytest.fixture
 def world(store: Store, fake_clock: FakeClock, tmp_path: Path) -> World:
-    services = build(store)
-    directory = services.directory
-    (tmp_path / "home").mkdir()
-    (tmp_path / "away").mkdir()
-    with store.transaction():
-        alice = directory.add_actor("alice", "Alice")
-        bob = directory.add_actor("bob", "Bob")
-        carol = directory.add_actor("carol", "Carol")
-        dave = directory.add_actor("dave", "Dave")
-        home = services.workspaces.add(alice.id, tmp_path / "home", "home")
-        services.workspaces.set_member(alice.id, home.id, bob.id, Role.EDITOR)
-        services.workspaces.set_member(alice.id, home.id, carol.id, Role.VIEWER)
-        away = services.workspaces.add(alice.id, tmp_path / "away", "away")
-        services.grants.grant(alice.id, Privilege.RUN)
-    return World(
-        services=services,
-        clock=fake_clock,
-        alice=alice,
-        bob=bob,
-        carol=carol,
-        dave=dave,
-        home=home,
-        away=away,
-    )
+    return make_world(World, build(store), fake_clock, tmp_path)
