@@ -474,14 +474,13 @@ def _check_attempt_id(raw: object) -> str:
         raise InvalidInput(f"attempt: not an attempt ID: {raw!r}", field="attempt") from None
 
 
-def mark_delivered(conn: Connection, now: datetime, question: Question) -> bool:
+def mark_delivered(conn: Connection, now: datetime, question: Question) -> None:
     """The passage reads ``question``'s interface answer: the ``pending`` mark of the
     attempt that recorded it is delivered at ``now``, the first time only (one statement;
-    a later read, a confirmed mark or an answer of another door changes nothing).
-    Whether this read delivered it."""
+    a later read, a confirmed mark or an answer of another door changes nothing)."""
     if question.answered_via is not AnswerVia.UI or question.attempt_id is None:
-        return False
-    done = conn.execute(
+        return
+    conn.execute(
         update(question_marks)
         .where(
             _M.question_id == question.id,
@@ -491,7 +490,6 @@ def mark_delivered(conn: Connection, now: datetime, question: Question) -> bool:
         )
         .values(delivered_at=now)
     )
-    return done.rowcount == 1
 
 
 def confirm_handover(conn: Connection, now: datetime, question_id: UUID, attempt_id: str) -> Mark:
@@ -524,21 +522,20 @@ def confirm_handover(conn: Connection, now: datetime, question_id: UUID, attempt
     return _read_mark(conn, question_id, attempt, lock=False)
 
 
-def drop_undelivered_marks(conn: Connection, passage_id: str) -> int:
+def drop_undelivered_marks(conn: Connection, passage_id: str) -> None:
     """The passage ended (at its archive): every ``pending`` interface mark of its
     questions that it never read is removed, since that hand-over definitely failed.
     The answers stand (the questions stay answered, never reopened: nobody waits for
     them any more); a mark read but never acknowledged stays pending for good. One
-    statement, whatever the number of questions; how many marks it removed."""
+    statement, whatever the number of questions."""
     passage = check_passage_id(passage_id)
-    done = conn.execute(
+    conn.execute(
         delete(question_marks).where(
             _M.question_id.in_(select(_Q.id).where(_Q.passage_id == passage)),
             _M.state == MarkState.PENDING.value,
             _M.delivered_at.is_(None),
         )
     )
-    return int(done.rowcount)
 
 
 def withdraw_open(conn: Connection, now: datetime, passage_id: str) -> list[Question]:
