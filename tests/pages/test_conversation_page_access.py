@@ -6,43 +6,13 @@ the workspace's conversations and the thread's messages are the same after it.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
-
-from pages.conftest import Pages, csrf_of
-from pages.test_page_access import (
-    PERSONAS,
-    ask_everyone,
-    member_read,
-    member_write,
-    page_routes,
-)
+from pages.access_support import Row, ask_refused_then_editor, assert_every_route_has_its_row
+from pages.conftest import Pages
+from pages.test_page_access import member_read, member_write
 
 MODULE = ("kalends.web.pages_conversations",)
 
-
-@dataclass(frozen=True)
-class Ids:
-    workspace: str
-    conversation: str
-
-
-@dataclass(frozen=True)
-class Row:
-    method: str
-    template: str
-    path: str
-    data: dict[str, str] | None
-    expect: dict[str, int | str]
-
-    def build(self, ids: Ids, csrf: str) -> tuple[str, dict[str, Any] | None]:
-        url = self.path.format(ws=ids.workspace, c=ids.conversation)
-        return url, None if self.data is None else {"csrf": csrf, **self.data}
-
-
+# The paths' fields: {ws} the workspace, {c} the conversation.
 ROWS = [
     Row("GET", "/w/{workspace}/conversations", "/w/{ws}/conversations", None, member_read()),
     Row(
@@ -64,13 +34,7 @@ ROWS = [
 
 
 def test_every_route_of_the_conversation_pages_has_its_row(pages: Pages) -> None:
-    app = pages.world.client.app
-    assert isinstance(app, FastAPI)
-    served = page_routes(app, MODULE)
-    assert ("GET", "/conversations/{conversation}") in served  # not vacuous
-    rows = {(row.method, row.template) for row in ROWS}
-    assert served - rows == set(), "conversation page routes in no row"
-    assert rows - served == set(), "rows of routes nobody serves"
+    assert_every_route_has_its_row(pages, MODULE, ROWS, ("GET", "/conversations/{conversation}"))
 
 
 def test_each_persona_gets_what_its_role_allows_and_a_refusal_writes_nothing(
@@ -80,7 +44,7 @@ def test_each_persona_gets_what_its_role_allows_and_a_refusal_writes_nothing(
     service = world.services.conversations
     alice = world.actors["alice"].id
     thread = service.create(alice, world.home.id, "Planning")
-    ids = Ids(str(world.home.id), str(thread.id))
+    ids = {"ws": str(world.home.id), "c": str(thread.id)}
 
     def state() -> tuple[int, int]:
         return (
@@ -88,17 +52,6 @@ def test_each_persona_gets_what_its_role_allows_and_a_refusal_writes_nothing(
             service.get(alice, thread.id).last_seq,
         )
 
-    clients: dict[str, TestClient] = {"anon": pages.client("alice")}
-    tokens = {"anon": ""}
-    for who in ("dave", "carol", "bob"):
-        clients[who] = pages.sign_in(who)
-        tokens[who] = csrf_of(clients[who].get("/").text)
-    clients["forged"], tokens["forged"] = clients["bob"], "forged-token"
-    refusing = [p for p in PERSONAS if p != "bob"]
     before = state()
-    seen = ask_everyone(ROWS, refusing, clients, tokens, ids)
-    assert seen == [], "\n".join(seen)
-    assert state() == before, "a refused post wrote"
-    seen = ask_everyone(ROWS, ["bob"], clients, tokens, ids)
-    assert seen == [], "\n".join(seen)
+    ask_refused_then_editor(pages, ROWS, ids, state)
     assert state() == (before[0] + 1, before[1] + 1)

@@ -9,46 +9,15 @@ not the sign-in page."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
-
 from kalends.questions import QuestionState
-from pages.conftest import Pages, csrf_of
-from pages.test_page_access import (
-    PERSONAS,
-    ask_everyone,
-    every,
-    member_read,
-    member_write,
-    page_routes,
-)
+from pages.access_support import Row, ask_refused_then_editor, assert_every_route_has_its_row
+from pages.conftest import Pages
+from pages.test_page_access import every, member_read, member_write
 
 MODULE = ("kalends.web.pages_questions",)
 ANSWER = {"expected_revision": "1", "answer-go": "yes", "answer-ok": "yes"}
 
-
-@dataclass(frozen=True)
-class Ids:
-    workspace: str
-    question: str
-
-
-@dataclass(frozen=True)
-class Row:
-    method: str
-    template: str
-    path: str
-    data: dict[str, str] | None
-    expect: dict[str, int | str]
-
-    def build(self, ids: Ids, csrf: str) -> tuple[str, dict[str, Any] | None]:
-        url = self.path.format(ws=ids.workspace, q=ids.question)
-        return url, None if self.data is None else {"csrf": csrf, **self.data}
-
-
+# The paths' fields: {ws} the workspace, {q} the question.
 ROWS = [
     Row("GET", "/w/{workspace}/questions", "/w/{ws}/questions", None, member_read()),
     Row("GET", "/questions/{question}", "/questions/{q}", None, member_read()),
@@ -65,13 +34,7 @@ ROWS = [
 
 
 def test_every_route_of_the_question_pages_has_its_row(pages: Pages) -> None:
-    app = pages.world.client.app
-    assert isinstance(app, FastAPI)
-    served = page_routes(app, MODULE)
-    assert ("GET", "/questions/{question}") in served  # not vacuous
-    rows = {(row.method, row.template) for row in ROWS}
-    assert served - rows == set(), "question page routes in no row"
-    assert rows - served == set(), "rows of routes nobody serves"
+    assert_every_route_has_its_row(pages, MODULE, ROWS, ("GET", "/questions/{question}"))
 
 
 def test_each_persona_gets_what_its_role_allows_and_a_refusal_writes_nothing(
@@ -90,24 +53,13 @@ def test_each_persona_gets_what_its_role_allows_and_a_refusal_writes_nothing(
             {"id": "ok", "kind": "confirm", "label": "Checked"},
         ],
     )
-    ids = Ids(str(world.home.id), str(question.id))
+    ids = {"ws": str(world.home.id), "q": str(question.id)}
 
     def state() -> tuple[str, int, int]:
         found = service.get(alice, question.id)
         return found.state.value, found.revision, len(service.marks(alice, question.id))
 
-    clients: dict[str, TestClient] = {"anon": pages.client("alice")}
-    tokens = {"anon": ""}
-    for who in ("dave", "carol", "bob"):
-        clients[who] = pages.sign_in(who)
-        tokens[who] = csrf_of(clients[who].get("/").text)
-    clients["forged"], tokens["forged"] = clients["bob"], "forged-token"
-    refusing = [p for p in PERSONAS if p != "bob"]
     assert state() == ("open", 1, 0)
-    seen = ask_everyone(ROWS, refusing, clients, tokens, ids)
-    assert seen == [], "\n".join(seen)
-    assert state() == ("open", 1, 0), "a refused post wrote"
-    seen = ask_everyone(ROWS, ["bob"], clients, tokens, ids)
-    assert seen == [], "\n".join(seen)
+    ask_refused_then_editor(pages, ROWS, ids, state)
     # Posted without a token (as with script off): answered, with no mark.
     assert state() == (QuestionState.ANSWERED.value, 2, 0)
