@@ -17,6 +17,7 @@ from sqlalchemy import create_engine, select
 from typer.testing import CliRunner, Result
 
 from e2e.conftest import Server, finish, start_server
+from kalends.auth import Accounts
 from kalends.bootstrap import Services, open_services
 from kalends.cli.main import app
 from kalends.identity import Role
@@ -212,8 +213,6 @@ def serve_workspace(
             assert reply.status_code == 204, reply.text
         services = open_services(database)
         try:
-            from kalends.auth import Accounts  # noqa: PLC0415
-
             accounts = Accounts(services.store)
             accounts.ensure_account("bob")
             accounts.set_password("bob", BOB_PASSWORD, current_password=None)

@@ -11,20 +11,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 import pytest
-from sqlalchemy import create_engine, select
-from typer.testing import CliRunner, Result
+from cli_support import NIL, Local, Remote, local_home, serve_workspace
 
-from e2e.conftest import Server, finish, start_server
+from api.questions_support import ANSWER, FIELDS
 from kalends.auth import Accounts
 from kalends.bootstrap import Services, open_services
-from kalends.cli.main import app
-from kalends.identity import Role
 from kalends.questions import (
     CAUSE_CLI,
     CAUSE_NOT_ANSWERED,
@@ -33,65 +29,8 @@ from kalends.questions import (
     PrincipalKind,
     Question,
 )
-from kalends.storage.schema import metadata
 from kalends.storage.testing import StorageTarget
 
-runner = CliRunner()
-CLEAN_ENV: dict[str, str | None] = {
-    "KALENDS_ACTOR": None,
-    "KALENDS_DATABASE_URL": None,
-    "KALENDS_SERVER": None,
-    "KALENDS_TOKEN": None,
-    "KALENDS_RUNTIME_DIR": None,
-    "COLUMNS": "80",
-}
-NIL = "00000000-0000-0000-0000-000000000000"
-OWNER, PASSWORD = "olivia", "correct horse battery staple"
-BOB_PASSWORD = "bob's own passphrase"
-
-
-def snapshot_of(engine_url: str) -> dict[str, list[tuple[str, ...]]]:
-    """Every row of every table, but when a credential was last used (a server records
-    that on a token's first request, whatever the request then answers)."""
-    engine = create_engine(engine_url)
-    try:
-        with engine.connect() as conn:
-            return {
-                table.name: sorted(
-                    tuple(str(v) for v in row)
-                    for row in conn.execute(
-                        select(*(c for c in table.columns if c.name != "last_used_at"))
-                    )
-                )
-                for table in metadata.sorted_tables
-                if table.name != "meta"
-            }
-    finally:
-        engine.dispose()
-
-
-def error_of(result: Result, code: int) -> dict[str, Any]:
-    """The refusal's JSON error, after checking its exit code and its one stderr line."""
-    assert result.exit_code == code, (result.stdout, result.stderr)
-    error: dict[str, Any] = json.loads(result.stdout)["error"]
-    assert set(error) == {"code", "message", "details"}
-    assert result.stderr.strip() == f"error: {error['message']}"
-    return error
-
-
-def login(server: Server, handle: str, password: str, credentials: Path) -> None:
-    env = {**CLEAN_ENV, "KALENDS_CREDENTIALS": str(credentials)}
-    args = ["login", "--server", server.base, "--handle", handle, "--password-stdin"]
-    result = runner.invoke(app, args, env=env, input=password + "\n")
-    assert result.exit_code == 0, (result.stdout, result.stderr)
-
-
-FIELDS: list[dict[str, Any]] = [
-    {"id": "go", "kind": "choice", "label": "Ship it?", "options": ["yes", "later"]},
-    {"id": "why", "kind": "text", "label": "Why?", "maxLength": 20},
-    {"id": "ok", "kind": "confirm", "label": "Checked the logs"},
-]
-ANSWER: dict[str, Any] = {"go": "yes", "why": "tests pass", "ok": True}
 SETS = ("--set", "go=yes", "--set", "why=tests pass", "--set", "ok=yes")
 
 
@@ -115,43 +54,9 @@ def unmet(question: object, cause: str) -> dict[str, Any]:
     }
 
 
-@dataclass
-class Local:
-    url: str
-    services: Services
-    workspace: str
-
-    def invoke(self, *args: str, actor: str = "alice") -> Result:
-        return runner.invoke(app, [*args, "--as", actor, "--database", self.url], env=CLEAN_ENV)
-
-    def ok(self, *args: str, actor: str = "alice") -> Result:
-        result = self.invoke(*args, actor=actor)
-        assert result.exit_code == 0, (result.stdout, result.stderr)
-        return result
-
-    def json(self, *args: str, actor: str = "alice") -> Any:
-        return json.loads(self.ok(*args, "--json", actor=actor).stdout)
-
-    def refused(self, code: int, *args: str, actor: str = "alice") -> dict[str, Any]:
-        before = snapshot_of(self.url)
-        error = error_of(self.invoke(*args, "--json", actor=actor), code)
-        assert snapshot_of(self.url) == before
-        return error
-
-
 @pytest.fixture
 def local(storage_target: StorageTarget, tmp_path: Path) -> Iterator[Local]:
-    services = open_services(storage_target.url)
-    try:
-        for handle in ("alice", "bob", "carol", "dave"):
-            services.directory.add_actor(handle, handle.title())
-        (tmp_path / "home").mkdir()
-        home = services.workspaces.add("alice", tmp_path / "home", "home")
-        services.workspaces.set_member("alice", home.id, "bob", Role.EDITOR)
-        services.workspaces.set_member("alice", home.id, "carol", Role.VIEWER)
-        yield Local(url=storage_target.url, services=services, workspace=str(home.id))
-    finally:
-        services.store.close()
+    yield from local_home(storage_target, tmp_path)
 
 
 class TestLocal:
@@ -350,49 +255,12 @@ class TestLocal:
 # --- server mode ---------------------------------------------------------------------------
 
 
-@dataclass
-class Remote:
-    server: Server
-    database: str
-    credentials: Path
-    bob_credentials: Path
-    workspace: str
+class QuestionRemote(Remote):
+    """The served ``ask`` workspace, whose questions :meth:`ask` asks on its database."""
 
-    def run(self, *args: str, credentials: Path | None = None) -> Result:
-        env = {**CLEAN_ENV, "KALENDS_CREDENTIALS": str(credentials or self.credentials)}
-        return runner.invoke(app, list(args), env=env)
-
-    def remote(self, *args: str, who: str = OWNER) -> Result:
-        own = self.bob_credentials if who == "bob" else self.credentials
-        return self.run(*args, "--server", self.server.base, credentials=own)
-
-    def local(self, *args: str, who: str = OWNER) -> Result:
-        return self.run(*args, "--database", self.database, "--as", who)
-
-    def rjson(self, *args: str, who: str = OWNER) -> Any:
-        result = self.remote(*args, "--json", who=who)
-        assert result.exit_code == 0, (result.stdout, result.stderr)
-        return json.loads(result.stdout)
-
-    def same(self, *args: str, who: str = OWNER) -> Any:
-        remote = self.rjson(*args, who=who)
-        local = self.local(*args, "--json", who=who)
-        assert local.exit_code == 0, (local.stdout, local.stderr)
-        assert remote == json.loads(local.stdout)
-        return remote
-
-    def refused_alike(self, code: int, *args: str, who: str = OWNER) -> dict[str, Any]:
-        url = f"sqlite:///{self.database}"
-        before = snapshot_of(url)
-        remote = error_of(self.remote(*args, "--json", who=who), code)
-        assert snapshot_of(url) == before
-        local = error_of(self.local(*args, "--json", who=who), code)
-        assert snapshot_of(url) == before
-        assert (remote["code"], remote["details"].get("field")) == (
-            local["code"],
-            local["details"].get("field"),
-        )
-        return remote
+    def alike(self, error: dict[str, Any]) -> tuple[object, ...]:
+        """What of a refusal must be the same in both modes: its code and its field."""
+        return (error["code"], error["details"].get("field"))
 
     def ask(self) -> Question:
         services = open_services(self.database)
@@ -403,46 +271,13 @@ class Remote:
 
 
 @pytest.fixture(scope="module")
-def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Remote]:
-    directory = tmp_path_factory.mktemp("questions")
-    database = str(directory / "kalends.sqlite3")
-    services = open_services(database)
-    try:
-        services.directory.add_actor("bob", "Bob")
-    finally:
-        services.store.close()
-    server = start_server(database, directory)
-    try:
-        with server.client() as client:
-            assert client.get(server.link, follow_redirects=False).status_code == 303
-            reply = client.post(
-                "/api/auth/password",
-                json={"newPassword": PASSWORD},
-                headers={"X-CSRF-Token": client.cookies["kalends_csrf"]},
-            )
-            assert reply.status_code == 204, reply.text
-        services = open_services(database)
-        try:
-            accounts = Accounts(services.store)
-            accounts.ensure_account("bob")
-            accounts.set_password("bob", BOB_PASSWORD, current_password=None)
-            (directory / "ask").mkdir()
-            found = services.workspaces.add(OWNER, directory / "ask", "ask")
-            services.workspaces.set_member(OWNER, found.id, "bob", Role.EDITOR)
-        finally:
-            services.store.close()
-        credentials = directory / "config" / "credentials.json"
-        bob_credentials = directory / "config" / "bob.json"
-        login(server, OWNER, PASSWORD, credentials)
-        login(server, "bob", BOB_PASSWORD, bob_credentials)
-        yield Remote(server, database, credentials, bob_credentials, str(found.id))
-    finally:
-        finish(server)
+def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QuestionRemote]:
+    yield from serve_workspace(tmp_path_factory, "ask", QuestionRemote)
 
 
 class TestServerMode:
     def test_reads_print_what_local_mode_prints_and_answers_are_the_command_lines(
-        self, remote: Remote
+        self, remote: QuestionRemote
     ) -> None:
         asked = remote.ask()
         assert asked.to_json() in remote.same("question", "ls", "ask")
@@ -458,7 +293,7 @@ class TestServerMode:
         assert done["decision"] == unmet(asked.id, CAUSE_CLI)
         assert remote.same("question", "show", str(asked.id)) == done
 
-    def test_refusals_are_alike_and_write_nothing(self, remote: Remote) -> None:
+    def test_refusals_are_alike_and_write_nothing(self, remote: QuestionRemote) -> None:
         q = str(remote.ask().id)
         assert remote.refused_alike(1, "question", "show", NIL)["code"] == "not-found"
         bad = remote.refused_alike(
