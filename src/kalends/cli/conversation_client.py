@@ -7,8 +7,9 @@ whether more follow; :class:`LocalConversations` is the service itself, and
 :class:`~kalends.cli.http_conversations.HttpConversations` the HTTP API's
 conversation routes. :func:`conversations_of` picks one for a session.
 
-The IDs and texts a command is given are checked here first (:func:`check_id`,
-:func:`check_text`), so that bad input is refused in the same words in either mode.
+The texts and pages a command is given are checked here first (:func:`check_text`,
+:func:`check_page`; IDs by :func:`kalends.cli.arguments.check_id`), so that bad input is
+refused in the same words in either mode.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ __all__ = [
     "ConversationsClient",
     "LocalConversations",
     "MessagePage",
-    "check_id",
     "check_text",
     "conversations_of",
 ]
@@ -42,14 +42,6 @@ class MessagePage:
 
     messages: list[Message]
     next_after_seq: int | None
-
-
-def check_id(value: str, field: str) -> UUID:
-    """``value`` as the ID of a ``field`` (``conversation``, ``message``)."""
-    try:
-        return UUID(value.strip())
-    except ValueError:
-        raise InvalidInput(f"{field}: not a {field} ID: {value!r}", field=field) from None
 
 
 def check_text(text: str) -> str:

@@ -19,8 +19,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from kalends.cli.arguments import WHEN, WorkspaceArgument, check_id, expected_revision_of
 from kalends.cli.commands import session_command
-from kalends.cli.conversation_client import MessagePage, check_id, conversations_of
+from kalends.cli.conversation_client import MessagePage, conversations_of
 from kalends.cli.output import console, emit_json
 from kalends.cli.remote import SERVER_MODE_HELP, Remote
 from kalends.cli.session import EXIT_CODES_HELP, LOCAL_MODE_HELP, Session, group_help
@@ -42,9 +43,6 @@ conversation_app = typer.Typer(
     no_args_is_help=True,
 )
 
-WorkspaceArgument = Annotated[
-    str, typer.Argument(metavar="WORKSPACE", help="Workspace name or ID.")
-]
 ConversationArgument = Annotated[
     str,
     typer.Argument(
@@ -67,8 +65,6 @@ ExpectOption = Annotated[
         show_default=False,
     ),
 ]
-
-WHEN = "%Y-%m-%d %H:%M UTC"
 
 
 def _text(given: str) -> str:
@@ -93,21 +89,9 @@ def _title(title: str) -> str:
 
 
 def _revision(text: str | None) -> int:
-    if text is None:
-        raise InvalidInput(
-            "expect: pass the message's revision with --expect REV "
-            "(`kalends conversation show` shows it)",
-            field="expect",
-        )
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise InvalidInput(
-            f"expect: a revision is a whole number, got {text!r}", field="expect"
-        ) from None
-    if value < 0:
-        raise InvalidInput(f"expect: a revision is 0 or more, got {value}", field="expect")
-    return value
+    return expected_revision_of(
+        text, item="message", shown_by="kalends conversation show", minimum=0
+    )
 
 
 def _state(m: Message) -> str:

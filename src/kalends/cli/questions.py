@@ -17,6 +17,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from kalends.cli.arguments import WHEN, WorkspaceArgument, check_id, expected_revision_of
 from kalends.cli.commands import session_command
 from kalends.cli.output import console, emit_json
 from kalends.cli.question_client import questions_of
@@ -41,24 +42,13 @@ question_app = typer.Typer(
     no_args_is_help=True,
 )
 
-WorkspaceArgument = Annotated[
-    str, typer.Argument(metavar="WORKSPACE", help="Workspace name or ID.")
-]
 QuestionArgument = Annotated[
     str, typer.Argument(metavar="QUESTION", help="The question's ID (`kalends question ls`).")
 ]
 
-WHEN = "%Y-%m-%d %H:%M UTC"
 # A confirm field's words for --set FIELD=VALUE.
 TRUE_WORDS = frozenset({"true", "yes", "y", "1"})
 FALSE_WORDS = frozenset({"false", "no", "n", "0"})
-
-
-def _question_id(value: str) -> UUID:
-    try:
-        return UUID(value.strip())
-    except ValueError:
-        raise InvalidInput(f"question: not a question ID: {value!r}", field="question") from None
 
 
 def _when(value: object) -> str:
@@ -73,21 +63,7 @@ def _value(value: object) -> str:
 
 
 def _revision(text: str | None) -> int:
-    if text is None:
-        raise InvalidInput(
-            "expect: pass the question's revision with --expect REV "
-            "(`kalends question show` shows it)",
-            field="expect",
-        )
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise InvalidInput(
-            f"expect: a revision is a whole number, got {text!r}", field="expect"
-        ) from None
-    if value < 1:
-        raise InvalidInput(f"expect: a revision is 1 or more, got {value}", field="expect")
-    return value
+    return expected_revision_of(text, item="question", shown_by="kalends question show", minimum=1)
 
 
 def decided_in_words(decision: dict[str, Any]) -> str:
@@ -176,7 +152,7 @@ def show_command(s: Session | Remote, question: QuestionArgument) -> None:
 
     With --json: the question with "decision" and "marks".
     """
-    found = questions_of(s).show(s.actor, _question_id(question))
+    found = questions_of(s).show(s.actor, check_id(question, "question"))
     if s.json_output:
         emit_json(found)
         return
@@ -263,7 +239,7 @@ def answer_command(
     decision, which only an answer in the kalends interface can be. With --json:
     the question with "decision" and "marks".
     """
-    question_id = _question_id(question)
+    question_id = check_id(question, "question")
     revision = _revision(expect)
     answer = _answer_of(s, question_id, json_answer, set_values or [])
     done = questions_of(s).answer(s.actor, question_id, answer, revision)
