@@ -111,6 +111,7 @@ class TestCreate:
             "revokedAt",
             "lastUsedAt",
             "active",
+            "device",
         }
         assert (token["name"], token["active"], token["revokedAt"]) == ("laptop", True, None)
         lifetime = instant(token["expiresAt"]) - instant(token["createdAt"])

@@ -49,6 +49,7 @@ COMMANDS: dict[str, Command] = {
     "doctor": Command("passage_isolation", "doctor_command", group=False),
     "serve": Command("serve", "serve_command", group=False),
     "token": Command("tokens", "token_app", group=True),
+    "device": Command("devices", "device_app", group=True),
     "feed": Command("feeds", "feed_app", group=True),
     "conversation": Command("conversations", "conversation_app", group=True),
     "question": Command("questions", "question_app", group=True),

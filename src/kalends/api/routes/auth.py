@@ -112,6 +112,9 @@ class TokenOut(BaseModel):
     revokedAt: datetime | None
     lastUsedAt: datetime | None
     active: bool
+    device: bool = Field(
+        default=False, description="A paired device's credential, not a program's token."
+    )
 
 
 class NewTokenOut(BaseModel):
