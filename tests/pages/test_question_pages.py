@@ -127,7 +127,7 @@ class TestAnswering:
         page = client.get(reply.headers["location"]).text
         assert "Answer recorded." in page
         assert "Not a person&#39;s decision: the interface answer&#39;s hand-over is not " in page
-        assert "waiting for the passage to confirm it has the answer (pending)" in page
+        assert "waiting for the passage to read the answer and confirm it has it (pending)" in page
         assert '<dd class="answer-value">later</dd>' in page
         assert '<dd class="answer-value">Yes</dd>' in page
         assert "by <strong>bob</strong> through the kalends interface" in page
@@ -173,7 +173,8 @@ class TestAnswering:
         service.coordinator_decision("psg_q_1", question.id, CHECKED)
         client, _ = _bob(pages)
         page = client.get(f"/questions/{question.id}").text
-        assert "Decided by the passage itself" in page
+        assert "Decided by the passage itself (the coordinator), not by a person" in page
+        assert '<p id="decision" class="decision coordinator">' in page
         assert "through the passage itself" in page
 
     def test_a_token_answers_only_its_exact_answer_and_a_refusal_writes_nothing(

@@ -76,10 +76,8 @@ PROMPTS = {
 }
 HUMAN = "✓ Decided by a person in the kalends interface (confirmed)"
 NOT_A_PERSON = "! Not a person's decision: "
-# The decision's cause for an interface answer whose hand-over stays pending: "not
-# confirmed (pending)", or "unconfirmed (pending)" where the mark records that the
-# passage read the answer.
-UNCONFIRMED = re.compile(r"hand-over is (not confirmed|unconfirmed) \(pending\)")
+# The decision's cause for an interface answer the passage read but never acknowledged.
+UNCONFIRMED = re.compile(r"hand-over is unconfirmed \(pending\)")
 # How long a passage takes to read an answer: `kalends ask` polls every 2 s.
 READ_WITHIN = 20.0
 
@@ -407,7 +405,9 @@ def test_only_a_confirmed_interface_answer_is_a_persons_decision(
         "unmet",
     )
     page.goto(f"{server.base_url}/questions/{decided_id}")
-    expect(page.locator("#decision")).to_have_text("! Decided by the passage itself")
+    expect(page.locator("#decision")).to_have_text(
+        "■ Decided by the passage itself (the coordinator), not by a person"
+    )
     expect(page.locator("main")).to_contain_text("through the passage itself")
     expect(page.locator("main")).not_to_contain_text("Decided by a person")
     expect(page.locator("#mark")).to_have_count(0)
@@ -446,6 +446,7 @@ def test_only_a_confirmed_interface_answer_is_a_persons_decision(
     page.goto(f"{server.base_url}/questions/{held.id}")
     expect(page.locator("#decision")).to_contain_text(NOT_A_PERSON)
     expect(page.locator("#decision")).to_contain_text(UNCONFIRMED)
-    expect(page.locator("#mark")).to_contain_text("(pending)")
+    expect(page.locator("#mark")).to_contain_text("the passage read the answer")
+    expect(page.locator("#mark")).to_contain_text("has not acknowledged it (pending: unconfirmed")
     check_axe_both(page, "question whose hand-over is unconfirmed")
     screenshot(page, "journey-five-pending")

@@ -89,7 +89,7 @@ VIA_WORDS = {
 }
 STATE_WORDS = {
     QuestionState.OPEN: "Waiting for an answer",
-    QuestionState.ANSWERED: "Answered",
+    QuestionState.ANSWERED: "",  # the badge says it
     QuestionState.WITHDRAWN: "Withdrawn: the passage settled before it was answered",
 }
 
@@ -228,7 +228,7 @@ def decision_words(question: Question, found: Decision) -> str:
     if found.decided_by == "human":
         return "Decided by a person in the kalends interface (confirmed)"
     if found.decided_by == "coordinator":
-        return "Decided by the passage itself"
+        return "Decided by the passage itself (the coordinator), not by a person"
     if question.state is not QuestionState.ANSWERED:
         return "Not decided yet"
     return f"Not a person's decision: {found.cause}"
