@@ -54,6 +54,7 @@ from api.matrix_support import (
     uncovered,
     write,
 )
+from api.questions_support import ui_answer
 from api.test_tasks_access import routes as task_routes
 from api.test_tasks_support import Reply
 from kalends.conversations import open_passage_conversation
@@ -61,7 +62,7 @@ from kalends.errors import NotFound, Unauthenticated
 from kalends.identity import Role
 from kalends.missions.runtime import PassageStart
 from kalends.missions.runtime import shim as records
-from kalends.questions import Principal, PrincipalKind, Question
+from kalends.questions import Question
 from kalends.storage.testing import nothing_written
 from missions.conftest import daily_config
 
@@ -1218,9 +1219,7 @@ def _own_question(m: Matrix, _c: Column) -> Call:
 def _received(m: Matrix, _c: Column) -> Call:
     asked = _question(m)
     bob = m.api.actors["bob"].id
-    who = Principal(kind=PrincipalKind.SESSION, id="matrix-session", actor_id=bob)
-    token = m.api.services.questions.mint_token(bob, who, asked.id, QUESTION_ANSWER)
-    given = m.api.services.questions.answer_from_ui(bob, who, asked.id, QUESTION_ANSWER, token, 1)
+    given = ui_answer(m.api, asked, QUESTION_ANSWER)  # from a live session of bob's
 
     def after(_reply: Reply, _client: TestClient) -> None:
         [mark] = m.api.services.questions.marks(bob, asked.id)
