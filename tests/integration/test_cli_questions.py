@@ -28,6 +28,7 @@ from kalends.questions import (
     Principal,
     PrincipalKind,
     Question,
+    records,
 )
 from kalends.storage.testing import StorageTarget
 
@@ -131,8 +132,15 @@ class TestLocal:
             "  why=tests pass",
             "  ok=true",
             "not a human decision: the interface answer's hand-over is not confirmed (pending)",
-            f"mark: attempt {given.attempt_id} pending",
+            f"mark: attempt {given.attempt_id} pending, not read by the passage yet",
         ]
+        # The passage reads it (its own token's read delivers it) and does not acknowledge.
+        store = local.services.questions.store
+        store.run(lambda conn: records.mark_delivered(conn, store.clock.now(), given.question))
+        read = local.ok("question", "show", str(asked.id)).stdout.splitlines()
+        said = f"mark: attempt {given.attempt_id} pending, read by the passage "
+        assert read[-1].startswith(said), read
+        assert read[-1].endswith(" and not acknowledged"), read
         local.services.questions.confirm_handover(asked.id, given.attempt_id)
         confirmed = local.ok("question", "show", str(asked.id)).stdout.splitlines()
         assert "decided by: human (confirmed mark)" in confirmed

@@ -110,8 +110,13 @@ def _print_question(found: dict[str, Any]) -> None:
             console.print(Text(f"  {key}={_value(answer[key])}"), soft_wrap=True)
     console.print(Text(decided_in_words(found["decision"])), soft_wrap=True)
     for mark in found.get("marks", []):
-        confirmed = mark.get("confirmedAt")
-        at = f", confirmed {_when(confirmed)}" if confirmed else ""
+        confirmed, delivered = mark.get("confirmedAt"), mark.get("deliveredAt")
+        if confirmed:
+            at = f", confirmed {_when(confirmed)}"
+        elif delivered:
+            at = f", read by the passage {_when(delivered)} and not acknowledged"
+        else:
+            at = ", not read by the passage yet"
         console.print(
             Text(f"mark: attempt {mark['attemptId']} {mark['state']}{at}", style="dim"),
             soft_wrap=True,
