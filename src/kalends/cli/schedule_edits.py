@@ -139,6 +139,7 @@ def _unchanged(name: str, value: Any, doc: Mapping[str, Any], current: Mapping[s
             not isinstance(value, Mapping)
             or value.get("env")
             or (doc.get("profile") or {}).get("envNames")
+            or "agent" in value
         ):
             return False
         shown = {"command": value.get("command"), "cwd": value.get("cwd", ".")}

@@ -36,6 +36,7 @@ class FieldFlags:
     notes: str | None = None
     command: str | None = None
     args: list[str] | None = None
+    agent: str | None = None
     env: list[str] | None = None
     clear_env: bool = False
     cwd: str | None = None
@@ -55,7 +56,14 @@ class FieldFlags:
 
     @property
     def profile_given(self) -> bool:
-        return bool(self.command is not None or self.args or self.env or self.clear_env or self.cwd)
+        return bool(
+            self.command is not None
+            or self.args
+            or self.agent is not None
+            or self.env
+            or self.clear_env
+            or self.cwd
+        )
 
     @property
     def env_given(self) -> bool:
@@ -100,6 +108,14 @@ class FieldFlags:
                 ) from None
         elif self.args:
             profile["command"] = list(self.args)
+        if self.agent is not None:
+            if self.agent == _NONE:
+                profile["agent"] = None
+            else:
+                profile["agent"] = self.agent
+                if self.command is None and not self.args:
+                    # The preset's own command, filled in where the configuration is parsed.
+                    profile.pop("command", None)
         if self.env and self.clear_env:
             raise InvalidInput("env: give --env or --clear-env, not both", field="env")
         if self.env_given:

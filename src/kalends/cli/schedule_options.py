@@ -71,6 +71,17 @@ CommandOption = Annotated[
         show_default=False,
     ),
 ]
+AgentOption = Annotated[
+    str | None,
+    typer.Option(
+        "--agent",
+        metavar="NAME",
+        help="An agent preset (claude, codex, opencode, gemini, aider, shell; see `kalends "
+        "profile presets`): its command unless --command or --arg is given, and its final "
+        "message as the summary; 'none' removes it (edit).",
+        show_default=False,
+    ),
+]
 ArgOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -237,6 +248,7 @@ _BEFORE_ENV: tuple[Flag, ...] = (
     ("notes", NotesOption, None),
     ("command", CommandOption, None),
     ("arg", ArgOption, None),
+    ("agent", AgentOption, None),
 )
 _AFTER_ENV: tuple[Flag, ...] = (
     ("cwd", CwdOption, None),

@@ -465,6 +465,8 @@ def detail_view(doc: Mapping[str, Any], *, wide: bool = False) -> Group:
     row("actions", ", ".join(doc.get("availableActions") or []) or "none")
     row("blocked", doc.get("blockReason") or "no: the next slot may start a passage")
     profile = doc.get("profile") or {}
+    if profile.get("agent"):
+        row("agent", f"{profile['agent']} (`kalends profile presets`)")
     row("command", shlex.join(profile.get("command") or []))
     if profile.get("envNames"):
         row("environment", ", ".join(profile["envNames"]) + " (values hidden)")

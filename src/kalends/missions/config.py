@@ -3,7 +3,8 @@
 The JSON form (camelCase keys, every field named in errors, unknown fields refused)::
 
     {"title": "Nightly build", "objective": "...", "notes": "...",
-     "profile": {"command": ["make", "nightly"], "env": {"CI": "1"}, "cwd": "."},
+     "profile": {"command": ["make", "nightly"], "env": {"CI": "1"}, "cwd": ".",
+                 "agent": "claude" | null},
      "template": [{"title": "Check logs", "children": [...]}] | null,
      "policy": {"kind": "daily", "time": "02:00", "zone": "Europe/Berlin"},
      "condition": null | {"kind": "files", "paths": ["src"]},
@@ -13,7 +14,8 @@ The JSON form (camelCase keys, every field named in errors, unknown fields refus
      "restart": "resume" | "interrupt",
      "watch": ["<conversation ID>", ...]}
 
-Only ``title``, ``profile`` and ``policy`` are required. The stored form adds
+Only ``title``, ``profile`` and ``policy`` are required; a profile naming an agent preset
+may leave out its command (:mod:`kalends.missions.agents`). The stored form adds
 ``"v": 1``.
 """
 

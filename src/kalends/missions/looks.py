@@ -55,6 +55,7 @@ from kalends.missions.passages import (
     reservation,
     result_of,
     settle_outcome,
+    settle_summary,
     start_of,
 )
 from kalends.missions.question_holds import (
@@ -270,7 +271,7 @@ class Look:
                 return None
         if obs.settled:
             outcome, reason = settle_outcome(obs)
-            summary = obs.report.summary if obs.report is not None else ""
+            summary = settle_summary(obs)
             if self._archive(row, doc, now, outcome, reason, summary, obs=obs):
                 result.settled += 1
                 self.watch.pop(row.id, None)

@@ -34,6 +34,7 @@ __all__ = [
     "result_of",
     "scheduled_identity",
     "settle_outcome",
+    "settle_summary",
     "start_of",
 ]
 
@@ -152,6 +153,7 @@ def start_of(
         command=tuple(profile.get("command", ())),
         env=tuple(sorted((profile.get("env") or {}).items())),
         cwd=profile.get("cwd", "."),
+        agent=profile.get("agent"),
         input={
             "passageId": pending.passage_id,
             "sessionId": pending.session_id,
@@ -202,7 +204,8 @@ def interrupt_wanted(doc: DocState, pending: Pending) -> bool:
 
 def settle_outcome(obs: Observation) -> tuple[str, str | None]:
     """The outcome of a settled family (SPEC §4): a completed report stands; a failed
-    report, a non-zero exit or a signal fail; a clean end without a report is
+    report, a non-zero exit or a signal fail; a clean end with an agent's final message
+    (:mod:`kalends.missions.agents`) is ``completed``; a clean end without either is
     ``ended-without-report`` (reason ``interrupted`` when kalends interrupted it)."""
     if obs.report is not None and obs.report.outcome == "completed":
         return "completed", None
@@ -216,7 +219,19 @@ def settle_outcome(obs: Observation) -> tuple[str, str | None]:
         return "failed", f"signal {obs.signal}"
     if obs.exit_status not in (0, None):
         return "failed", f"exit status {obs.exit_status}"
+    if obs.final_message:
+        return "completed", None
     return "ended-without-report", None
+
+
+def settle_summary(obs: Observation) -> str:
+    """The summary a settled family archives: its report's, else the final message that
+    completed it (:func:`settle_outcome`), else none."""
+    if obs.report is not None:
+        return obs.report.summary
+    if settle_outcome(obs)[0] == "completed" and obs.final_message:
+        return obs.final_message
+    return ""
 
 
 def result_of(

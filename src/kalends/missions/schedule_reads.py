@@ -428,6 +428,11 @@ def edited_config(doc: DocState, changes: Mapping[str, Any]) -> Config:
         # The environment's values are never shown, so an edit that names no
         # environment keeps the current one; ``"env": {}`` clears it.
         merged["profile"] = {**profile, "env": doc.config.profile.to_json()["env"]}
+    profile = merged.get("profile")
+    if isinstance(profile, Mapping) and "agent" not in profile and doc.config.profile.agent:
+        # Likewise the agent preset (a form that shows the command alone keeps it);
+        # ``"agent": null`` removes it.
+        merged["profile"] = {**profile, "agent": doc.config.profile.agent}
     return config_from_json(
         merged,
         new="title" in changes,

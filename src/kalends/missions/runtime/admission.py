@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kalends.errors import InvalidInput
+from kalends.missions.agents import prompt_text, substitute
 from kalends.missions.runtime import shim as records
 from kalends.missions.runtime.base import PassageStart, Presence
 from kalends.missions.runtime.isolation import check_env_name
@@ -32,10 +33,12 @@ def _check_text(value: object, field: str, *, empty: bool = False) -> str:
 
 
 def admission_documents(
-    start: PassageStart, *, now: datetime
+    start: PassageStart, *, now: datetime, input_file: str = ""
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``start.json`` and ``input.json`` of ``start``, created ``now``; :class:`InvalidInput`
-    names the first field that cannot be admitted."""
+    names the first field that cannot be admitted. The command is recorded with its
+    placeholders substituted (:func:`~kalends.missions.agents.substitute`), ``{input_file}``
+    by ``input_file``, the path the passage reads its input at."""
     if not valid_session_id(start.session_id):
         raise InvalidInput(
             f"session ID {start.session_id!r} cannot name a passage directory",
@@ -47,8 +50,16 @@ def admission_documents(
         raise InvalidInput("workspace must be an absolute path", field="workspace")
     if not start.command:
         raise InvalidInput("command must name a program", field="command")
-    _check_text(start.command[0], "command[0]")
-    for arg in start.command[1:]:
+    identities = {
+        "passageId": start.passage_id,
+        "sessionId": start.session_id,
+        "messageId": start.message_id,
+        "scheduleId": start.schedule_id,
+    }
+    input_doc = {**start.input, **identities}
+    command = substitute(start.command, _values(start, input_doc, input_file))
+    _check_text(command[0], "command[0]")
+    for arg in command[1:]:
         _check_text(arg, "command", empty=True)
     for key, value in start.env:
         if "=" in _check_text(key, "env"):
@@ -60,27 +71,39 @@ def admission_documents(
         records.check_cwd(start.cwd)
     except ValueError as exc:
         raise InvalidInput(str(exc), field="cwd") from exc
-    identities = {
-        "passageId": start.passage_id,
-        "sessionId": start.session_id,
-        "messageId": start.message_id,
-        "scheduleId": start.schedule_id,
-    }
     start_doc = {
         "version": 1,
         **identities,
         "workspace": start.workspace,
-        "command": list(start.command),
+        "command": list(command),
         "env": [list(pair) for pair in start.env],
         "cwd": start.cwd,
         "createdAt": now.isoformat(),
     }
-    input_doc = {**start.input, **identities}
+    if start.agent is not None:
+        start_doc["agent"] = start.agent
     try:
         json.dumps(input_doc)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"the passage input is not JSON: {exc}", field="input") from exc
     return start_doc, input_doc
+
+
+def _values(start: PassageStart, input_doc: dict[str, Any], input_file: str) -> dict[str, str]:
+    """What each placeholder of the command stands for in this passage."""
+
+    def text(name: str) -> str:
+        value = input_doc.get(name)
+        return value if isinstance(value, str) else ""
+
+    return {
+        "objective": text("objective"),
+        "notes": text("notes"),
+        "prompt": prompt_text(input_doc),
+        "input_file": input_file,
+        "passage_id": start.passage_id,
+        "workspace": start.workspace,
+    }
 
 
 def admission(directory: Path, message_id: str) -> Presence | None:

@@ -32,9 +32,10 @@ class PassageStart:
     """Everything a start needs, frozen at reservation.
 
     ``workspace``: the workspace directory (absolute). ``command``/``env``/``cwd``: the
-    frozen runner profile (``cwd`` relative to the workspace). ``input``: the passage's
-    input document (objective, notes, checklist template, identities, slot, trigger),
-    written to the input file as JSON.
+    frozen runner profile (``cwd`` relative to the workspace); the command's placeholders
+    (``{prompt}``, ``{input_file}``, ...) are the runtime's to substitute. ``input``: the
+    passage's input document (objective, notes, checklist template, identities, slot,
+    trigger), written to the input file as JSON.
     """
 
     passage_id: str
@@ -46,6 +47,9 @@ class PassageStart:
     env: tuple[tuple[str, str], ...] = ()
     cwd: str = "."
     input: dict[str, Any] = field(default_factory=dict)
+    agent: str | None = None
+    """The agent preset the profile names: how the final message is read at the end
+    (:mod:`kalends.missions.agents`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,6 +71,8 @@ class Observation:
     waits for none). ``interrupted``: kalends asked it to stop. ``report``: the final
     report, if any. ``log_tail``: the end of its output, for display. ``error``: why it
     ended without a recorded status or signal (``lost``: the shim itself died), if so.
+    ``final_message``: what an agent preset's command printed last, read when it exited 0
+    without a report (:func:`kalends.missions.agents.final_message`), if any.
     """
 
     launched: bool
@@ -81,6 +87,7 @@ class Observation:
     ended_at: datetime | None = None
     log_tail: str = ""
     error: str | None = None
+    final_message: str | None = None
 
     @property
     def settled(self) -> bool:

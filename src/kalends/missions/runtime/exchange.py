@@ -19,25 +19,37 @@ from kalends.missions.runtime.layout import EXCHANGE, parse_at
 from kalends.missions.runtime.reports import read_report, record_report
 from kalends.missions.runtime.token import InvalidToken
 
-__all__ = ["MAX_SPOOL_BYTES", "prepare_exchange", "take_spooled"]
+__all__ = ["MAX_SPOOL_BYTES", "exchange_path", "input_file", "prepare_exchange", "take_spooled"]
 
 # The largest spooled report read back (a report is at most a few KiB of JSON).
 MAX_SPOOL_BYTES = 256 * 1024
 
 
+def exchange_path(directory: Path, isolation: Isolation) -> Path:
+    """Where the exchange directory of the passage of ``directory`` is."""
+    if isolation.confined and isolation.exchange_dir is not None:
+        return isolation.exchange_dir / directory.name
+    return directory / "io"
+
+
+def input_file(directory: Path, isolation: Isolation) -> Path:
+    """The input file the passage of ``directory`` reads (``KALENDS_INPUT_FILE``): a
+    confined passage's copy in its exchange directory, else the runtime's own."""
+    if isolation.confined:
+        return exchange_path(directory, isolation) / records.INPUT
+    return directory / records.INPUT
+
+
 def prepare_exchange(directory: Path, isolation: Isolation) -> Path:
     """Prepare the passage's exchange directory and record where it is: ``io/`` in its
     directory, or for a confined passage one it owns, with a copy of its input."""
+    exchange = exchange_path(directory, isolation)
     if not isolation.confined:
-        exchange = directory / "io"
         exchange.mkdir(mode=0o700, exist_ok=True)
         records.write_json_atomic(directory / EXCHANGE, {"version": 1, "path": str(exchange)})
         return exchange
     if isolation.exchange_dir is not None:
         isolation.exchange_dir.mkdir(mode=0o711, parents=True, exist_ok=True)
-        exchange = isolation.exchange_dir / directory.name
-    else:
-        exchange = directory / "io"
     exchange.mkdir(mode=0o700, exist_ok=True)
     copy = exchange / records.INPUT
     data = (directory / records.INPUT).read_bytes()

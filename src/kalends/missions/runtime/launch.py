@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kalends.missions.runtime import shim as records
 from kalends.missions.runtime.base import RuntimeUnavailable
-from kalends.missions.runtime.exchange import prepare_exchange
+from kalends.missions.runtime.exchange import input_file, prepare_exchange
 from kalends.missions.runtime.isolation import Isolation, passage_environment
 from kalends.missions.runtime.layout import (
     ENV_INPUT_FILE,
@@ -55,13 +55,12 @@ def launch(
     }
     exchange = prepare_exchange(directory, isolation)
     passage[ENV_REPORT_SPOOL] = str(exchange)
-    if isolation.confined:
-        # A confined passage learns nothing of the runtime's own directories.
-        passage[ENV_INPUT_FILE] = str(exchange / records.INPUT)
-    else:
+    # (the path the command's {input_file} was given at admission)
+    passage[ENV_INPUT_FILE] = str(input_file(directory, isolation))
+    if not isolation.confined:
+        # Only an unconfined passage learns the runtime's own directories.
         passage.update(
             {
-                ENV_INPUT_FILE: str(directory / records.INPUT),
                 ENV_PASSAGE_DIR: str(directory),
                 ENV_RUNTIME_ROOT: str(root),
             }

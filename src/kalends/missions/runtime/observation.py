@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from kalends.missions.agents import FINAL_OUTPUT_BYTES, final_message, final_message_of
+from kalends.missions.limits import MAX_SUMMARY_BYTES
 from kalends.missions.runtime import shim as records
 from kalends.missions.runtime.base import Observation
 from kalends.missions.runtime.exchange import take_spooled
@@ -24,7 +26,8 @@ def _int_or_none(value: object) -> int | None:
 
 
 def observe_passage(directory: Path, *, root: Path, secret: bytes) -> Observation:
-    """The state of the passage of ``directory`` now, a spooled report taken first."""
+    """The state of the passage of ``directory`` now, a spooled report taken first; the
+    final message of an agent preset's command that exited 0 without a report."""
     # Liveness first, records after: the shim writes exit.json before it exits, so a
     # shim seen dead has written every record it ever will.
     lock = records.read_json(directory / records.LAUNCH_LOCK)
@@ -37,6 +40,9 @@ def observe_passage(directory: Path, *, root: Path, secret: bytes) -> Observatio
     take_spooled(directory, root, secret)
     report_doc = records.read_json(directory / records.REPORT)
     interrupted = (directory / records.INTERRUPT).exists()
+    final = None
+    if ended is not None and ended.get("status") == 0 and report_doc is None and not interrupted:
+        final = _final_message(directory)
     tail = log_tail(directory / records.OUTPUT)
     lost = ended is None and lock is not None and not owner_alive
     if lost:
@@ -54,16 +60,30 @@ def observe_passage(directory: Path, *, root: Path, secret: bytes) -> Observatio
         ended_at=parse_at(ended.get("endedAt")) if ended else None,
         log_tail=tail,
         error="lost" if lost else None,
+        final_message=final,
+    )
+
+
+def _final_message(directory: Path) -> str | None:
+    """What the agent preset named in ``start.json`` printed last, if it names one."""
+    start = records.read_json(directory / records.START) or {}
+    reader = final_message_of(start.get("agent"))
+    return final_message(
+        reader, _tail(directory / records.OUTPUT, FINAL_OUTPUT_BYTES), MAX_SUMMARY_BYTES
     )
 
 
 def log_tail(path: Path) -> str:
     """The last :data:`LOG_TAIL_BYTES` of the log, as text."""
+    return _tail(path, LOG_TAIL_BYTES).decode("utf-8", errors="replace")
+
+
+def _tail(path: Path, size: int) -> bytes:
+    """The last ``size`` bytes of the file at ``path`` (none when it is missing)."""
     try:
         with open(path, "rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            f.seek(max(0, size - LOG_TAIL_BYTES))
-            data = f.read()
+            end = f.seek(0, os.SEEK_END)
+            f.seek(max(0, end - size))
+            return f.read()
     except FileNotFoundError:
-        return ""
-    return data.decode("utf-8", errors="replace")
+        return b""

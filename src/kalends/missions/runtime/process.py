@@ -51,6 +51,7 @@ from kalends.missions.runtime.base import (
     Report,
     RuntimeUnavailable,
 )
+from kalends.missions.runtime.exchange import input_file
 from kalends.missions.runtime.interruption import interrupt_passage
 from kalends.missions.runtime.isolation import Isolation, default_path
 from kalends.missions.runtime.launch import launch
@@ -175,8 +176,13 @@ class ProcessRuntime:
     def admit(self, start: PassageStart) -> Presence:
         """The first half of :meth:`start`: record the admission, launch nothing. A crash
         of ``start`` between the two halves leaves exactly this; ``start`` completes it."""
-        start_doc, input_doc = admission_documents(start, now=self.clock.now())
-        directory = self.passage_dir(start.session_id)
+        # (the session ID is checked by admission_documents, which names its field)
+        directory = self.passages / start.session_id
+        start_doc, input_doc = admission_documents(
+            start,
+            now=self.clock.now(),
+            input_file=str(input_file(directory, self.isolation)),
+        )
         try:
             presence = admission(directory, start.message_id)
             if presence is None:
