@@ -216,12 +216,16 @@ class TestFinalMessage:
         assert final_message(FinalMessage.JSON_RESULT, error, MAX_SUMMARY_BYTES) is None
         assert final_message(FinalMessage.JSON_RESULT, b"plain text\n", MAX_SUMMARY_BYTES) is None
 
-    def test_last_lines_are_the_last_non_empty_lines_bounded(self) -> None:
-        out = "\n".join(f"line {n}" for n in range(100)).encode() + b"\n\n\x1b[1mbold\x1b[0m\n\n"
+    def test_last_lines_are_the_last_paragraph_bounded(self) -> None:
+        out = b"progress\n\n" + "\n".join(f"line {n}" for n in range(100)).encode()
+        out += b"\n\x1b[1mbold\x1b[0m\n\n[kalends] a note\n"
         found = final_message(FinalMessage.LAST_LINES, out, MAX_SUMMARY_BYTES)
         assert found is not None
         lines = found.split("\n")
         assert len(lines) == FINAL_LINES and lines[-1] == "bold" and lines[-2] == "line 99"
+        said = b"working\nstill working\n\nDone: fixed the test.\nAll green.\n"
+        found = final_message(FinalMessage.LAST_LINES, said, MAX_SUMMARY_BYTES)
+        assert found == "Done: fixed the test.\nAll green."
         long = ("é" * 10_000).encode()
         cut = final_message(FinalMessage.LAST_LINES, long, MAX_SUMMARY_BYTES)
         assert cut is not None and stored_size(cut) <= MAX_SUMMARY_BYTES and set(cut) == {"é"}

@@ -81,8 +81,9 @@ MAX_COMMAND_BYTES = 1024 * 1024
 # kalends decision: the final message is looked for in the last 256 KiB of the output
 # (an agent's closing JSON object carries its usage and cost beside the result).
 FINAL_OUTPUT_BYTES = 256 * 1024
-# kalends decision: a ``last-lines`` agent's final message is at most its last 40
-# non-empty lines, and at most a summary's bytes (MAX_SUMMARY_BYTES), its end kept.
+# kalends decision: a ``last-lines`` agent's final message is its last paragraph (the
+# non-empty lines after the last blank line), at most its last 40 lines and a summary's
+# bytes (MAX_SUMMARY_BYTES), its end kept.
 FINAL_LINES = 40
 # A path on Linux is at most PATH_MAX (4096) bytes; a passage ID is a short token.
 _PATH_CHARS = 4096
@@ -106,7 +107,8 @@ class FinalMessage(StrEnum):
     JSON_RESULT = "json-result"
     """The ``result`` text of the last JSON object printed (``is_error`` not true)."""
     LAST_LINES = "last-lines"
-    """The last non-empty lines printed (:data:`FINAL_LINES`, a summary's bytes)."""
+    """The last non-empty lines printed, after the last blank line (at most
+    :data:`FINAL_LINES`, within a summary's bytes)."""
     NONE = "none"
     """None: the exit status and the passage's own report only."""
 
@@ -344,6 +346,8 @@ def final_message(reader: FinalMessage, output: bytes, limit: int) -> str | None
     for raw in reversed(lines):
         line = raw.rstrip()
         if not line:
+            if kept:
+                break  # the final message is the last paragraph
             continue
         used += stored_size(line) + 2
         if len(kept) == FINAL_LINES or (kept and used > limit):
