@@ -37,6 +37,7 @@ from kalends.errors import (
 from kalends.identity import Role, resolve_actor
 from kalends.keywords import takes
 from kalends.missions import repository
+from kalends.missions.agents import refuse_missing_agent
 from kalends.missions.checklists import workspace_list
 from kalends.missions.condition_check import check_condition, cycle_of
 from kalends.missions.config import Config, config_from_json, config_to_json
@@ -394,6 +395,9 @@ class ScheduleService(ScheduleReads):
                     check_not_past(doc.config, now)
                 except InvalidInput as exc:
                     raise self._refused(conn, read, request, exc) from None
+            if act is Action.PLAY and (missing := refuse_missing_agent(doc.config.profile)):
+                # Nothing is recorded: once the program is installed, the same request plays.
+                raise missing
             applied = apply(act, doc, now, request_id=request_id, config=new_config)
             applied = _with_baseline(conn, row.id, row.workspace_id, applied, now, ahead)
             try:
