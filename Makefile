@@ -40,10 +40,11 @@ lint: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
-# The passage sandbox's tests need bubblewrap (Debian's bubblewrap package).
+# The passage sandbox's tests need bubblewrap (Debian's bubblewrap package); the service
+# unit's tests verify it with systemd-analyze (Debian's systemd package).
 SYSTEM_STAMP := $(VENV)/.system-installed
 $(SYSTEM_STAMP): | $(BIN)/python
-	command -v bwrap >/dev/null && command -v git >/dev/null || { apt-get update -qq && apt-get install -y -qq bubblewrap git; }
+	command -v bwrap >/dev/null && command -v git >/dev/null && command -v systemd-analyze >/dev/null || { apt-get update -qq && apt-get install -y -qq bubblewrap git systemd; }
 	touch $@
 
 # The web pages' browser tests drive Debian's chromium through Playwright.

@@ -7,7 +7,7 @@ the facts a server keeps about itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kalends.auth.grants import Grants
@@ -16,18 +16,21 @@ from kalends.config import resolve_database_url
 from kalends.conversations import Conversations
 from kalends.feeds import Feeds
 from kalends.missions import ScheduleService, Workspaces
+from kalends.missions.supervision_hook import SupervisionHook
 from kalends.questions import Questions
 from kalends.reminders.destinations import Destinations
 from kalends.storage.checkpoints import Checkpointer
 from kalends.storage.migrate import head_revision, open_store
 from kalends.storage.unit_of_work import Store
 from kalends.storage.wake import Waker, open_waker
+from kalends.supervision import Launch, Supervisor, kalends_command
 from kalends.tasks import Directory, TaskService
 from kalends.tasks.changes import TaskChanges
 from kalends.tasks.series import SeriesService
 
 __all__ = [
     "Checkpointer",
+    "Launch",
     "Services",
     "Store",
     "Waker",
@@ -60,12 +63,15 @@ class Services:
     feeds: Feeds
     conversations: Conversations
     questions: Questions
+    supervisor: Supervisor | None = None
 
 
-def build(store: Store) -> Services:
-    """Wires the services on one store; recurrence listens to every task transition."""
+def build(store: Store, *, supervisor: Supervisor | None = None) -> Services:
+    """Wires the services on one store; recurrence listens to every task transition, and
+    a human Play asks ``supervisor`` (none: the Python API supervises nothing)."""
     series = SeriesService(store)
     tasks = TaskService(store, hooks=[series.after_task_update])
+    hook: SupervisionHook | None = supervisor
     return Services(
         store=store,
         directory=Directory(store),
@@ -74,17 +80,30 @@ def build(store: Store) -> Services:
         changes=TaskChanges(store, tasks, series),
         destinations=Destinations(store),
         workspaces=Workspaces(store),
-        schedules=ScheduleService(store),
+        schedules=ScheduleService(store, supervision=hook),
         grants=Grants(store),
         feeds=Feeds(store),
         conversations=Conversations(store),
         questions=Questions(store),
+        supervisor=supervisor,
     )
 
 
-def open_services(database: str | None = None, clock: Clock | None = None) -> Services:
-    """Opens (and migrates) the configured database and wires the services on it."""
-    return build(open_store(resolve_database_url(database), clock=clock))
+def open_services(
+    database: str | None = None,
+    clock: Clock | None = None,
+    *,
+    launch: Launch | None = None,
+    serving: bool = False,
+) -> Services:
+    """Opens (and migrates) the configured database and wires the services on it, with
+    service supervision of the server ``launch`` describes (by default ``kalends serve``
+    on this database with its own defaults); ``serving``: this process is that server."""
+    url = resolve_database_url(database)
+    store = open_store(url, clock=clock)
+    wanted = launch if launch is not None else Launch(command=kalends_command())
+    supervisor = Supervisor(store, replace(wanted, database_url=url), serving=serving)
+    return build(store, supervisor=supervisor)
 
 
 def upgrade_database(url: str) -> str:

@@ -31,6 +31,7 @@ DOMAINS = (
     "kalends.feeds",
     "kalends.conversations",
     "kalends.questions",
+    "kalends.supervision",
 )
 
 # Which domain may use which other domain (through its package only). Identity is who
@@ -59,6 +60,9 @@ DOMAIN_DEPENDENCIES = {
     # A question lives in a workspace and is read by its members' roles; its answer
     # tokens are kept as the API tokens' are.
     "kalends.questions": ("kalends.identity", "kalends.auth"),
+    # Service supervision keeps its preference in the store and knows no domain; a Play
+    # reaches it only through the hook the composition root wires into the missions.
+    "kalends.supervision": (),
 }
 
 

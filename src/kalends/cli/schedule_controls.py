@@ -184,6 +184,16 @@ def report_outcome(
         )
     if extra is not None:
         console.print(Text(extra, style="dim"), soft_wrap=True)
+    if outcome.supervision is not None:
+        supervised = outcome.supervision
+        calm = supervised.get("state") in ("enabled", "already", "off")
+        console.print(
+            Text(
+                f"supervision: {supervised.get('state')} — {supervised.get('message')}",
+                style="dim" if calm else "yellow",
+            ),
+            soft_wrap=True,
+        )
     s.local_note()
 
 

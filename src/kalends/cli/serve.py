@@ -249,9 +249,12 @@ def _serve(
     )
     from kalends.missions.runtime.process import ENV_API_URL, ProcessRuntime  # noqa: PLC0415
     from kalends.reminders.transports import AppriseTransport  # noqa: PLC0415
+    from kalends.supervision import Launch, kalends_command  # noqa: PLC0415
 
+    # The unit `kalends service` and a human Play install runs this server as it runs.
+    launch = Launch(command=kalends_command(), runtime_dir=root, host=host, port=port)
     try:
-        services = open_services(database)
+        services = open_services(database, launch=launch, serving=True)
     except KalendsError as exc:
         _log.error("cannot open the database", extra={"error": exc.message})
         report_error(exc, False)
@@ -278,6 +281,8 @@ def _serve(
             _log.error("cannot start", extra={"error": exc.message})
             report_error(exc, False)
         bound_port = sock.getsockname()[1]
+        if services.supervisor is not None:
+            services.supervisor.listening_on(bound_port)
         # Passages send their reports to this server, on its own address (`kalends report`).
         runtime.extra_env[ENV_API_URL] = f"http://{url_host(host)}:{bound_port}"
         base = public or f"http://{url_host(host)}:{bound_port}"

@@ -28,7 +28,9 @@ def _maybe_uuid(value: Any) -> UUID | None:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ControlOutcome:
-    """What a control did. ``repeated``: the request ID was seen before; nothing acted again."""
+    """What a control did. ``repeated``: the request ID was seen before; nothing acted again.
+    ``supervision``: what an applied human Play did of service supervision (``state``,
+    ``message``, ``unit``), when it had something to say; in the JSON only when set."""
 
     request_id: str
     action: str
@@ -38,9 +40,10 @@ class ControlOutcome:
     complete: bool
     repeated: bool
     schedule: dict[str, Any]
+    supervision: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        answer = {
             "requestId": self.request_id,
             "action": self.action,
             "status": self.status,
@@ -50,6 +53,9 @@ class ControlOutcome:
             "repeated": self.repeated,
             "schedule": self.schedule,
         }
+        if self.supervision is not None:
+            answer["supervision"] = self.supervision
+        return answer
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> ControlOutcome:
@@ -62,6 +68,7 @@ class ControlOutcome:
             complete=bool(d["complete"]),
             repeated=bool(d["repeated"]),
             schedule=d["schedule"],
+            supervision=d.get("supervision"),
         )
 
 

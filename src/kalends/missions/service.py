@@ -73,11 +73,12 @@ from kalends.missions.stored_documents import (
     compact,
     doc_of,
 )
+from kalends.missions.supervision_hook import NoSupervision, SupervisionHook, prepare_for_play
 from kalends.missions.views import project, project_tombstone
 from kalends.missions.watching import check_watch
 from kalends.missions.workspaces import workspace_role
 from kalends.storage.ids import ids_at
-from kalends.storage.unit_of_work import keeping_writes
+from kalends.storage.unit_of_work import Store, keeping_writes
 
 __all__ = [
     "ControlOutcome",
@@ -163,7 +164,14 @@ class _ControlOf:
 
 
 class ScheduleService(ScheduleReads):
-    """Create, control, edit, delete and read schedule documents. One transaction each."""
+    """Create, control, edit, delete and read schedule documents. One transaction each.
+
+    ``supervision``: what a human Play asks of service supervision before its transaction
+    (:mod:`kalends.missions.supervision_hook`); none by default."""
+
+    def __init__(self, store: Store, *, supervision: SupervisionHook | None = None) -> None:
+        super().__init__(store)
+        self.supervision: SupervisionHook = supervision or NoSupervision()
 
     # --- creation -----------------------------------------------------------------------
 
@@ -328,6 +336,13 @@ class ScheduleService(ScheduleReads):
         )
 
         ahead = self._read_ahead(actor, act, schedule_id, changes)
+        # Supervision preparation precedes the control's transaction (seed 002).
+        supervision = None
+        if act is Action.PLAY:
+            supervision = prepare_for_play(
+                self.supervision, lambda read: self._run(read, write=False), actor,
+                schedule_id, request_id, expected, self.store.clock.now(),
+            )  # fmt: skip
 
         def run(conn: Connection) -> ControlOutcome:
             actor_id = resolve_actor(conn, actor)
@@ -435,6 +450,7 @@ class ScheduleService(ScheduleReads):
                 complete=complete,
                 repeated=False,
                 schedule=self._project(written, shown),
+                supervision=supervision,
             )
 
         return self._run(run)

@@ -17,6 +17,7 @@ from kalends.storage import (
     leases,
     mission_tables,
     question_tables,
+    service_tables,
     task_tables,
     watch_tables,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "mission_tables",
     "open_store",
     "question_tables",
+    "service_tables",
     "task_tables",
     "watch_tables",
     "upgrade",

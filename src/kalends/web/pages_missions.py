@@ -301,7 +301,7 @@ def control(
     ws, nav = find_workspace(who, workspace)
     fragment = request.headers.get("hx-request") == "true"
     try:
-        _schedules(who).control(
+        outcome = _schedules(who).control(
             who.actor,
             schedule,
             chosen,
@@ -326,6 +326,7 @@ def control(
         return render(request, "parts/control_result.html", values, who=who, status=400)
     if fragment:
         values = _detail_values(who, ws, nav, schedule, request_id)
+        values["supervision"] = outcome.supervision  # (an applied human Play's, or None)
         return render(request, "parts/control_result.html", values, who=who)
     if chosen is Action.DELETE:
         return RedirectResponse(f"/w/{ws.id}/schedules", status_code=303)

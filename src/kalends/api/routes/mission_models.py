@@ -177,6 +177,15 @@ class PageOut(BaseModel):
     nextAfter: str | None = Field(description="Pass as `after` for the next page; null at the end.")
 
 
+class SupervisionOut(BaseModel):
+    state: Literal["enabled", "already", "off", "unavailable", "failed"] = Field(
+        description="`enabled` now, `already` before, `off` by the service-wide preference, "
+        "`unavailable` without a systemd user manager, `failed` with the error."
+    )
+    message: str = Field(description="One sentence: what was done, or what to run instead.")
+    unit: str | None = Field(description="The unit file's path, when it concerns one.")
+
+
 class ControlOut(BaseModel):
     requestId: str
     action: str
@@ -186,6 +195,11 @@ class ControlOut(BaseModel):
     complete: bool = Field(description="False while it waits on the runtime (Pause/Stop).")
     repeated: bool = Field(description="The request ID had been seen: nothing acted again.")
     schedule: Document
+    supervision: SupervisionOut | None = Field(
+        default=None,
+        description="Only on an applied human Play: what it did of service supervision "
+        "(the unit installed and enabled, or why not). Never a refusal of the Play.",
+    )
 
 
 class ControlStatusOut(BaseModel):
