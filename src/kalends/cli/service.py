@@ -41,9 +41,9 @@ __all__ = ["service_app"]
 
 service_app = typer.Typer(
     help=(
-        "Keep `kalends serve` running under a systemd user unit "
-        "(~/.config/systemd/user/kalends.service). The first Play of a schedule installs "
-        "and enables it unless `kalends service off` was run."
+        "Keep `kalends serve` running under a systemd user unit.\n\n"
+        "The unit is ~/.config/systemd/user/kalends.service. The first Play of a schedule "
+        "installs and enables it unless `kalends service off` was run."
     ),
     no_args_is_help=True,
 )
@@ -162,8 +162,9 @@ def on_command(
 def off_command(
     database: DatabaseOption = None, now: StopOption = False, json_output: JsonOption = False
 ) -> None:
-    """Turn supervision off: the preference OFF (no Play turns it on again), the unit
-    disabled; it stays installed."""
+    """Turn supervision off: the preference OFF, the unit disabled.
+
+    No Play turns it on again; the unit stays installed (--now also stops it)."""
     try:
         outcome = _supervisor(database).turn_off(stop=now)
     except KalendsError as exc:
@@ -173,8 +174,10 @@ def off_command(
 
 @service_app.command("status")
 def status_command(database: DatabaseOption = None, json_output: JsonOption = False) -> None:
-    """Whether the unit is installed, enabled and active, its last exit, the preference
-    and whether lingering is advised; changes nothing."""
+    """Show the unit's state, the preference and advice on lingering.
+
+    Whether the unit is installed, enabled and active, how it last exited, the
+    supervision preference and whether lingering is advised; changes nothing."""
     try:
         status = _supervisor(database).status()
     except KalendsError as exc:
