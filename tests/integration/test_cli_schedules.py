@@ -408,7 +408,8 @@ class TestControls:
         sid = world.schedule()
         first = world.json("schedule", "play", sid, "--request-id", "play-0001",
                            "--expected-revision", "1")  # fmt: skip
-        assert set(first) == OUTCOME_KEYS
+        # (an applied first Play also says what it did of service supervision)
+        assert set(first) == OUTCOME_KEYS | {"supervision"}
         assert (first["status"], first["revision"], first["repeated"]) == ("applied", 2, False)
         before = snapshot(world.services)
         for extra in (["--expected-revision", "1"], []):
@@ -416,6 +417,7 @@ class TestControls:
                              "--json")  # fmt: skip
             out = json.loads(again.stdout)
             assert (out["repeated"], out["revision"], out["expectedRevision"]) == (True, 2, 1)
+            assert set(out) == OUTCOME_KEYS  # (a repeat prepares nothing)
         assert "expected revision 1 (as this request was first sent)" in again.stderr
         assert snapshot(world.services) == before
         text = world.ok("schedule", "play", sid, "--request-id", "play-0001").stdout
