@@ -14,4 +14,11 @@ if "PYTEST_XDIST_WORKER" in os.environ:
 # tests/e2e/test_passage_confinement.py name the user they confine passages to.
 os.environ.setdefault("KALENDS_PASSAGE_USER", "root")
 
+# A human Play turns service supervision on through systemd's user manager. No test
+# reaches the machine's own manager (systemctl --user finds it through these two), so no
+# test installs a unit into the real home; the supervision tests put stand-ins first on
+# PATH instead (tests/supervision).
+os.environ.pop("XDG_RUNTIME_DIR", None)
+os.environ.pop("DBUS_SESSION_BUS_ADDRESS", None)
+
 pytest_plugins = ["kalends.storage.testing"]

@@ -194,6 +194,26 @@ class TestTheFirstHumanPlay:
         assert not world.systemd.unit.exists()
         assert world.preference_rows() == [row]
 
+    def test_a_refused_play_asks_systemd_nothing(self, world: World) -> None:
+        mission = world.create("refused")
+        stale = world.client.post(
+            world.route(mission),
+            json={"action": "play", "requestID": "play-stale", "expectedRevision": 7},
+        )
+        assert stale.status_code == 409, stale.text
+        past = world.create("past")
+        world.control(
+            past, "configure",
+            changes={"policy": {"kind": "at", "local": "2001-01-01T09:00:00", "zone": "UTC"}},
+        )  # fmt: skip
+        refused = world.client.post(
+            world.route(past),
+            json={"action": "play", "requestID": "play-past", "expectedRevision": 2},
+        )
+        assert refused.status_code in (409, 422), refused.text
+        assert world.systemd.calls() == []
+        assert not world.systemd.unit.exists()
+
     def test_the_web_play_result_shows_the_supervision_sentence(self, world: World) -> None:
         mission = world.create("from the page")
         answer = world.client.post(

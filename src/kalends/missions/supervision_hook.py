@@ -24,6 +24,7 @@ from sqlalchemy.engine import Connection
 from kalends.errors import KalendsError, NotFound
 from kalends.identity import Role, require_role, resolve_actor
 from kalends.missions import repository
+from kalends.missions.agents import refuse_missing_agent
 from kalends.missions.condition_check import cycle_of
 from kalends.missions.controls import Action, refusal
 from kalends.missions.document import Phase, check_not_past
@@ -74,6 +75,8 @@ def play_will_apply(
         return None
     if doc.body.first_play_at is None:
         check_not_past(doc.config, now)
+    if refuse_missing_agent(doc.config.profile) is not None:
+        return None
     return actor_id
 
 
