@@ -36,7 +36,8 @@ from kalends.cli.main import app
 from kalends.clock import FakeClock
 from kalends.errors import InvalidInput
 from kalends.missions.agents import MAX_PROMPT_CHARS
-from kalends.missions.runtime.isolation import default_path
+from kalends.missions.runtime import PassageStart
+from kalends.missions.runtime.isolation import Isolation, default_path, find_bwrap
 from kalends.missions.runtime.process import ProcessRuntime
 from kalends.missions.scheduler import Scheduler
 from kalends.storage.testing import nothing_written
@@ -455,3 +456,40 @@ def test_a_shell_preset_passage_runs_end_to_end_under_kalends_worker(tmp_path: P
                 worker.communicate()
         services.store.close()
         kill_families(tmp_path / "runtime")
+
+
+# --------------------------------------------------------------------------- confined
+
+
+def test_a_sandboxed_passage_gets_the_input_file_it_can_read(tmp_path: Path) -> None:
+    """Under bubblewrap the runtime's directory is hidden but for the passage's exchange
+    directory: ``{input_file}`` names the copy there, as ``$KALENDS_INPUT_FILE`` does."""
+    bwrap = find_bwrap()
+    if bwrap is None:
+        pytest.skip("bubblewrap cannot start a sandbox here")
+    root = tmp_path / "runtime"
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    isolation = Isolation(bwrap=bwrap, path=default_path(), hidden=(str(root),))
+    runtime = ProcessRuntime(root, grace=GRACE, isolation=isolation)
+    script = 'cat "$1" > got.json && printf "%s|%s" "$1" "$KALENDS_INPUT_FILE" > paths.txt'
+    start = PassageStart(
+        passage_id="psg_confined",
+        session_id="ses_confined",
+        message_id="msg_confined",
+        schedule_id="sch_confined",
+        workspace=str(workspace),
+        command=("sh", "-c", script, "sh", "{input_file}"),
+        input={"objective": "read me"},
+    )
+    try:
+        runtime.start(start)
+        wait_until(lambda: runtime.observe("ses_confined").settled, what="the passage to end")
+        seen = runtime.observe("ses_confined")
+        assert seen.exit_status == 0, seen.log_tail
+        given, named = (workspace / "paths.txt").read_text().split("|")
+        # The exchange copy (the passage directory itself is hidden), not the runtime's own.
+        assert given == named == str(runtime.passage_dir("ses_confined") / "io" / "input.json")
+        assert json.loads((workspace / "got.json").read_text())["objective"] == "read me"
+    finally:
+        kill_families(root)
