@@ -141,6 +141,9 @@ class TestPlaceholders:
         values = {"objective": "a b; rm -rf / 'q' \"d\"\nline", "passage_id": "psg_1"}
         got = substitute(["x", "{objective}", "id={passage_id}!", "{{objective}}"], values)
         assert got == ("x", values["objective"], "id=psg_1!", "{objective}")
+        # A value is never substituted again, whatever braces it holds.
+        again = substitute(["{notes}"], {"notes": "{objective} {{notes}}", "objective": "X"})
+        assert again == ("{objective} {{notes}}",)
 
     def test_an_argument_that_could_pass_the_systems_bound_is_refused(self) -> None:
         with pytest.raises(InvalidInput) as caught:
