@@ -8,7 +8,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kalends.missions.agents import FINAL_OUTPUT_BYTES, final_message, final_message_of
+from kalends.missions.agents import (
+    FINAL_OUTPUT_BYTES,
+    FinalMessage,
+    final_message,
+    final_message_of,
+)
 from kalends.missions.limits import MAX_SUMMARY_BYTES
 from kalends.missions.runtime import shim as records
 from kalends.missions.runtime.base import Observation
@@ -68,9 +73,10 @@ def _final_message(directory: Path) -> str | None:
     """What the agent preset named in ``start.json`` printed last, if it names one."""
     start = records.read_json(directory / records.START) or {}
     reader = final_message_of(start.get("agent"))
-    return final_message(
-        reader, _tail(directory / records.OUTPUT, FINAL_OUTPUT_BYTES), MAX_SUMMARY_BYTES
-    )
+    if reader is FinalMessage.NONE:
+        return None  # (a command of no agent, or one read by its report alone: no read)
+    output = _tail(directory / records.OUTPUT, FINAL_OUTPUT_BYTES)
+    return final_message(reader, output, MAX_SUMMARY_BYTES)
 
 
 def log_tail(path: Path) -> str:
