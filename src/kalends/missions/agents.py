@@ -240,7 +240,8 @@ def check_placeholders(command: Sequence[str], field: str = "profile.command") -
         # objective and notes are at most MAX_INSTRUCTION_CHARS together.
         instructions = max(names.count("objective"), names.count("notes")) * MAX_INSTRUCTION_CHARS
         others = sum(_worst_chars(n) for n in names if n not in ("objective", "notes"))
-        worst = len(_TOKEN.sub("", arg).encode()) + _UTF8_MAX * (instructions + others)
+        literal = _TOKEN.sub(lambda m: "" if m.group("name") else m.group(0)[1:-1], arg)
+        worst = len(literal.encode()) + _UTF8_MAX * (instructions + others)
         if worst > MAX_ARG_BYTES:
             raise InvalidInput(
                 f"{field}[{i}]: substituted, this argument could take {worst:,} bytes, over "
