@@ -61,9 +61,10 @@ def create_command(
 ) -> None:
     """Create a paused schedule in WORKSPACE (editors and owners); Play starts it.
 
-    Needs a title, a command and one policy: --policy JSON, or --daily HH:MM, --every 90m,
-    --at LOCAL, --after 2h, --cron EXPR (with --zone), or --immediate. With --json: the
-    creation receipt. A repeated --request-id returns the first receipt.
+    Needs a title, a command (or an --agent preset) and one policy: --policy JSON, or
+    --daily HH:MM, --every 90m, --at LOCAL, --after 2h, --cron EXPR (with --zone), or
+    --immediate. With --json: the creation receipt. A repeated --request-id returns the
+    first receipt.
 
     Defining what runs needs the run privilege too, in local mode as on a server: whoever
     holds it can run anything the passage user can. `kalends actor grant run ACTOR` gives
