@@ -230,6 +230,29 @@ class TestWithoutAUserManager:
         assert fake.systemctl_calls() == []
 
 
+class TestNoPasswordInTheUnit:
+    @pytest.mark.parametrize("command", ["install", "on"])
+    def test_a_database_url_with_a_password_is_refused_before_anything_is_opened(
+        self, systemd: FakeSystemd, command: str
+    ) -> None:
+        # (nothing listens on port 1: the database is never reached, only named)
+        url = "postgresql://kal:s3cret@127.0.0.1:1/kalends"
+        done = kalends(systemd, "service", command, "--database", url, "--json")
+        assert done.returncode == 2, (done.stdout, done.stderr)
+        error = json.loads(done.stdout)["error"]
+        assert "s3cret" not in done.stdout + done.stderr
+        assert (
+            "the URL carries a password, and kalends does not write a password"
+            in (error["message"])
+        )
+        assert (
+            f"KALENDS_DATABASE_URL=<the URL> in {systemd.config / 'kalends' / 'service.env'}"
+            in (error["message"])
+        )
+        assert not systemd.unit.exists()
+        assert systemd.systemctl_calls() == []
+
+
 class TestAFailingSystemctl:
     def test_install_says_what_systemctl_said_and_exits_1(
         self, tmp_path: Path, store: Store, storage_target: StorageTarget

@@ -16,6 +16,7 @@ exits 2 before the database is opened.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,6 +28,7 @@ from kalends.cli.output import console, emit_json
 from kalends.cli.passage_isolation import RuntimeDirOption
 from kalends.cli.serve_options import DEFAULT_HOST, DEFAULT_PORT, check_host, check_port
 from kalends.cli.session import DatabaseOption, JsonOption, report_error
+from kalends.config import resolve_database_url
 from kalends.errors import InvalidInput, KalendsError
 from kalends.supervision import (
     Outcome,
@@ -34,7 +36,9 @@ from kalends.supervision import (
     SupervisionUnavailable,
     Supervisor,
     Systemd,
+    env_file_path,
     kalends_command,
+    render_unit,
 )
 
 __all__ = ["service_app"]
@@ -87,6 +91,13 @@ def _launch(runtime_dir: str | None, host: str, port: str) -> Launch:
     )
 
 
+def _check_unit(database: str | None, launch: Launch) -> None:
+    """Refuses, before the database is opened, a unit that could not be written (a
+    database URL with a password that the environment file does not name)."""
+    url = resolve_database_url(database)
+    render_unit(replace(launch, database_url=url), env_file=env_file_path())
+
+
 def _require_systemd() -> None:
     """Refuses before the database is opened when no systemd user manager answers."""
     reason = Systemd(time.monotonic).unavailable()
@@ -121,6 +132,7 @@ def install_command(
     """Write the unit, reload systemd and enable it (the preference is left as it is)."""
     try:
         launch = _launch(runtime_dir, host, port)
+        _check_unit(database, launch)
         _require_systemd()
         outcome = _supervisor(database, launch).install(start=now)
     except KalendsError as exc:
@@ -151,6 +163,7 @@ def on_command(
     """Turn supervision on: the preference ON, the unit written and enabled."""
     try:
         launch = _launch(runtime_dir, host, port)
+        _check_unit(database, launch)
         _require_systemd()
         outcome = _supervisor(database, launch).turn_on(start=now)
     except KalendsError as exc:

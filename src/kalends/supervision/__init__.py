@@ -20,7 +20,13 @@ from kalends.supervision.supervisor import (
     Supervisor,
 )
 from kalends.supervision.systemd import Systemd
-from kalends.supervision.unit import UNIT_NAME, Launch, kalends_command, render_unit
+from kalends.supervision.unit import (
+    UNIT_NAME,
+    Launch,
+    env_file_path,
+    kalends_command,
+    render_unit,
+)
 
 __all__ = [
     "UNIT_NAME",
@@ -34,6 +40,7 @@ __all__ = [
     "SupervisionUnavailable",
     "Supervisor",
     "Systemd",
+    "env_file_path",
     "kalends_command",
     "read_preference",
     "render_unit",
