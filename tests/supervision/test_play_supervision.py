@@ -261,6 +261,38 @@ class TestSupervisionThatCannotBe:
             assert not world.systemd.unit.exists()
             assert world.preference_rows() == []
 
+    def test_the_machines_own_systemctl_without_a_user_manager_answers_unavailable(
+        self, backend: str, tmp_path: Path
+    ) -> None:
+        # The wiring every other test's server has: this PATH's systemctl (or none), and
+        # no user manager reachable (tests/conftest.py), so a Play writes nothing at home.
+        home = tmp_path / "home"
+        home.mkdir()
+        workspace = tmp_path / "workspace"
+        workspace.mkdir()
+        env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+        with provision(backend, tmp_path) as target:
+            server = start_server(target.url, tmp_path, env=env)
+            try:
+                with owner_session(server) as client:
+                    added = client.post("/api/workspaces", json={"path": str(workspace)})
+                    world = World(
+                        server,
+                        client,
+                        added.json()["id"],
+                        install_fake(tmp_path / "unused", "absent"),
+                    )
+                    played = world.control(world.create("plain"), "play")
+            finally:
+                finish(server)
+        assert played["schedule"]["state"] == "running"
+        assert played["supervision"]["state"] == "unavailable"
+        assert (
+            "keep `kalends serve` running under your own supervisor"
+            in (played["supervision"]["message"])
+        )
+        assert not (home / ".config" / "systemd").exists()
+
     def test_a_failing_systemctl_is_reported_and_the_play_still_applies(
         self, backend: str, tmp_path: Path
     ) -> None:
