@@ -7,7 +7,7 @@ beside it, and ``enable`` fails as systemd does when the unit file is missing. T
 ``behaviour`` picks the variant: ``manager`` (a user manager answers), ``no-manager``
 (``show-environment`` fails as it does in a container), ``failing`` (a manager that
 refuses to enable), ``absent`` (no ``systemctl`` at all: ``PATH`` holds only the
-directory, with ``loginctl``).
+directory, with ``loginctl``), ``slow`` (a manager whose ``daemon-reload`` takes 3 s).
 """
 
 from __future__ import annotations
@@ -43,7 +43,9 @@ SYSTEMCTL = textwrap.dedent(
             sys.exit(1)
         print("HOME=" + os.environ.get("HOME", ""))
     elif verb == "daemon-reload":
-        pass
+        if behaviour == "slow":
+            import time
+            time.sleep(3)
     elif verb == "enable":
         if behaviour == "failing":
             print("Failed to enable unit: Access denied", file=sys.stderr)
@@ -93,7 +95,7 @@ LOGINCTL = textwrap.dedent(
     """
 )
 
-BEHAVIOURS = ("manager", "no-manager", "failing", "absent")
+BEHAVIOURS = ("manager", "no-manager", "failing", "absent", "slow")
 
 
 @dataclass

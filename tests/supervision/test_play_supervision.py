@@ -14,6 +14,8 @@ failing ``systemctl`` it answers ``failed`` with systemd's words.
 from __future__ import annotations
 
 import sys
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,7 +27,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, select
 
-from e2e.conftest import Server, finish, owner_session, start_server
+from e2e.conftest import Server, finish, owner_session, poll, start_server
 from kalends.storage.service_tables import service_preferences
 from kalends.storage.testing import discover_postgresql, provision
 from supervision.conftest import kalends
@@ -292,6 +294,40 @@ class TestSupervisionThatCannotBe:
             in (played["supervision"]["message"])
         )
         assert not (home / ".config" / "systemd").exists()
+
+    def test_a_play_waiting_on_systemd_holds_no_transaction(
+        self, backend: str, tmp_path: Path
+    ) -> None:
+        with world_with("slow", backend, tmp_path) as world:
+            mission, other = world.create("slow"), world.create("meanwhile")
+            revision = world.revision(other)
+            answers: list[dict[str, Any]] = []
+            playing = threading.Thread(
+                target=lambda: answers.append(world.control(mission, "play"))
+            )
+            playing.start()
+            try:
+                poll(lambda: ["daemon-reload"] in world.systemd.systemctl_calls(), 10.0, "reload")
+                # While systemd reloads, another schedule is written at once.
+                started = time.monotonic()
+                with world.server.client(headers=dict(world.client.headers)) as second:
+                    second.cookies = world.client.cookies
+                    edited = second.post(
+                        world.route(other),
+                        json={
+                            "action": "configure",
+                            "requestID": "configure-meanwhile",
+                            "expectedRevision": revision,
+                            "changes": {"objective": "written while systemd reloads"},
+                        },
+                    )
+                took = time.monotonic() - started
+                assert edited.status_code == 200, edited.text
+                assert took < 2.0
+            finally:
+                playing.join(30)
+            [played] = answers
+            assert played["supervision"]["state"] == "enabled"
 
     def test_a_failing_systemctl_is_reported_and_the_play_still_applies(
         self, backend: str, tmp_path: Path

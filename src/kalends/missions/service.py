@@ -298,11 +298,17 @@ class ScheduleService(ScheduleReads):
     ) -> ControlOutcome:
         """Apply one control under the revision compare-and-swap; with ``workspace``, only
         to a schedule of that workspace (checked first, see :meth:`within`)."""
+        # Supervision preparation precedes the control's transaction (seed 002), and runs
+        # outside any: it may wait on systemd.
+        supervision = prepare_for_play(
+            self.supervision, lambda read: self._run(read, write=False), actor, schedule,
+            action, kw, self.store.clock.now(),
+        )  # fmt: skip
         return self._within(
             actor,
             kw.get("workspace"),
             schedule,
-            lambda: self._control(actor, schedule, action, **kw),
+            lambda: self._control(actor, schedule, action, supervision, **kw),
             write=True,
         )
 
@@ -311,9 +317,11 @@ class ScheduleService(ScheduleReads):
         actor: UUID | str,
         schedule: UUID | str,
         action: Action | str,
+        supervision: dict[str, Any] | None,
         **kw: Unpack[ControlKeywords],
     ) -> ControlOutcome:
-        """:meth:`control` once its scope is checked (``workspace`` is not read here)."""
+        """:meth:`control` once its scope is checked (``workspace`` is not read here);
+        ``supervision``: what the Play's preparation answered, carried by its outcome."""
         changes = kw.get("changes")
         try:
             act = Action(action)
@@ -336,13 +344,6 @@ class ScheduleService(ScheduleReads):
         )
 
         ahead = self._read_ahead(actor, act, schedule_id, changes)
-        # Supervision preparation precedes the control's transaction (seed 002).
-        supervision = None
-        if act is Action.PLAY:
-            supervision = prepare_for_play(
-                self.supervision, lambda read: self._run(read, write=False), actor,
-                schedule_id, request_id, expected, self.store.clock.now(),
-            )  # fmt: skip
 
         def run(conn: Connection) -> ControlOutcome:
             actor_id = resolve_actor(conn, actor)

@@ -14,7 +14,7 @@ prepares nothing. What the hook answers rides on the applied Play's outcome as
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
@@ -28,6 +28,8 @@ from kalends.missions.agents import refuse_missing_agent
 from kalends.missions.condition_check import cycle_of
 from kalends.missions.controls import Action, refusal
 from kalends.missions.document import Phase, check_not_past
+from kalends.missions.requests import check_request_id, check_revision
+from kalends.missions.schedule_reads import schedule_id_of
 from kalends.missions.stored_documents import doc_of
 
 __all__ = ["NoSupervision", "SupervisionHook", "play_will_apply", "prepare_for_play"]
@@ -58,16 +60,21 @@ def play_will_apply(
     request_id: str,
     expected: int,
     now: datetime,
+    *,
+    workspace: UUID | None = None,
 ) -> UUID | None:
     """The actor's ID when a Play of ``schedule_id`` at revision ``expected`` under
-    ``request_id`` would apply now; ``None`` when it would be refused or is a repeat. A
-    read only: the Play's own transaction decides again."""
+    ``request_id`` would apply now (with ``workspace``: to a schedule of that workspace);
+    ``None`` when it would be refused or is a repeat. A read only: the Play's own
+    transaction decides again."""
     actor_id = resolve_actor(conn, actor)
     read = repository.read_for_control(conn, actor_id, schedule_id, request_id)
     if read is None or read.repeat is not None:
         return None
     row = read.schedule
     require_role(row.role, Role.EDITOR, scope="workspace", unseen=NotFound("schedule"))
+    if workspace is not None and row.workspace_id != workspace:
+        return None
     if row.phase == Phase.TOMBSTONE or row.revision != expected:
         return None
     doc = doc_of(row)
@@ -84,21 +91,31 @@ def prepare_for_play(
     hook: SupervisionHook,
     run: Callable[[Callable[[Connection], UUID | None]], UUID | None],
     actor: UUID | str,
-    schedule_id: UUID,
-    request_id: str,
-    expected: int,
+    schedule: UUID | str,
+    action: Action | str,
+    request: Mapping[str, Any],
     now: datetime,
 ) -> dict[str, Any] | None:
-    """``hook``'s answer for a Play that will apply (``run`` reads in one transaction),
-    else ``None``. A Play that cannot be read ahead prepares nothing; its transaction
-    answers with its own error."""
+    """``hook``'s answer when ``action`` is a Play that will apply (``request`` holds its
+    ``request_id``, ``expected_revision`` and ``workspace``; ``run`` reads in one
+    transaction), else ``None``. Call it outside any transaction. Input that does not
+    parse, or a Play that cannot be read ahead, prepares nothing: the control's own
+    transaction answers with its error."""
     if isinstance(hook, NoSupervision):
         return None
     try:
+        if Action(action) is not Action.PLAY:
+            return None
+        request_id = check_request_id(request["request_id"])
+        expected = check_revision(request["expected_revision"])
+        schedule_id = schedule_id_of(schedule)
+        workspace = request.get("workspace")
         actor_id = run(
-            lambda conn: play_will_apply(conn, actor, schedule_id, request_id, expected, now)
+            lambda conn: play_will_apply(
+                conn, actor, schedule_id, request_id, expected, now, workspace=workspace
+            )
         )
-    except KalendsError:
+    except (KalendsError, ValueError, KeyError, TypeError):
         return None
     if actor_id is None:
         return None

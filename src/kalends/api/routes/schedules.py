@@ -24,6 +24,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from kalends.api.answers import JsonAnswer
+from kalends.api.context import ApiContext
 from kalends.api.dispatch import DispatchedRoute, inline_read, inline_write
 from kalends.api.errors import ErrorBody, error_response, error_responses
 from kalends.api.routes.mission_models import (
@@ -347,6 +348,14 @@ def schedule_detail(
     return JsonAnswer(server_passages(ctx).with_log_tail(doc))
 
 
+def _short_control(values: dict[str, Any]) -> bool:
+    """Whether a control may run on the event loop: not a Play when the server supervises
+    itself, which may wait on systemd (service supervision), outside any transaction."""
+    body, ctx = values.get("body"), values.get("ctx")
+    supervised = isinstance(ctx, ApiContext) and ctx.services.supervisor is not None
+    return not (supervised and isinstance(body, ControlBody) and body.action == Action.PLAY.value)
+
+
 @router.post(
     SCHEDULE,
     summary="Apply a control: play, pause, stop, resume, check, configure or delete",
@@ -367,7 +376,7 @@ def schedule_detail(
         **error_responses(401, 403, 404, 409, 413, 422, 503),
     },
 )
-@inline_write()
+@inline_write(when=_short_control)
 def control_schedule(
     workspace: WorkspaceID,
     mission: MissionID,
