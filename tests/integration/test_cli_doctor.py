@@ -28,6 +28,7 @@ from kalends.missions.runtime.token import ensure_secret
 from kalends.storage.testing import StorageTarget, migrated, nothing_written
 from reminders import conftest as receivers
 from reminders.conftest import HttpReceiver
+from supervision.fake_systemd import install_fake
 
 runner = CliRunner()
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs root")
@@ -388,6 +389,50 @@ def test_a_live_worker_is_the_schedulers_heartbeat(home: Home, tmp_path: Path) -
         worker.wait(timeout=WITHIN)
 
 
+# --- supervision ----------------------------------------------------------------------------
+
+# What systemctl may be asked while the doctor reads (never enable, start, reload...).
+QUERIES = {"is-enabled", "is-active", "show"}
+
+
+def test_supervision_reads_as_kalends_service_status_says_and_asks_systemd_nothing_else(
+    home: Home, tmp_path: Path
+) -> None:
+    fake = install_fake(tmp_path / "systemd", "manager")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KALENDS_")}
+    env.update(fake.env(), COLUMNS="80")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        full = [sys.executable, "-m", "kalends", *args, "--database", home.url]
+        return subprocess.run(
+            full, capture_output=True, text=True, timeout=WITHIN, check=False, env=env
+        )
+
+    def supervision() -> dict[str, Any]:
+        fake.forget_calls()
+        with nothing_written(home.services.store):
+            result = run("doctor", "--runtime-dir", str(home.runtime), *SANDBOXED, "--json")
+        assert {call[0] for call in fake.systemctl_calls()} <= QUERIES, fake.systemctl_calls()
+        return by_name(result)["supervision"]
+
+    missing = supervision()
+    assert (missing["status"], missing["fix"]) == ("warn", "kalends service install --now")
+    assert missing["fact"].startswith("not installed; preference on")
+    installed = run("service", "install", "--port", "18466")
+    assert installed.returncode == 0, installed.stderr
+    stopped = supervision()
+    assert stopped["status"] == "warn"
+    assert stopped["fact"] == "installed, enabled, inactive"
+    assert stopped["fix"].startswith("kalends service on --now")
+    (fake.bin / "active").touch()  # the stand-in's unit runs
+    running = supervision()
+    assert (running["status"], running["fact"]) == ("ok", "installed, enabled, active")
+    assert run("service", "off").returncode == 0
+    off = supervision()
+    assert off["status"] == "ok"
+    assert off["fact"].startswith("off: preference off (set explicitly")
+
+
 # --- reminder destinations ------------------------------------------------------------------
 
 
@@ -444,3 +489,11 @@ def test_bad_input_exits_2_and_writes_nothing(home: Home, args: tuple[str, ...],
     assert result.exit_code == 2, result.output
     assert says in result.output
     assert not home.runtime.exists()
+
+
+def test_an_unknown_actor_is_refused_with_nothing_written(home: Home) -> None:
+    with nothing_written(home.services.store):
+        result = home.doctor("--as", "nobody-here")
+    assert result.exit_code == 1, result.stdout
+    error = json.loads(result.stdout)["error"]
+    assert "nobody-here" in error["message"]

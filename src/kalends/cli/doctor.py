@@ -15,13 +15,13 @@ bad input.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from kalends.bootstrap import open_services
 from kalends.cli.doctor_checks import (
     Check,
     Status,
@@ -29,15 +29,6 @@ from kalends.cli.doctor_checks import (
     runtime_dir_check,
     skipped,
     zone_check,
-)
-from kalends.cli.doctor_state import (
-    agent_checks,
-    database_check,
-    delivery_check,
-    destination_checks,
-    read_schedules,
-    scheduler_check,
-    supervision_check,
 )
 from kalends.cli.output import EXIT_FAILURE, console, emit_json
 from kalends.cli.passage_isolation import (
@@ -62,7 +53,6 @@ SendTestOption = Annotated[
 
 _MARKS = {Status.OK: "ok", Status.WARN: "warn", Status.FAIL: "FAIL", Status.SKIPPED: "skip"}
 _STYLES = {Status.FAIL: "bold red", Status.WARN: "yellow"}
-_NEEDS_ACTOR = "not checked: pass --as HANDLE to read your schedules and reminders"
 
 
 def doctor_command(
@@ -93,12 +83,19 @@ def doctor_command(
     except KalendsError as exc:
         report_error(exc, json_output)
     acting = actor.strip() if actor is not None and actor.strip() else None
-    checks = [database_check(url), zone_check(), runtime_dir_check(root)]
-    checks += confinement_checks(isolation, url, root)
-    if checks[0].status is Status.OK:
-        checks += _database_checks(url, acting, send_test=send_test, json_output=json_output)
-    else:
-        checks.append(skipped("supervision", "not checked: the database is not usable"))
+    # The passage probes start processes (a sandbox, a Python): they run while this one
+    # loads the database layer and reads, so the doctor stays quick.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        proofs = pool.submit(confinement_checks, isolation, url, root)
+        from kalends.cli.doctor_state import database_check, database_checks  # noqa: PLC0415
+
+        reached = database_check(url)
+        checks = [reached, zone_check(), runtime_dir_check(root)]
+        if reached.status is Status.OK:
+            later = database_checks(url, acting, send_test=send_test, json_output=json_output)
+        else:
+            later = [skipped("supervision", "not checked: the database is not usable")]
+        checks += [*proofs.result(), *later]
     healthy = not any(check.failed for check in checks)
     if json_output:
         emit_json({"ok": healthy, "checks": [check.to_json() for check in checks]})
@@ -106,30 +103,6 @@ def doctor_command(
         _print(checks)
     if not healthy:
         raise typer.Exit(EXIT_FAILURE)
-
-
-def _database_checks(
-    url: str, actor: str | None, *, send_test: bool, json_output: bool
-) -> list[Check]:
-    """The checks that read the database (already known to be at this kalends' head, so
-    opening it migrates nothing)."""
-    services = open_services(url)
-    try:
-        checks = [supervision_check(services)]
-        if actor is None:
-            checks += [skipped(name, _NEEDS_ACTOR) for name in ("scheduler", "delivery", "agents")]
-            return checks
-        try:
-            schedules = read_schedules(services, actor)
-            checks.append(scheduler_check(schedules))
-            checks.append(delivery_check(services, actor))
-            checks += agent_checks(schedules)
-            checks += destination_checks(services, actor, send_test=send_test)
-        except KalendsError as exc:
-            report_error(exc, json_output)
-        return checks
-    finally:
-        services.store.close()
 
 
 def _print(checks: list[Check]) -> None:

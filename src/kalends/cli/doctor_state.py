@@ -14,9 +14,10 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from kalends.bootstrap import Services, database_revision, head_revision
+from kalends.bootstrap import Services, database_revision, head_revision, open_services
 from kalends.cli.doctor_checks import Check, fail, ok, skipped, warn
 from kalends.cli.local_reminders import LocalReminders
+from kalends.cli.session import report_error
 from kalends.config import mask_password
 from kalends.errors import KalendsError
 from kalends.missions.agents import PRESETS, refuse_missing_agent
@@ -27,6 +28,7 @@ from kalends.supervision import Status as SupervisionStatus
 __all__ = [
     "agent_checks",
     "database_check",
+    "database_checks",
     "delivery_check",
     "destination_checks",
     "scheduler_check",
@@ -38,6 +40,7 @@ MAX_SCHEDULES = 2000
 
 _START_LOOPS = "run `kalends serve` or `kalends worker` (or `kalends service on --now`)"
 _IDLE = "no live holder seen (idle or not running)"
+_NEEDS_ACTOR = "not checked: pass --as HANDLE to read your schedules and reminders"
 
 
 def database_check(url: str) -> Check:
@@ -73,12 +76,14 @@ def database_check(url: str) -> Check:
 
 def supervision_check(services: Services) -> Check:
     """What ``kalends service status`` says; never needed (a server may be kept running
-    by other means)."""
+    by other means). Supervision turned off (``kalends service off``) is a choice, fine."""
     if services.supervisor is None:  # pragma: no cover - open_services always wires one
         return skipped("supervision", "not checked: this kalends has no supervision support")
     status: SupervisionStatus = services.supervisor.status()
     facts = status.to_json()
     preference = status.preference.describe()
+    if not status.preference.on:
+        return ok("supervision", f"off: preference {preference}", supervision=facts)
     if not status.available:
         return warn(
             "supervision",
@@ -88,22 +93,22 @@ def supervision_check(services: Services) -> Check:
             supervision=facts,
         )
     if not status.installed:
-        if not status.preference.on:
-            return ok("supervision", f"not installed; preference {preference}", supervision=facts)
         return warn(
             "supervision",
             f"not installed; preference {preference}",
             "kalends service install --now",
             supervision=facts,
         )
+    enabled = status.enabled or "enabled state unknown"
     if status.active != "active":
+        last = f"; last exit: {status.last_exit}" if status.last_exit else ""
         return warn(
             "supervision",
-            f"installed, {status.enabled or 'enabled unknown'}, {status.active or 'inactive'}",
+            f"installed, {enabled}, {status.active or 'inactive'}{last}",
             "kalends service on --now (then `kalends service status`)",
             supervision=facts,
         )
-    return ok("supervision", f"installed, {status.enabled}, active", supervision=facts)
+    return ok("supervision", f"installed, {enabled}, active", supervision=facts)
 
 
 def read_schedules(services: Services, actor: str) -> list[dict[str, Any]]:
@@ -261,3 +266,27 @@ def destination_checks(services: Services, actor: str, *, send_test: bool) -> li
                 )
             )
     return checks
+
+
+def database_checks(
+    url: str, actor: str | None, *, send_test: bool, json_output: bool
+) -> list[Check]:
+    """The checks that read the database (already known to be at this kalends' head, so
+    opening it migrates nothing)."""
+    services = open_services(url)
+    try:
+        checks = [supervision_check(services)]
+        if actor is None:
+            checks += [skipped(name, _NEEDS_ACTOR) for name in ("scheduler", "delivery", "agents")]
+            return checks
+        try:
+            schedules = read_schedules(services, actor)
+            checks.append(scheduler_check(schedules))
+            checks.append(delivery_check(services, actor))
+            checks += agent_checks(schedules)
+            checks += destination_checks(services, actor, send_test=send_test)
+        except KalendsError as exc:
+            report_error(exc, json_output)
+        return checks
+    finally:
+        services.store.close()
