@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from kalends.bootstrap import Services, open_services
 from kalends.cli.main import app
 from kalends.missions.runtime.token import ensure_secret
 from kalends.storage.testing import StorageTarget, migrated, nothing_written
+from kalends.tasks import parse_schedule
 from reminders import conftest as receivers
 from reminders.conftest import HttpReceiver
 from supervision.fake_systemd import install_fake
@@ -465,6 +467,53 @@ def test_an_unreachable_destination_fails_the_test_send(home: Home, closed_port:
     check = by_name(result)["push 1"]
     assert check["status"] == "fail"
     assert check["fix"] is not None
+
+
+def test_a_worker_holding_a_reminder_is_the_delivery_loops_heartbeat(
+    home: Home, http_receiver: HttpReceiver, tmp_path: Path
+) -> None:
+    http_receiver.delay = 5.0  # the worker holds the reminder while the receiver answers
+    services = home.services
+    services.destinations.add("alice", "alice", "push", http_receiver.json_url("hook"))
+    services.directory.create_list("alice", "Home")
+    task = services.tasks.create("alice", "Home", "Water the plants")
+    due = (datetime.now(UTC) - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S")
+    schedule = parse_schedule(
+        {
+            "due": {"local": due, "zone": "UTC"},
+            "reminders": [{"channel": "push", "local": due, "zone": "UTC"}],
+        },
+        lambda value, field: services.directory.actor("alice").id,
+    )
+    services.tasks.set_schedule("alice", task.id, task.revision, schedule)
+    waiting = by_name(home.doctor("--as", "alice"))["delivery"]
+    assert (waiting["status"], waiting["fact"]) == (
+        "warn",
+        "1 reminder(s) due and no live holder seen",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KALENDS_")}
+    worker = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "kalends", "worker", "--database", home.url),
+            *("--runtime-dir", str(tmp_path / "worker-runtime"), "--owner", "doctor-test"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**env, "KALENDS_PASSAGE_USER": "root"},
+    )
+    try:
+        deadline = time.monotonic() + WITHIN
+        while not http_receiver.received() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert http_receiver.received(), "the worker sent nothing"
+        held = by_name(home.doctor("--as", "alice"))["delivery"]
+        assert (held["status"], held["fact"]) == (
+            "ok",
+            "a live delivery loop holds 1 reminder(s)",
+        )
+    finally:
+        worker.terminate()
+        worker.wait(timeout=WITHIN)
 
 
 # --- bad input ------------------------------------------------------------------------------
