@@ -197,7 +197,9 @@ def test_a_healthy_database_passes_and_the_doctor_writes_nothing(home: Home) -> 
     checks = by_name(result)
     assert checks["database"]["status"] == "ok"
     assert checks["database"]["revision"] == checks["database"]["fact"].split()[-1]
-    assert checks["zone data"]["status"] == "ok"
+    # (a warning when the system's zone data is older than the tzdata package's)
+    assert checks["zone data"]["status"] in {"ok", "warn"}
+    assert checks["zone data"]["version"]
     assert checks["runtime directory"]["status"] == "ok"
     # Nothing holds work yet: idle or not running, a warning only.
     assert checks["scheduler"]["status"] == "warn"
@@ -291,6 +293,34 @@ def test_an_unwritable_runtime_directory_fails(home: Home, tmp_path: Path, unwri
     assert not runtime.exists()
 
 
+# --- zone data ------------------------------------------------------------------------------
+
+
+def test_zone_data_says_where_it_comes_from_its_version_and_when_it_is_older(
+    home: Home, tmp_path: Path
+) -> None:
+    tzdata = pytest.importorskip("tzdata")
+    python = Path(sys.executable)
+    database = ["--database", home.url, "--runtime-dir", str(home.runtime), *SANDBOXED]
+    # No system zone files: the tzdata package's.
+    package = kalends(python, "doctor", *database, "--json", PYTHONTZPATH="")
+    zone = by_name(package)["zone data"]
+    assert (zone["status"], zone["source"]) == ("ok", "the tzdata package")
+    assert zone["version"] == tzdata.IANA_VERSION
+    # System zone files of an older release, read first: a warning, not a failure.
+    old = tmp_path / "zoneinfo"
+    (old / "Europe").mkdir(parents=True)
+    shipped = Path(tzdata.__file__).parent / "zoneinfo" / "Europe" / "Amsterdam"
+    shutil.copyfile(shipped, old / "Europe" / "Amsterdam")
+    (old / "tzdata.zi").write_text("# version 1999a\n")
+    older = kalends(python, "doctor", *database, "--json", PYTHONTZPATH=str(old))
+    zone = by_name(older)["zone data"]
+    assert (zone["status"], zone["source"], zone["version"]) == ("warn", str(old), "1999a")
+    assert f"newer {tzdata.IANA_VERSION}" in zone["fact"]
+    assert zone["fix"].startswith("update the system's tzdata")
+    assert older.returncode == 0, older.stdout
+
+
 # --- agent programs, on the passage's PATH --------------------------------------------------
 
 
@@ -305,7 +335,8 @@ def python_with_its_own_bin(root: Path) -> Path:
     return python
 
 
-def kalends(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def kalends(python: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    """``kalends ARGS`` as a process of ``python``, with ``extra`` in its environment."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KALENDS_")}
     return subprocess.run(
         [str(python), "-m", "kalends", *args],
@@ -313,7 +344,7 @@ def kalends(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=WITHIN,
         check=False,
-        env={**env, "COLUMNS": "80"},
+        env={**env, "COLUMNS": "80", **extra},
         stdin=subprocess.DEVNULL,
     )
 

@@ -37,6 +37,7 @@ __all__ = [
 
 # A zone every IANA release has, loaded to prove the data is readable, not only present.
 _PROBE_ZONE = "Europe/Amsterdam"
+_PACKAGE = "the tzdata package"
 
 
 class Status(StrEnum):
@@ -100,11 +101,16 @@ def _zone_source() -> tuple[str, str | None]:
     for root in zoneinfo.TZPATH:
         if os.path.isfile(os.path.join(root, *_PROBE_ZONE.split("/"))):
             return root, _zi_version(Path(root) / "tzdata.zi")
+    return _PACKAGE, _package_version()
+
+
+def _package_version() -> str | None:
+    """The IANA version of the ``tzdata`` package, if it is installed and says."""
     try:
         version = getattr(import_module("tzdata"), "IANA_VERSION", None)
-        return "the tzdata package", str(version) if version else None
     except ModuleNotFoundError:
-        return "nowhere", None
+        return None
+    return str(version) if version else None
 
 
 def _zi_version(path: Path) -> str | None:
@@ -120,7 +126,8 @@ def _zi_version(path: Path) -> str | None:
 
 
 def zone_check() -> Check:
-    """Whether a zone loads, where zone data comes from and its version."""
+    """Whether a zone loads, where zone data comes from and its version; a warning when
+    the system's data, read first, is older than the ``tzdata`` package's."""
     source, version = _zone_source()
     try:
         get_zone(_PROBE_ZONE)
@@ -128,10 +135,21 @@ def zone_check() -> Check:
         return fail(
             "zone data",
             f"cannot load {_PROBE_ZONE}: {exc.message}",
-            "install the tzdata package (pip install tzdata) or the system's tzdata",
+            "install the system's tzdata, or reinstall kalends (it brings the tzdata package)",
         )
     shown = version or "version unknown"
-    return ok("zone data", f"{source}, IANA {shown}", source=source, version=version)
+    fact = f"{source}, IANA {shown}"
+    package = _package_version() if source != _PACKAGE else None
+    # IANA versions are a year and a letter: as text they sort as they were released.
+    if version is not None and package is not None and package > version:
+        return warn(
+            "zone data",
+            f"{fact}, read before the tzdata package's newer {package}",
+            "update the system's tzdata (its rules decide local times)",
+            source=source,
+            version=version,
+        )
+    return ok("zone data", fact, source=source, version=version)
 
 
 # --- runtime directory -----------------------------------------------------------------
