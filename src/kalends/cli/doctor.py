@@ -47,7 +47,8 @@ SendTestOption = Annotated[
     bool,
     typer.Option(
         "--send-test",
-        help="Send a test message to each of the acting actor's reminder destinations.",
+        help="Send a test message to each of the acting actor's reminder destinations "
+        "(needs --as).",
     ),
 ]
 
@@ -66,13 +67,14 @@ def doctor_command(
 ) -> None:
     """Check that this kalends can do its work, with a fix for each failure.
 
-    Checks the database (reachable, migrated), the zone data, the runtime directory,
-    how passages are confined (give it the options `kalends serve` gets), supervision,
-    the scheduler and delivery loops (the leases they hold), the agent programs running
-    schedules name and, with --as HANDLE, that actor's schedules and reminder
-    destinations (--send-test sends each a test message). Writes nothing. With --json:
-    {"ok": bool, "checks": [...]}. Exit codes: 0 no needed check failed (warnings do not
-    count); 1 one did; 2 bad input.
+    The database (reachable, migrated), the zone data, the runtime directory,
+    how passages are confined (give it the options `kalends serve` gets),
+    supervision; with --as HANDLE also the scheduler and delivery loops (the
+    leases they hold), the agent programs that actor's running schedules name
+    and its reminder destinations (--send-test sends each a test message).
+
+    Writes nothing. With --json: {"ok": bool, "checks": [...]}. Exit codes:
+    0 no needed check failed (warnings do not count); 1 one did; 2 bad input.
     """
     try:
         if send_test and (actor is None or not actor.strip()):
