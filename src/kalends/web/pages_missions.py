@@ -11,7 +11,9 @@ Controls follow seed 002's panel rules: each form carries a request ID minted wh
 page rendered and the revision it showed. Without script, the form posts and the browser
 lands on the schedule again with the control's exact status read by its request ID; with
 script, a lost reply leaves the control *uncertain* and offers **Check status** (that
-same read) — nothing is ever sent again on its own.
+same read) — nothing is ever sent again on its own. An applied human Play's word on
+service supervision is shown either way: in the fragment with script, and without it as
+a note on the page the browser lands on (:func:`supervision_note`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import secrets
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
+from urllib.parse import urlencode
 from uuid import UUID
 
 from fastapi import APIRouter, Form, Query, Request
@@ -27,9 +30,10 @@ from fastapi.responses import RedirectResponse, Response
 from kalends.cli.mission_client import SchedulesClient, WorkspacesClient
 from kalends.errors import InvalidInput, KalendsError, RevisionConflict
 from kalends.identity import Role
-from kalends.missions import Workspace
+from kalends.missions import ControlStatus, Workspace
 from kalends.missions.controls import Action
 from kalends.missions.limits import MAX_PAGE
+from kalends.supervision import UNIT_NAME, State
 from kalends.web.pages_questions import waiting_questions
 from kalends.web.pages_tasks import due_today
 from kalends.web.render import WebRoute, instant, instant_text, render
@@ -47,7 +51,7 @@ from kalends.web.schedule_display import (
 from kalends.web.session import CSRF_FIELD, Viewer, check_csrf, viewer
 from kalends.web.workspace_scope import find_workspace
 
-__all__ = ["mint_request_id", "router"]
+__all__ = ["mint_request_id", "router", "supervision_note"]
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
 
@@ -63,6 +67,45 @@ REQUEST_ID_BYTES = 18
 def mint_request_id() -> str:
     """A fresh request ID for one control on one rendered page."""
     return "web-" + secrets.token_urlsafe(REQUEST_ID_BYTES)
+
+
+# Without script, a Play's word on supervision rides the redirect as a query parameter
+# holding its state only, not as a flash kept on the server: the redirect stays stateless
+# (whichever process answers the next GET, before or after a restart, shows it), and the
+# parameter is one word of a closed set (:class:`~kalends.supervision.State`) whose
+# sentence the page's template holds, so nothing a link carries reaches the page as
+# text. The note shows only beside the exact status of the applied Play it belongs to,
+# and a reload without the parameter drops it. (kalends' own decision.)
+SUPERVISION_PARAM = "supervision"
+# The states a page shows as a warning: supervision is not keeping the server running.
+SUPERVISION_WARNINGS = frozenset({State.FAILED, State.UNAVAILABLE})
+
+
+def _supervision_code(answer: dict[str, Any] | None) -> str | None:
+    """The state of an applied Play's ``supervision`` answer, when it is one kalends
+    knows; ``None`` when the Play had nothing to say."""
+    if not answer:
+        return None
+    try:
+        return State(str(answer.get("state"))).value
+    except ValueError:
+        return None
+
+
+def supervision_note(code: str | None, status: ControlStatus | None) -> dict[str, Any] | None:
+    """What the schedule page says of supervision for ``?supervision=CODE``: the state
+    and whether it is a warning, when ``code`` is a known state and ``status`` is the
+    exact status of an applied Play; else ``None`` (a forged or stray code shows
+    nothing)."""
+    if code is None or status is None:
+        return None
+    if status.status != "applied" or status.action != Action.PLAY.value:
+        return None
+    try:
+        state = State(code)
+    except ValueError:
+        return None
+    return {"state": state.value, "warning": state in SUPERVISION_WARNINGS, "unit": UNIT_NAME}
 
 
 def _workspaces(who: Viewer) -> WorkspacesClient:
@@ -269,12 +312,15 @@ def schedule_page(
     workspace: UUID,
     schedule: UUID,
     request_id: Annotated[str | None, Query(alias="request", max_length=64)] = None,
+    supervision: Annotated[str | None, Query(alias=SUPERVISION_PARAM)] = None,
 ) -> Response:
     """One schedule: state and controls, schedule card, Upcoming, History, Why not now?,
-    Technical details; with ``?request=ID``, that control's exact status."""
+    Technical details; with ``?request=ID``, that control's exact status, and with
+    ``&supervision=STATE`` too, the note of :func:`supervision_note`."""
     who = viewer(request)
     ws, nav = find_workspace(who, workspace)
     values = _detail_values(who, ws, nav, schedule, request_id)
+    values["supervision_note"] = supervision_note(supervision, values["status"])
     return render(request, "schedule.html", values, who=who)
 
 
@@ -330,9 +376,11 @@ def control(
         return render(request, "parts/control_result.html", values, who=who)
     if chosen is Action.DELETE:
         return RedirectResponse(f"/w/{ws.id}/schedules", status_code=303)
-    return RedirectResponse(
-        f"/w/{ws.id}/schedules/{schedule}?request={request_id}", status_code=303
-    )
+    query = {"request": request_id}
+    code = _supervision_code(outcome.supervision)
+    if code is not None:
+        query[SUPERVISION_PARAM] = code
+    return RedirectResponse(f"/w/{ws.id}/schedules/{schedule}?{urlencode(query)}", status_code=303)
 
 
 @router.get("/w/{workspace}/schedules/{schedule}/requests/{request_id}")
