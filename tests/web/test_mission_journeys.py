@@ -286,6 +286,8 @@ def test_with_script_off_pages_read_and_controls_post(
         page.locator("#controls button", has_text="Play").click()
         expect(page.locator("#control-status")).to_contain_text("Play applied")
         assert "?request=" in page.url
+        # Without script the Play's word on supervision is said on the landing page.
+        expect(page.locator(".supervision[role=status]")).to_contain_text("Service supervision")
         assert state_of(server, receipt) == "running"
         page.locator("#controls summary").click()
         page.locator("#controls button", has_text="Stop").click()
