@@ -11,30 +11,32 @@ last ``kalends serve`` on the database recorded; a server gives its own.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich import box
-from rich.table import Table
-from rich.text import Text
 
 from kalends.auth import DEVICE_PAIRING_TTL, MAX_TOKEN_LIFETIME
 from kalends.cli.commands import session_command
+from kalends.cli.credential_commands import (
+    LIFETIME_COLUMNS,
+    NEVER,
+    CredentialJson,
+    print_created,
+    print_credentials,
+    print_revoked,
+    when,
+)
 from kalends.cli.device_client import devices_of
-from kalends.cli.output import console, emit_json
 from kalends.cli.remote import SERVER_MODE_HELP, Remote
 from kalends.cli.session import EXIT_CODES_HELP, LOCAL_MODE_HELP, Session, group_help
 from kalends.errors import InvalidInput
-from kalends.missions.runtime.passages import parse_instant
 
 __all__ = ["DEFAULT_DEVICE_LIFETIME", "device_app", "parse_lifetime"]
 
 # A device's lifetime unless told otherwise (kalends decision: a season, as a token's
 # and as the settings page offers).
 DEFAULT_DEVICE_LIFETIME = timedelta(days=90)
-NEVER = "never"
 # What each unit of --expires-in stands for.
 _UNITS = {"m": timedelta(minutes=1), "h": timedelta(hours=1), "d": timedelta(days=1)}
 
@@ -55,9 +57,6 @@ DeviceIdArgument = Annotated[
     str, typer.Argument(metavar="ID", help="The device's ID (`kalends device ls`).")
 ]
 
-# A device as JSON (``TokenInfo.to_json()``, as a server answers it too).
-DeviceJson = Mapping[str, Any]
-
 
 def parse_lifetime(text: str | None) -> timedelta | None:
     """``--expires-in``: N minutes, hours or days (``45m``, ``12h``, ``30d``) up to the
@@ -76,22 +75,6 @@ def parse_lifetime(text: str | None) -> timedelta | None:
             field="expires_in",
         )
     return lifetime
-
-
-def _when(value: object, empty: str = "-") -> str:
-    found = parse_instant(value)
-    return empty if found is None else found.strftime("%Y-%m-%d %H:%M UTC")
-
-
-def _day(value: object, empty: str = "-") -> str:
-    found = parse_instant(value)
-    return empty if found is None else found.strftime("%Y-%m-%d")
-
-
-def _status(device: DeviceJson) -> str:
-    if device["revokedAt"] is not None:
-        return "revoked"
-    return "active" if device["active"] else "expired"
 
 
 def _lifetime(seconds: object) -> str:
@@ -144,26 +127,14 @@ def pair_command(
     label = check_token_name(name)
     lifetime = parse_lifetime(expires_in)
     made = devices_of(s).pair(s.actor, label, lifetime, base_url=base_url)
-    if s.json_output:
-        emit_json(made)
-        return
-    console.print(
-        Text(
-            f"pairing link for device {made['name']} of {s.actor}, paired "
-            f"{_lifetime(made['lifetimeSeconds'])} once opened"
-        ),
-        soft_wrap=True,
+    print_created(
+        s,
+        made,
+        headline=f"pairing link for device {made['name']} of {s.actor}, paired "
+        f"{_lifetime(made['lifetimeSeconds'])} once opened",
+        secret=made["pairingUrl"],
+        note=f"open it once in the device's browser; it stops working at {when(made['expiresAt'])}",
     )
-    # Plain, never wrapped: people copy it.
-    typer.echo(made["pairingUrl"])
-    console.print(
-        Text(
-            f"open it once in the device's browser; it stops working at {_when(made['expiresAt'])}",
-            style="dim",
-        ),
-        soft_wrap=True,
-    )
-    s.local_note()
 
 
 @session_command(device_app, "ls")
@@ -172,30 +143,11 @@ def ls_command(s: Session | Remote) -> None:
 
     Newest first. With --json: the devices as `kalends token ls --json` prints tokens.
     """
-    found: list[DeviceJson] = [d.to_json() for d in devices_of(s).list(s.actor)]
-    if s.json_output:
-        emit_json(found)
-        return
-    if not found:
-        console.print(Text(f"{s.actor} has no paired device", style="dim"), soft_wrap=True)
-        return
-    # Narrow enough for 80 columns; the times of day and the pairing are in --json.
-    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
-    widest = max(len(str(d["name"])) for d in found)
-    table.add_column("name", overflow="fold", min_width=min(24, widest))
-    for column in ("status", "expires", "last used"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("id", no_wrap=True, min_width=36)
-    for d in found:
-        cells = (
-            str(d["name"]),
-            _status(d),
-            _day(d["expiresAt"], NEVER),
-            _day(d["lastUsedAt"]),
-            str(d["id"]),
-        )
-        table.add_row(*(Text(c) for c in cells))
-    console.print(table)
+    found: list[CredentialJson] = [d.to_json() for d in devices_of(s).list(s.actor)]
+    # The pairing's time is in --json.
+    print_credentials(
+        s, found, nothing=f"{s.actor} has no paired device", columns=LIFETIME_COLUMNS, named=True
+    )
 
 
 @session_command(device_app, "revoke")
@@ -207,13 +159,5 @@ def revoke_command(s: Session | Remote, device_id: DeviceIdArgument) -> None:
     from kalends.auth.devices import check_device_id  # noqa: PLC0415
 
     parsed = check_device_id(device_id)
-    revoked: DeviceJson = devices_of(s).revoke(s.actor, parsed).to_json()
-    if s.json_output:
-        emit_json(revoked)
-        return
-    console.print(
-        Text(f"unpaired device {revoked['name']} (revoked {_when(revoked['revokedAt'])})"),
-        soft_wrap=True,
-    )
-    console.print(Text(f"id {revoked['id']}", style="dim"), soft_wrap=True)
-    s.local_note()
+    revoked: CredentialJson = devices_of(s).revoke(s.actor, parsed).to_json()
+    print_revoked(s, revoked, f"unpaired device {revoked['name']}")

@@ -9,21 +9,23 @@ last ``kalends serve`` on the database recorded; a server gives its own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich import box
-from rich.table import Table
-from rich.text import Text
 
 from kalends.cli.commands import session_command
+from kalends.cli.credential_commands import (
+    Column,
+    CredentialJson,
+    day,
+    print_created,
+    print_credentials,
+    print_revoked,
+)
 from kalends.cli.feed_client import feeds_of
-from kalends.cli.output import console, emit_json
 from kalends.cli.remote import SERVER_MODE_HELP, Remote
 from kalends.cli.session import EXIT_CODES_HELP, LOCAL_MODE_HELP, Session, group_help
 from kalends.feeds import check_feed_id
-from kalends.missions.runtime.passages import parse_instant
 
 __all__ = ["feed_app"]
 
@@ -45,18 +47,12 @@ FeedIdArgument = Annotated[
     str, typer.Argument(metavar="ID", help="The feed's ID (`kalends feed ls`).")
 ]
 
-# A feed as JSON (``FeedInfo.to_json()``, as a server answers it too).
-FeedJson = Mapping[str, Any]
-
-
-def _when(value: object, empty: str = "-") -> str:
-    found = parse_instant(value)
-    return empty if found is None else found.strftime("%Y-%m-%d %H:%M UTC")
-
-
-def _day(value: object, empty: str = "-") -> str:
-    found = parse_instant(value)
-    return empty if found is None else found.strftime("%Y-%m-%d")
+# A feed's columns besides its ID: it has no name and never expires.
+_COLUMNS: tuple[Column, ...] = (
+    ("status", lambda f: "active" if f["active"] else "revoked"),
+    ("created", lambda f: day(f["createdAt"])),
+    ("last used", lambda f: day(f["lastUsedAt"])),
+)
 
 
 @session_command(feed_app, "create")
@@ -81,48 +77,24 @@ def create_command(
     "url", "secret"}.
     """
     made = feeds_of(s).create(s.actor, base_url=base_url)
-    if s.json_output:
-        emit_json(made.to_json())
-        return
-    console.print(Text(f"created a calendar feed for {s.actor}"), soft_wrap=True)
-    console.print(Text(f"id {made.feed.id}", style="dim"), soft_wrap=True)
-    # Plain, never wrapped: people copy it.
-    typer.echo(made.url)
-    console.print(
-        Text(
-            "the address is shown this once; anyone who has it can read the feed until "
-            "`kalends feed revoke` revokes it",
-            style="dim",
-        ),
-        soft_wrap=True,
+    print_created(
+        s,
+        made.to_json(),
+        headline=f"created a calendar feed for {s.actor}",
+        credential_id=made.feed.id,
+        secret=made.url,
+        note="the address is shown this once; anyone who has it can read the feed until "
+        "`kalends feed revoke` revokes it",
     )
-    s.local_note()
 
 
 @session_command(feed_app, "ls")
 def ls_command(s: Session | Remote) -> None:
     """List the acting actor's calendar feeds, newest first, revoked ones included."""
-    found: list[FeedJson] = [f.to_json() for f in feeds_of(s).list(s.actor)]
-    if s.json_output:
-        emit_json(found)
-        return
-    if not found:
-        console.print(Text(f"{s.actor} has no calendar feed", style="dim"), soft_wrap=True)
-        return
-    # Narrow enough for 80 columns; the times of day are in --json.
-    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
-    for column in ("status", "created", "last used"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("id", no_wrap=True, min_width=36)
-    for f in found:
-        cells = (
-            "active" if f["active"] else "revoked",
-            _day(f["createdAt"]),
-            _day(f["lastUsedAt"]),
-            str(f["id"]),
-        )
-        table.add_row(*(Text(c) for c in cells))
-    console.print(table)
+    found: list[CredentialJson] = [f.to_json() for f in feeds_of(s).list(s.actor)]
+    print_credentials(
+        s, found, nothing=f"{s.actor} has no calendar feed", columns=_COLUMNS, named=False
+    )
 
 
 @session_command(feed_app, "revoke")
@@ -132,12 +104,5 @@ def revoke_command(s: Session | Remote, feed_id: FeedIdArgument) -> None:
     Revoking a revoked feed changes nothing.
     """
     parsed = check_feed_id(feed_id)
-    revoked: FeedJson = feeds_of(s).revoke(s.actor, parsed).to_json()
-    if s.json_output:
-        emit_json(revoked)
-        return
-    console.print(
-        Text(f"revoked calendar feed {revoked['id']} (revoked {_when(revoked['revokedAt'])})"),
-        soft_wrap=True,
-    )
-    s.local_note()
+    revoked: CredentialJson = feeds_of(s).revoke(s.actor, parsed).to_json()
+    print_revoked(s, revoked, f"revoked calendar feed {revoked['id']}", with_id=False)

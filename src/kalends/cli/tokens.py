@@ -16,13 +16,10 @@ what ``kalends login`` does: it asks for the password (or reads it with
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich import box
-from rich.table import Table
 from rich.text import Text
 
 from kalends.auth.links import LOGIN_LINK_TTL
@@ -33,6 +30,15 @@ from kalends.auth.tokens import (
     check_token_name,
 )
 from kalends.cli.commands import session_command
+from kalends.cli.credential_commands import (
+    LIFETIME_COLUMNS,
+    NEVER,
+    CredentialJson,
+    print_created,
+    print_credentials,
+    print_revoked,
+    when,
+)
 from kalends.cli.output import console, emit_json
 from kalends.cli.remote import SERVER_MODE_HELP, Remote
 from kalends.cli.session import (
@@ -46,7 +52,6 @@ from kalends.cli.session import (
     session,
 )
 from kalends.errors import InvalidInput
-from kalends.missions.runtime.passages import parse_instant
 
 if TYPE_CHECKING:
     from kalends.auth import Accounts
@@ -61,7 +66,6 @@ __all__ = [
 
 # A token's lifetime unless told otherwise, as the API's token routes default it.
 DEFAULT_TOKEN_DAYS = 90
-NEVER = "never"
 
 token_app = typer.Typer(
     help=group_help(
@@ -100,27 +104,6 @@ def _accounts(s: Session) -> Accounts:
     return s.accounts()
 
 
-# A token as JSON (``TokenInfo.to_json()``, as a server answers it too); the commands
-# print it the same way in both modes.
-TokenJson = Mapping[str, Any]
-
-
-def _when(value: object, empty: str = "-") -> str:
-    found = parse_instant(value)
-    return empty if found is None else found.strftime("%Y-%m-%d %H:%M UTC")
-
-
-def _day(value: object, empty: str = "-") -> str:
-    found = parse_instant(value)
-    return empty if found is None else found.strftime("%Y-%m-%d")
-
-
-def _status(token: TokenJson) -> str:
-    if token["revokedAt"] is not None:
-        return "revoked"
-    return "active" if token["active"] else "expired"
-
-
 @session_command(token_app, "create")
 def create_command(
     s: Session | Remote,
@@ -154,55 +137,26 @@ def create_command(
     lifetime = parse_days(expires_in_days)
     accounts = s.accounts(password_stdin=password_stdin)
     info, secret = accounts.create_token(s.actor, label, expires_in=lifetime)
-    made: TokenJson = {"token": info.to_json(), "secret": secret}
-    if s.json_output:
-        emit_json(made)
-        return
-    token = made["token"]
-    console.print(
-        Text(
-            f"created token {token['name']} for {s.actor}, "
-            f"expires {_when(token['expiresAt'], NEVER)}"
-        ),
-        soft_wrap=True,
+    token = info.to_json()
+    print_created(
+        s,
+        {"token": token, "secret": secret},
+        headline=f"created token {token['name']} for {s.actor}, "
+        f"expires {when(token['expiresAt'], NEVER)}",
+        credential_id=token["id"],
+        secret=secret,
+        note="the secret is shown this once; only its hash is stored",
     )
-    console.print(Text(f"id {token['id']}", style="dim"), soft_wrap=True)
-    # Plain, never wrapped: people copy it.
-    typer.echo(made["secret"])
-    console.print(
-        Text("the secret is shown this once; only its hash is stored", style="dim"),
-        soft_wrap=True,
-    )
-    s.local_note()
 
 
 @session_command(token_app, "ls")
 def ls_command(s: Session | Remote) -> None:
     """List the acting actor's tokens, newest first, revoked and expired ones included."""
-    found: list[TokenJson] = [t.to_json() for t in s.accounts().tokens(s.actor)]
-    if s.json_output:
-        emit_json(found)
-        return
-    if not found:
-        console.print(Text(f"{s.actor} has no API token", style="dim"), soft_wrap=True)
-        return
-    # Narrow enough for 80 columns; the times of day and the creation are in --json.
-    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
-    widest = max(len(str(t["name"])) for t in found)
-    table.add_column("name", overflow="fold", min_width=min(24, widest))
-    for column in ("status", "expires", "last used"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("id", no_wrap=True, min_width=36)
-    for t in found:
-        cells = (
-            str(t["name"]),
-            _status(t),
-            _day(t["expiresAt"], NEVER),
-            _day(t["lastUsedAt"]),
-            str(t["id"]),
-        )
-        table.add_row(*(Text(c) for c in cells))
-    console.print(table)
+    found: list[CredentialJson] = [t.to_json() for t in s.accounts().tokens(s.actor)]
+    # The creation's time is in --json.
+    print_credentials(
+        s, found, nothing=f"{s.actor} has no API token", columns=LIFETIME_COLUMNS, named=True
+    )
 
 
 @session_command(token_app, "revoke")
@@ -212,16 +166,8 @@ def revoke_command(s: Session | Remote, token_id: TokenIdArgument) -> None:
     Revoking a revoked token changes nothing.
     """
     parsed = check_token_id(token_id)
-    revoked: TokenJson = s.accounts().revoke_token(s.actor, parsed).to_json()
-    if s.json_output:
-        emit_json(revoked)
-        return
-    console.print(
-        Text(f"revoked token {revoked['name']} (revoked {_when(revoked['revokedAt'])})"),
-        soft_wrap=True,
-    )
-    console.print(Text(f"id {revoked['id']}", style="dim"), soft_wrap=True)
-    s.local_note()
+    revoked: CredentialJson = s.accounts().revoke_token(s.actor, parsed).to_json()
+    print_revoked(s, revoked, f"revoked token {revoked['name']}")
 
 
 def login_link_command(
