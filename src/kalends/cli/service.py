@@ -16,6 +16,7 @@ exits 2 before the database is opened.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -120,24 +121,40 @@ def _say(outcome: Outcome, json_output: bool) -> None:
         console.print(Text(f"unit: {outcome.unit}", style="dim"), soft_wrap=True)
 
 
-@service_app.command("install")
-def install_command(
-    database: DatabaseOption = None,
-    runtime_dir: RuntimeDirOption = None,
-    host: HostOption = DEFAULT_HOST,
-    port: PortOption = str(DEFAULT_PORT),
-    now: NowOption = False,
-    json_output: JsonOption = False,
-) -> None:
-    """Write the unit, reload systemd and enable it (the preference is left as it is)."""
-    try:
-        launch = _launch(runtime_dir, host, port)
-        _check_unit(database, launch)
-        _require_systemd()
-        outcome = _supervisor(database, launch).install(start=now)
-    except KalendsError as exc:
-        report_error(exc, json_output)
-    _say(outcome, json_output)
+def _unit_command(
+    name: str, help_text: str, change: Callable[[Supervisor, bool], Outcome]
+) -> Callable[..., None]:
+    """Registers ``kalends service NAME``, a command that writes the unit (``install``,
+    ``on``): the launch and the unit checked and systemd required before the database is
+    opened, then ``change`` made (with ``--now``) and its outcome said; a refusal is
+    reported and exits."""
+
+    def command(
+        database: DatabaseOption = None,
+        runtime_dir: RuntimeDirOption = None,
+        host: HostOption = DEFAULT_HOST,
+        port: PortOption = str(DEFAULT_PORT),
+        now: NowOption = False,
+        json_output: JsonOption = False,
+    ) -> None:
+        try:
+            launch = _launch(runtime_dir, host, port)
+            _check_unit(database, launch)
+            _require_systemd()
+            outcome = change(_supervisor(database, launch), now)
+        except KalendsError as exc:
+            report_error(exc, json_output)
+        _say(outcome, json_output)
+
+    command.__doc__ = help_text
+    return service_app.command(name)(command)
+
+
+install_command = _unit_command(
+    "install",
+    "Write the unit, reload systemd and enable it (the preference is left as it is).",
+    lambda supervisor, now: supervisor.install(start=now),
+)
 
 
 @service_app.command("uninstall")
@@ -151,24 +168,11 @@ def uninstall_command(database: DatabaseOption = None, json_output: JsonOption =
     _say(outcome, json_output)
 
 
-@service_app.command("on")
-def on_command(
-    database: DatabaseOption = None,
-    runtime_dir: RuntimeDirOption = None,
-    host: HostOption = DEFAULT_HOST,
-    port: PortOption = str(DEFAULT_PORT),
-    now: NowOption = False,
-    json_output: JsonOption = False,
-) -> None:
-    """Turn supervision on: the preference ON, the unit written and enabled."""
-    try:
-        launch = _launch(runtime_dir, host, port)
-        _check_unit(database, launch)
-        _require_systemd()
-        outcome = _supervisor(database, launch).turn_on(start=now)
-    except KalendsError as exc:
-        report_error(exc, json_output)
-    _say(outcome, json_output)
+on_command = _unit_command(
+    "on",
+    "Turn supervision on: the preference ON, the unit written and enabled.",
+    lambda supervisor, now: supervisor.turn_on(start=now),
+)
 
 
 @service_app.command("off")
