@@ -25,18 +25,20 @@ HTTP calls use the standard library's ``urllib``).
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Annotated, Any, NoReturn
 
 import typer
 
 from kalends.cli.passage_calls import (
-    ENV_API_URL,
+    MAX_ANSWER_BYTES,
+    SEND_TIMEOUT,
     CallNotSent,
     CallRefused,
+    answer_lines,
     call,
     exit_code_of,
+    passage_environment,
     refuse,
     server_base,
 )
@@ -50,16 +52,9 @@ __all__ = [
     "build_fields",
 ]
 
-# Named here, not imported: importing kalends.missions costs most of a second.
-ENV_PASSAGE_TOKEN = "KALENDS_PASSAGE_TOKEN"
 ASK_PATH = "/api/passages/questions"
 # How often a waiting `kalends ask` reads its question back.
 POLL_SECONDS = 2.0
-# How long the server may take to answer one call.
-SEND_TIMEOUT = 30.0
-# The largest answer read back: a question with its answer (prompt, 16 fields, text
-# values of at most 4,096 characters each).
-MAX_ANSWER_BYTES = 1024 * 1024
 # A text field's length when --text names none (kalends.questions.MAX_TEXT_LENGTH).
 DEFAULT_TEXT_LENGTH = 4096
 
@@ -74,11 +69,6 @@ NOT_COUNTED = (
 
 # No answer within --timeout: the question stays open for people to answer.
 EXIT_TIMEOUT = 3
-NO_TOKEN = f"no passage token: run `kalends ask` from inside a passage ({ENV_PASSAGE_TOKEN})"
-NO_SERVER = (
-    f"no server: `kalends ask` needs the kalends server that launched the passage "
-    f"({ENV_API_URL}); a passage of `kalends worker` without a server cannot ask"
-)
 
 
 def _split(raw: str, sep: str, option: str, shape: str) -> tuple[str, str]:
@@ -219,12 +209,7 @@ def ask_command(
     be reached).
     """
     try:
-        token = os.environ.get(ENV_PASSAGE_TOKEN, "")
-        if not token:
-            raise InvalidInput(NO_TOKEN)
-        api_url = os.environ.get(ENV_API_URL, "")
-        if not api_url:
-            raise InvalidInput(NO_SERVER)
+        token, api_url = passage_environment("ask", "cannot ask")
         base = server_base(api_url)
         fields = build_fields(choice or [], text or [], confirm or [], label or [])
         body: dict[str, Any] = {"prompt": prompt, "fields": fields}
@@ -302,15 +287,8 @@ def _answered(
             }
         )
     else:
-        fields = found.get("fields")
-        order = (
-            [f.get("id") for f in fields if isinstance(f, dict)] if isinstance(fields, list) else []
-        )
-        # In the fields' order; the stored answer's keys are sorted.
-        for field in [*[f for f in order if f in values], *[f for f in values if f not in order]]:
-            value = values[field]
-            shown = ("true" if value else "false") if isinstance(value, bool) else str(value)
-            typer.echo(f"{field}={shown}")
+        for line in answer_lines(found):
+            typer.echo(line)
     if not isinstance(attempt, str) or not attempt:
         return
     try:

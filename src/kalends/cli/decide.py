@@ -21,39 +21,28 @@ HTTP call uses the standard library's ``urllib``).
 from __future__ import annotations
 
 import json
-import os
 from typing import Annotated, Any
 from uuid import UUID
 
 import typer
 
 from kalends.cli.passage_calls import (
-    ENV_API_URL,
+    SEND_TIMEOUT,
     CallNotSent,
-    call,
+    answer_lines,
     exit_code_of,
+    passage_environment,
     refuse,
+    send_once,
     server_base,
 )
 from kalends.errors import InvalidInput, KalendsError
 
 __all__ = ["DECIDED_WORDS", "QUESTIONS_PATH", "decide_command", "send_decision"]
 
-# Named here, not imported: importing kalends.missions costs most of a second.
-ENV_PASSAGE_TOKEN = "KALENDS_PASSAGE_TOKEN"
 QUESTIONS_PATH = "/api/passages/questions"
-# How long the server may take to answer.
-SEND_TIMEOUT = 30.0
-# The largest answer read back: a question with its answer (prompt, 16 fields, text
-# values of at most 4,096 characters each), as `kalends ask` reads it.
-MAX_ANSWER_BYTES = 1024 * 1024
 
 DECIDED_WORDS = "decided by the coordinator (this passage), never counted as a person's decision"
-NO_TOKEN = f"no passage token: run `kalends decide` from inside a passage ({ENV_PASSAGE_TOKEN})"
-NO_SERVER = (
-    f"no server: `kalends decide` needs the kalends server that launched the passage "
-    f"({ENV_API_URL}); a passage of `kalends worker` without a server has no questions"
-)
 
 
 def question_id(raw: str) -> str:
@@ -94,36 +83,18 @@ def send_decision(
     answers an error (nothing was recorded), :class:`CallNotSent` when it cannot be
     reached or answers no question."""
     base = server_base(api_url)
-    path = f"{QUESTIONS_PATH}/{question}/decide"
-    try:
-        found = call(
-            base, path, token, {"answer": answer}, timeout=timeout, max_bytes=MAX_ANSWER_BYTES,
-            what="the decision",
-        )  # fmt: skip
-    except CallNotSent as exc:
-        if exc.timed_out:
-            raise CallNotSent(
-                f"{exc.message}: the decision may or may not be recorded; read the "
-                "question before deciding again"
-            ) from None
-        raise
+    found = send_once(
+        base,
+        f"{QUESTIONS_PATH}/{question}/decide",
+        token,
+        {"answer": answer},
+        timeout=timeout,
+        what="the decision",
+        before_again="read the question before deciding again",
+    )
     if not isinstance(found, dict) or not isinstance(found.get("answer"), dict):
         raise CallNotSent(f"the kalends server at {base} answered something that is no question")
     return found
-
-
-def answer_lines(decided: dict[str, Any]) -> list[str]:
-    """The recorded answer as ``FIELD=VALUE`` lines, in the fields' order (the stored
-    answer's keys are sorted), as `kalends ask` prints an answer."""
-    values: dict[str, Any] = decided["answer"]
-    fields = decided.get("fields")
-    order = [f.get("id") for f in fields if isinstance(f, dict)] if isinstance(fields, list) else []
-    lines = []
-    for field in [*[f for f in order if f in values], *[f for f in values if f not in order]]:
-        value = values[field]
-        shown = ("true" if value else "false") if isinstance(value, bool) else str(value)
-        lines.append(f"{field}={shown}")
-    return lines
 
 
 def decide_command(
@@ -163,12 +134,7 @@ def decide_command(
     the passage has settled, the server cannot be reached).
     """
     try:
-        token = os.environ.get(ENV_PASSAGE_TOKEN, "")
-        if not token:
-            raise InvalidInput(NO_TOKEN)
-        api_url = os.environ.get(ENV_API_URL, "")
-        if not api_url:
-            raise InvalidInput(NO_SERVER)
+        token, api_url = passage_environment("decide", "has no questions")
         server_base(api_url)
         decided = send_decision(api_url, token, question_id(question), answer_object(answer))
     except KalendsError as exc:

@@ -1,7 +1,8 @@
-"""What a passage's commands (``kalends report``, ``kalends say``, ``kalends ask``) share
-to call the server that launched them: a request carrying the passage's token, an opener
-that no proxy stands in front of, an error answer's code and message, the call itself,
-and how a refusal is said and exits.
+"""What a passage's commands (``kalends report``, ``kalends say``, ``kalends ask``,
+``kalends decide``) share to call the server that launched them: the token and the
+server read from the passage's environment, a request carrying the token, an opener that
+no proxy stands in front of, an error answer's code and message, the call itself (and a
+call sent once), how an answer is printed, and how a refusal is said and exits.
 
 Standard library only, and imported on use: these commands run from scripts, often
 many times per passage, and must start fast.
@@ -10,6 +11,7 @@ many times per passage, and must start fast.
 from __future__ import annotations
 
 import json
+import os
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from kalends.errors import InvalidInput, KalendsError
@@ -18,18 +20,25 @@ if TYPE_CHECKING:
     from urllib.request import Request
 
 __all__ = [
+    "ENV_API_URL",
+    "ENV_PASSAGE_TOKEN",
     "EXIT_FAILURE",
     "EXIT_INVALID",
     "INPUT_STATUSES",
+    "MAX_ANSWER_BYTES",
+    "SEND_TIMEOUT",
     "CallNotSent",
     "CallRefused",
     "answer_json",
+    "answer_lines",
     "call",
     "direct_opener",
     "error_fields",
     "exit_code_of",
+    "passage_environment",
     "passage_request",
     "refuse",
+    "send_once",
     "server_base",
 ]
 
@@ -89,6 +98,15 @@ EXIT_FAILURE = 1
 INPUT_STATUSES = frozenset({401, 422})
 # The variable that names the server that launched the passage.
 ENV_API_URL = "KALENDS_API_URL"
+# The variable that holds the passage's token (kalends.missions.runtime.layout names it
+# too; named here, not imported: importing kalends.missions costs most of a second).
+ENV_PASSAGE_TOKEN = "KALENDS_PASSAGE_TOKEN"
+# How long the server may take to answer one call.
+SEND_TIMEOUT = 30.0
+# The largest answer read back: a question with its answer (prompt, 16 fields, text
+# values of at most 4,096 characters each), or a message as recorded (at most 65,536
+# characters, kalends.conversations.MAX_MESSAGE_CHARS).
+MAX_ANSWER_BYTES = 1024 * 1024
 
 
 class CallRefused(KalendsError):
@@ -132,6 +150,25 @@ def exit_code_of(error: KalendsError) -> int | None:
     if isinstance(error, CallRefused) and error.status in INPUT_STATUSES:
         return EXIT_INVALID
     return None
+
+
+def passage_environment(command: str, without_server: str) -> tuple[str, str]:
+    """The passage's token and its server's URL, from the environment; :class:`InvalidInput`
+    naming ``kalends <command>`` when either is missing (``without_server`` says what a
+    passage of ``kalends worker`` without a server lacks). Nothing is sent without both."""
+    token = os.environ.get(ENV_PASSAGE_TOKEN, "")
+    if not token:
+        raise InvalidInput(
+            f"no passage token: run `kalends {command}` from inside a passage ({ENV_PASSAGE_TOKEN})"
+        )
+    api_url = os.environ.get(ENV_API_URL, "")
+    if not api_url:
+        raise InvalidInput(
+            f"no server: `kalends {command}` needs the kalends server that launched the "
+            f"passage ({ENV_API_URL}); a passage of `kalends worker` without a server "
+            f"{without_server}"
+        )
+    return token, api_url
 
 
 def server_base(api_url: str) -> str:
@@ -195,3 +232,42 @@ def call(
             ) from None
         raise CallNotSent(f"cannot reach the kalends server at {base}: {reason}") from None
     return answer_json(data)
+
+
+def send_once(
+    base: str,
+    path: str,
+    token: str,
+    body: dict[str, Any],
+    *,
+    timeout: float,
+    what: str,
+    before_again: str,
+) -> Any:
+    """POSTs ``body`` as :func:`call` does, once: never sent again on its own. A lost
+    answer is said as such (:class:`CallNotSent`: ``what`` may or may not be recorded,
+    and ``before_again`` says what to read before sending it again)."""
+    try:
+        return call(base, path, token, body, timeout=timeout, max_bytes=MAX_ANSWER_BYTES, what=what)
+    except CallNotSent as exc:
+        if exc.timed_out:
+            raise CallNotSent(
+                f"{exc.message}: {what} may or may not be recorded; {before_again}"
+            ) from None
+        raise
+
+
+def answer_lines(question: dict[str, Any]) -> list[str]:
+    """A question's answer as ``FIELD=VALUE`` lines, in the order of its fields (the
+    stored answer's keys are sorted), any other value after them; none without an
+    answer."""
+    answer = question.get("answer")
+    values: dict[str, Any] = answer if isinstance(answer, dict) else {}
+    fields = question.get("fields")
+    order = [f.get("id") for f in fields if isinstance(f, dict)] if isinstance(fields, list) else []
+    lines = []
+    for field in [*[f for f in order if f in values], *[f for f in values if f not in order]]:
+        value = values[field]
+        shown = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        lines.append(f"{field}={shown}")
+    return lines

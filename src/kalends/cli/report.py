@@ -33,21 +33,23 @@ from typing import Annotated, NamedTuple
 import typer
 
 from kalends.cli.passage_calls import (
+    ENV_API_URL,
+    ENV_PASSAGE_TOKEN,
     EXIT_INVALID,
     INPUT_STATUSES,
+    SEND_TIMEOUT,
     answer_json,
     direct_opener,
     error_fields,
     passage_request,
     refuse,
+    server_base,
 )
 from kalends.errors import InvalidInput, KalendsError
 
 # Named here, not imported: importing kalends.missions costs most of a second.
-ENV_PASSAGE_TOKEN = "KALENDS_PASSAGE_TOKEN"
 ENV_RUNTIME_ROOT = "KALENDS_RUNTIME_ROOT"
 ENV_PASSAGE_DIR = "KALENDS_PASSAGE_DIR"
-ENV_API_URL = "KALENDS_API_URL"
 ENV_REPORT_SPOOL = "KALENDS_REPORT_SPOOL"
 
 __all__ = [
@@ -64,8 +66,6 @@ NO_TOKEN = f"no passage token: run `kalends report` from inside a passage ({ENV_
 REPORT_PATH = "/api/passages/report"
 # The kept report's name in the exchange directory (the runtime's ``records.REPORT``).
 SPOOL_FILE = "report.json"
-# How long the server may take to answer a report.
-SEND_TIMEOUT = 30.0
 # The largest answer read back (a report answer is a few hundred bytes).
 MAX_ANSWER_BYTES = 64 * 1024
 
@@ -323,12 +323,7 @@ def send_report(
     """
     from urllib.error import HTTPError, URLError  # noqa: PLC0415 (on use: a fast start)
 
-    base = api_url.strip().rstrip("/")
-    if not base.startswith(("http://", "https://")):
-        raise InvalidInput(
-            f"{ENV_API_URL}: an http:// or https:// URL of the kalends server, got {api_url!r}",
-            field=ENV_API_URL,
-        )
+    base = server_base(api_url)
     request = passage_request(base + REPORT_PATH, token, {"outcome": outcome, "summary": summary})
     try:
         with direct_opener().open(request, timeout=timeout) as answer:

@@ -17,42 +17,28 @@ per passage (the HTTP call uses the standard library's ``urllib``).
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Annotated, Any
 
 import typer
 
 from kalends.cli.passage_calls import (
-    ENV_API_URL,
+    SEND_TIMEOUT,
     CallNotSent,
-    call,
     exit_code_of,
+    passage_environment,
     refuse,
+    send_once,
     server_base,
 )
-from kalends.errors import InvalidInput, KalendsError
+from kalends.errors import KalendsError
 
 __all__ = ["SAY_PATH", "say_command", "send_message"]
 
-# Named here, not imported: importing kalends.missions costs most of a second.
-ENV_PASSAGE_TOKEN = "KALENDS_PASSAGE_TOKEN"
 SAY_PATH = "/api/passages/say"
-# How long the server may take to answer.
-SEND_TIMEOUT = 30.0
-# The largest answer read back: the message as recorded, its text included (a message
-# holds at most 65,536 characters, kalends.conversations.MAX_MESSAGE_CHARS).
-MAX_ANSWER_BYTES = 1024 * 1024
 # The most read from standard input for ``-``: a little over the longest message, so a
 # longer one is refused by the server's own words rather than cut here.
 MAX_STDIN_CHARS = 65_536 + 1
-
-NO_TOKEN = f"no passage token: run `kalends say` from inside a passage ({ENV_PASSAGE_TOKEN})"
-NO_SERVER = (
-    f"no server: `kalends say` needs the kalends server that launched the passage "
-    f"({ENV_API_URL}); a passage of `kalends worker` without a server has no conversation "
-    "to write to"
-)
 
 
 def say_command(
@@ -86,12 +72,7 @@ def say_command(
     server cannot be reached: the message may or may not have been recorded).
     """
     try:
-        token = os.environ.get(ENV_PASSAGE_TOKEN, "")
-        if not token:
-            raise InvalidInput(NO_TOKEN)
-        api_url = os.environ.get(ENV_API_URL, "")
-        if not api_url:
-            raise InvalidInput(NO_SERVER)
+        token, api_url = passage_environment("say", "has no conversation to write to")
         said = sys.stdin.read(MAX_STDIN_CHARS) if text == "-" else text
         sent = send_message(
             api_url,
@@ -124,18 +105,15 @@ def send_message(
     an error, :class:`CallNotSent` when it cannot be reached or answers no message."""
     base = server_base(api_url)
     body = {"text": text, "role": role, "complete": complete}
-    try:
-        found = call(
-            base, SAY_PATH, token, body, timeout=timeout, max_bytes=MAX_ANSWER_BYTES,
-            what="the message",
-        )  # fmt: skip
-    except CallNotSent as exc:
-        if exc.timed_out:
-            raise CallNotSent(
-                f"{exc.message}: the message may or may not be recorded; read the "
-                "conversation before saying it again"
-            ) from None
-        raise
+    found = send_once(
+        base,
+        SAY_PATH,
+        token,
+        body,
+        timeout=timeout,
+        what="the message",
+        before_again="read the conversation before saying it again",
+    )
     if not isinstance(found, dict) or not isinstance(found.get("seq"), int):
         raise CallNotSent(f"the kalends server at {base} answered something that is no message")
     return found
