@@ -22,10 +22,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from collections.abc import Iterator
@@ -38,19 +36,17 @@ from urllib.error import HTTPError
 from urllib.request import ProxyHandler, Request, build_opener
 
 import pytest
-import uvicorn
+from passage_world import HOST, free_port, passage_env, run, run_counting_heavy, served_world
 
-from api.conftest import ApiWorld, make_api_world
+from api.conftest import ApiWorld
 from api.questions_support import (
     ANSWER,
     Asker,
     admit,
     bob_session,
-    schedule_in_home,
     ui_answer,
 )
-from e2e.conftest import environment, kalends_executable
-from kalends.bootstrap import build
+from e2e.conftest import kalends_executable
 from kalends.cli.ask import EXIT_TIMEOUT, NOT_COUNTED, POLL_SECONDS
 from kalends.clock import FakeClock
 from kalends.errors import Conflict
@@ -66,9 +62,7 @@ from kalends.questions import (
 from kalends.storage.testing import nothing_written
 from kalends.storage.unit_of_work import Store
 from missions.conftest import daily_config
-from runtime.support import kill_families
 
-HOST = "127.0.0.1"
 ASK = ("ask", "Ship the release?", "--choice", "go=yes,later", "--text", "why:20")
 ASK_ALL = (*ASK, "--confirm", "ok", "--label", "ok=Checked the logs")
 # A question is read back every POLL_SECONDS: an answer shows within a few polls.
@@ -83,8 +77,7 @@ class World:
         self.schedule = schedule
 
     def env(self, **extra: str) -> dict[str, str]:
-        passage = {"KALENDS_API_URL": self.base, "KALENDS_PASSAGE_TOKEN": self.asker.token}
-        return environment(**{**passage, **extra})
+        return passage_env(self.base, self.asker.token, **extra)
 
     def open_questions(self) -> list[Question]:
         return self.api.services.questions.open_for_passage(self.asker.passage_id)
@@ -102,36 +95,10 @@ class World:
         raise AssertionError("the command asked nothing")
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
 @pytest.fixture
 def world(store: Store, fake_clock: FakeClock, tmp_path: Path) -> Iterator[World]:
-    api = make_api_world(build(store), fake_clock, tmp_path)
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(api.client.app, host=HOST, port=port, log_level="warning", lifespan="off")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    root = tmp_path / "runtime"
-    runtime = ProcessRuntime(root, clock=fake_clock)
-    try:
-        deadline = time.monotonic() + 10
-        while not server.started:
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.02)
-        schedule = schedule_in_home(api)
-        asker = admit(runtime, api, "a", schedule)
-        yield World(api, f"http://{HOST}:{port}", runtime, asker, schedule)
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        kill_families(root)
+    with served_world(store, fake_clock, tmp_path) as (api, base, runtime, schedule):
+        yield World(api, base, runtime, admit(runtime, api, "a", schedule), schedule)
 
 
 def start(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
@@ -140,17 +107,6 @@ def start(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
-    )
-
-
-def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [kalends_executable(), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
         env=env,
     )
 
@@ -276,29 +232,7 @@ def test_a_settled_passage_and_an_unreachable_server_exit_1(world: World) -> Non
 
 def test_ask_loads_neither_httpx_nor_the_database_nor_missions(world: World) -> None:
     """It runs inside passages, often from scripts: the standard library's HTTP only."""
-    code = textwrap.dedent(
-        """\
-        import sys
-        from kalends.cli.entry import main
-        sys.argv = ["kalends", "ask", "Light?", "--confirm", "ok", "--no-wait"]
-        try:
-            main()
-        except SystemExit as exc:
-            assert not exc.code, exc.code
-        heavy = ("httpx", "sqlalchemy", "kalends.missions", "kalends.storage",
-                 "kalends.questions", "rich", "fastapi")
-        print(sorted(m for m in sys.modules if m.split(".")[0] in heavy or
-                     m.startswith(heavy)))
-        """
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-        env=world.env(),
-    )
+    done = run_counting_heavy(world.env(), "ask", "Light?", "--confirm", "ok", "--no-wait")
     [asked] = world.open_questions()
     assert (done.returncode, done.stdout.splitlines(), done.stderr) == (
         0,

@@ -13,33 +13,23 @@ settled passage and an unreachable server exit 1 and write nothing.
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import textwrap
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
+from passage_world import HOST, free_port, passage_env, run, run_counting_heavy, served_world
 
-from api.conftest import ApiWorld, make_api_world
-from api.questions_support import ANSWER, Asker, admit, ask, schedule_in_home
-from e2e.conftest import environment, kalends_executable
-from kalends.bootstrap import build
+from api.conftest import ApiWorld
+from api.questions_support import ANSWER, Asker, admit, ask
 from kalends.cli.decide import DECIDED_WORDS
 from kalends.clock import FakeClock
 from kalends.missions.runtime.process import ProcessRuntime
 from kalends.questions import CAUSE_COORDINATOR, AnswerVia, Question, QuestionState
 from kalends.storage.testing import nothing_written
 from kalends.storage.unit_of_work import Store
-from runtime.support import kill_families
 
-HOST = "127.0.0.1"
 DECIDED = {"go": "later", "why": "no one answered", "ok": False}
 
 
@@ -54,54 +44,17 @@ class World:
         self.asker, self.other = asker, other
 
     def env(self, **extra: str) -> dict[str, str]:
-        passage = {"KALENDS_API_URL": self.base, "KALENDS_PASSAGE_TOKEN": self.asker.token}
-        return environment(**{**passage, **extra})
+        return passage_env(self.base, self.asker.token, **extra)
 
     def read(self, question: Question) -> Question:
         return self.api.services.questions.get(self.api.actors["bob"].id, question.id)
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
 @pytest.fixture
 def world(store: Store, fake_clock: FakeClock, tmp_path: Path) -> Iterator[World]:
-    api = make_api_world(build(store), fake_clock, tmp_path)
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(api.client.app, host=HOST, port=port, log_level="warning", lifespan="off")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    root = tmp_path / "runtime"
-    runtime = ProcessRuntime(root, clock=fake_clock)
-    try:
-        deadline = time.monotonic() + 10
-        while not server.started:
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.02)
-        schedule = schedule_in_home(api)
+    with served_world(store, fake_clock, tmp_path) as (api, base, runtime, schedule):
         asker, other = admit(runtime, api, "a", schedule), admit(runtime, api, "b", schedule)
-        yield World(api, f"http://{HOST}:{port}", runtime, asker, other)
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        kill_families(root)
-
-
-def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [kalends_executable(), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=env,
-    )
+        yield World(api, base, runtime, asker, other)
 
 
 def decide(world: World, question: object, answer: object = DECIDED, *more: str, **env: str) -> Any:
@@ -262,28 +215,6 @@ def test_a_settled_passage_and_an_unreachable_server_exit_1(world: World) -> Non
 def test_decide_loads_neither_httpx_nor_the_database_nor_missions(world: World) -> None:
     """It runs inside passages, often from scripts: the standard library's HTTP only."""
     asked = ask(world.api, world.asker)
-    code = textwrap.dedent(
-        f"""\
-        import sys
-        from kalends.cli.entry import main
-        sys.argv = ["kalends", "decide", "{asked.id}", "--answer", {json.dumps(DECIDED)!r}]
-        try:
-            main()
-        except SystemExit as exc:
-            assert not exc.code, exc.code
-        heavy = ("httpx", "sqlalchemy", "kalends.missions", "kalends.storage",
-                 "kalends.questions", "rich", "fastapi")
-        print(sorted(m for m in sys.modules if m.split(".")[0] in heavy or
-                     m.startswith(heavy)))
-        """
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-        env=world.env(),
-    )
+    done = run_counting_heavy(world.env(), "decide", str(asked.id), "--answer", json.dumps(DECIDED))
     assert (done.returncode, done.stdout.splitlines()[-1], done.stderr) == (0, "[]", "")
     assert world.read(asked).answered_via is AnswerVia.COORDINATOR
