@@ -15,6 +15,7 @@ from api.conftest import ApiWorld
 from kalends.civil import MAX_CALENDARS
 from kalends.missions import ACTIONS, Action
 from kalends.missions import limits as mission_limits
+from kalends.missions.agents import PRESETS
 from kalends.missions.config import CONDITION_KINDS, POLICY_KINDS
 from kalends.storage.testing import nothing_written
 from missions.conftest import daily_config
@@ -223,6 +224,22 @@ def test_capabilities_come_from_the_constants(api: ApiWorld) -> None:
     assert limits["maxCalendars"] == MAX_CALENDARS
     assert limits["maxSummaryBytes"] == mission_limits.MAX_SUMMARY_BYTES
     assert limits["maxArgChars"] == mission_limits.MAX_ARG_CHARS
+    presets = caps["agentPresets"]
+    assert presets == [p.to_json() for p in PRESETS.values()]
+    assert " ".join(p["name"] for p in presets) == "claude codex opencode gemini aider shell"
+    claude, shell = presets[0], presets[-1]
+    assert (claude["command"], claude["executable"], claude["finalMessage"]) == (
+        ["claude", "-p", "{prompt}", "--output-format", "json"],
+        "claude",
+        "json-result",
+    )
+    assert (shell["command"], shell["executable"], shell["finalMessage"]) == (
+        ["sh", "-c", "{objective}"],
+        "sh",
+        "none",
+    )
+    assert {p["finalMessage"] for p in presets} == {"json-result", "last-lines", "none"}
+    assert all(p["reports"] for p in presets)
 
 
 # --- the controls, end to end -------------------------------------------------------------------

@@ -270,6 +270,20 @@ class LimitsOut(BaseModel):
     onChangeCheckMinutes: int
 
 
+class AgentPresetOut(BaseModel):
+    name: str = Field(description="What a profile's `agent` names.")
+    command: list[str] = Field(
+        description="Its arguments, run without a shell; each placeholder ({prompt}, "
+        "{objective}, …) is replaced inside its own argument."
+    )
+    executable: str = Field(description="The program it runs: the command's first argument.")
+    finalMessage: str = Field(
+        description="How kalends reads the agent's final message from its output: "
+        "json-result, last-lines or none."
+    )
+    reports: str = Field(description="How the agent ends and what kalends makes of it.")
+
+
 class CapabilitiesOut(BaseModel):
     actions: list[str] = Field(description="Every control, Run now included.")
     controlActions: list[str] = Field(description="What `POST …/schedule` takes as `action`.")
@@ -282,6 +296,9 @@ class CapabilitiesOut(BaseModel):
     pageSize: int
     runtimeKinds: list[str]
     passageReports: bool = Field(description="Whether this server has a runtime directory.")
+    agentPresets: list[AgentPresetOut] = Field(
+        description="The agent presets a profile may name, as `kalends profile presets` lists them."
+    )
 
 
 class PassageLogOut(BaseModel):

@@ -29,6 +29,7 @@ from kalends.api.dispatch import DispatchedRoute, inline_read, inline_write
 from kalends.api.errors import ErrorBody, error_response, error_responses
 from kalends.api.routes.mission_models import (
     MAX_REVISION,
+    AgentPresetOut,
     CapabilitiesOut,
     ControlBody,
     ControlOut,
@@ -58,6 +59,7 @@ from kalends.api.security import ContextDep, PrincipalDep
 from kalends.civil import MAX_CALENDARS
 from kalends.errors import InvalidInput
 from kalends.missions import ACTIONS, Action, ControlOutcome, Receipt
+from kalends.missions.agents import PRESETS
 from kalends.missions.config import CONDITION_KINDS, ONE_SHOT_KINDS, POLICY_KINDS, Restart
 from kalends.missions.limits import (
     MAX_ARG_CHARS,
@@ -274,7 +276,8 @@ def creation_receipt(
 
 @router.get(
     SCHEDULED + "/capabilities",
-    summary="What this server supports: controls, policy kinds, limits, page size, runtimes",
+    summary="What this server supports: controls, policy kinds, limits, page size, runtimes, "
+    "agent presets",
     responses=error_responses(401, 403, 404, 422, 503),
 )
 @inline_read()
@@ -325,6 +328,7 @@ def capabilities(workspace: WorkspaceID, ctx: ContextDep, who: PrincipalDep) -> 
         pageSize=MAX_PAGE,
         runtimeKinds=list(RUNTIME_KINDS),
         passageReports=server_passages(ctx).keeps_passages,
+        agentPresets=[AgentPresetOut(**p.to_json()) for p in PRESETS.values()],
     )
 
 
