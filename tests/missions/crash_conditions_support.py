@@ -168,18 +168,25 @@ def _die() -> None:
 
 
 def condition_worker_main(
-    url: str, owner: str, runtime_dir: str, log: str, pipe: Pipe, kill_at: str | None = None
+    url: str,
+    owner: str,
+    runtime_dir: str,
+    log: str,
+    pipe: Pipe,
+    kill_at: str | None = None,
+    runtime_class: type[OutcomeRuntime] = OutcomeRuntime,
 ) -> None:
     """A scheduler process (see the module docstring). Commands on ``pipe``:
     ``("step", iso)`` sets the clock and runs one round, answering
     ``("ok", claimed, admitted, errors)``; ``("stop",)`` releases its wakes and ends it.
-    With ``kill_at`` the process SIGKILLs itself the first time it gets there. An
-    exception is answered with ``("error", traceback)``."""
+    With ``kill_at`` the process SIGKILLs itself the first time it gets there;
+    ``runtime_class`` is the runtime it drives. An exception is answered with
+    ``("error", traceback)``."""
     clock = FakeClock(datetime(2000, 1, 1, tzinfo=UTC))
     engine = create_engine_for(url)
     try:
         store = DoomedStore(engine, clock)
-        runtime = OutcomeRuntime(Path(runtime_dir), log=Path(log))
+        runtime = runtime_class(Path(runtime_dir), log=Path(log))
         if kill_at is not None:
             install_condition_kill(store, runtime, kill_at, _die)
         scheduler = Scheduler(store, runtime, owner=owner)

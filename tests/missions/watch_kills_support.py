@@ -7,18 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-import traceback
-from datetime import UTC, datetime
 from multiprocessing.connection import Connection as Pipe
 from pathlib import Path
 from typing import Any
 
-from kalends.clock import FakeClock
 from kalends.missions.runtime.base import PassageStart, Presence
-from kalends.missions.scheduler import Scheduler
-from kalends.storage.engine import create_engine_for
-from missions.crash_conditions_support import DoomedStore, OutcomeRuntime, install_condition_kill
-from missions.scheduler_support import die
+from missions.crash_conditions_support import OutcomeRuntime, condition_worker_main
 
 __all__ = ["InputRuntime", "handed", "watch_worker_main"]
 
@@ -52,24 +46,4 @@ def watch_worker_main(
     :data:`~missions.crash_conditions_support.CONDITION_POINTS`) the process SIGKILLs
     itself the first time it gets there. An exception is answered with
     ``("error", traceback)``."""
-    clock = FakeClock(datetime(2000, 1, 1, tzinfo=UTC))
-    engine = create_engine_for(url)
-    try:
-        store = DoomedStore(engine, clock)
-        runtime = InputRuntime(Path(runtime_dir), log=Path(log))
-        if kill_at is not None:
-            install_condition_kill(store, runtime, kill_at, die)
-        scheduler = Scheduler(store, runtime, owner=owner)
-        while True:
-            command = pipe.recv()
-            if command[0] != "step":
-                scheduler.release()
-                pipe.send(("stopped",))
-                return
-            clock.set(datetime.fromisoformat(command[1]))
-            result = scheduler.run_once()
-            pipe.send(("ok", result.claimed, result.admitted, result.errors))
-    except Exception:
-        pipe.send(("error", traceback.format_exc()))
-    finally:
-        engine.dispose()
+    condition_worker_main(url, owner, runtime_dir, log, pipe, kill_at, InputRuntime)
