@@ -119,6 +119,14 @@ def _proof(value: object) -> dict[str, Any] | None:
     return value
 
 
+def _node(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ValueError("a pending passage's node is the ID of a worker node")
+    return value
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Pending:
     """The passage between reservation and archive, with its exact identities."""
@@ -143,6 +151,11 @@ class Pending:
     """The source observation frozen at the reservation (conditioned slots): its source
     ``key``, the ``checkpoint`` a successful settlement consumes, the ``observation`` and
     what changed since the baseline (``change``)."""
+    node: str | None = None
+    """The worker node whose scheduler reserved it, or admitted it after its reserving
+    node answered it never did (issue 23 §3); ``None`` when reserved by a scheduler that
+    is not a node (the memory runtime) or by a control (Run now) until a node admits
+    it. A scheduler on another node observes it through the database, never locally."""
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -165,6 +178,8 @@ class Pending:
             out["checklistId"] = self.checklist_id
         if self.proof is not None:
             out["proof"] = self.proof
+        if self.node is not None:
+            out["node"] = self.node
         return out
 
     @classmethod
@@ -188,6 +203,7 @@ class Pending:
             temporal_generation=int(d.get("temporalGeneration", 1)),
             checklist_id=d.get("checklistId"),
             proof=_proof(d.get("proof")),
+            node=_node(d.get("node")),
         )
 
 

@@ -70,6 +70,7 @@ def reserved(
     trigger: str,
     slot: datetime | None = None,
     request_id: str | None = None,
+    node: str | None = None,
 ) -> Body:
     """``doc``'s body with a passage reserved at ``now``, before any effect: its pending
     record under ``identity`` (its passage, session and message IDs), starting with the
@@ -77,7 +78,8 @@ def reserved(
     the policy has a condition (seed 002 ``checks``: explicit Run now reservations count;
     policies without a condition contribute zero). Both triggers reserve through
     here: ``scheduled`` (:func:`reservation`) and ``manual`` (Run now, with its
-    ``request_id``)."""
+    ``request_id``). ``node``: the worker node whose scheduler reserves it (issue 23 §3),
+    if any."""
     body = doc.body
     passage, session, message = identity
     # Seed 002 / SPEC §4: a schedule with a template gets a task checklist per passage,
@@ -97,6 +99,7 @@ def reserved(
         config_generation=body.config_generation,
         temporal_generation=body.temporal_generation,
         checklist_id=checklist,
+        node=node,
     )
     if checklist is not None:
         body = replace(body, task_created=True)
@@ -109,21 +112,30 @@ def reserved(
     return body
 
 
-def reservation(doc: DocState, slot: datetime, now: datetime) -> Body:
+def reservation(doc: DocState, slot: datetime, now: datetime, *, node: str | None = None) -> Body:
     """The body with the pending record of ``slot``: deterministic identities, before
     any effect; the high-water mark advances with it (seed 002: technical high-water
-    advances at durable reservation), so the older missed slots are never launched."""
+    advances at durable reservation), so the older missed slots are never launched.
+    ``node``: the worker node whose scheduler reserves it, if any."""
     identity = scheduled_identity(doc.schedule_id, slot)
-    body = reserved(doc, identity, now, trigger="scheduled", slot=slot)
+    body = reserved(doc, identity, now, trigger="scheduled", slot=slot, node=node)
     return replace(body, high_water=slot)
 
 
-def admission(body: Body, now: datetime) -> Body:
+def admission(body: Body, now: datetime, *, node: str | None = None) -> Body:
     """``body`` with its pending passage admitted at ``now`` (its start was seen) and
-    counted; the admission is recorded once and never made again."""
+    counted; the admission is recorded once and never made again. ``node``: the worker
+    node that admitted it (issue 23 §3), which observes it from then on; ``None`` keeps
+    the node the pending record names."""
     pending = body.pending
     assert pending is not None
-    admitted = replace(pending, admitted=True, admitted_at=now, status=PassageStatus.RUNNING)
+    admitted = replace(
+        pending,
+        admitted=True,
+        admitted_at=now,
+        status=PassageStatus.RUNNING,
+        node=pending.node if node is None else node,
+    )
     return replace(body, pending=admitted, admitted=body.admitted + 1)
 
 
