@@ -31,6 +31,7 @@ from uuid import UUID
 from sqlalchemy import Row, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
 
 from kalends.clock import require_aware
 from kalends.errors import InvalidInput, NotFound
@@ -270,14 +271,19 @@ def unsettled_of(conn: Connection, node_id: str) -> list[BeatRow]:
 
 
 def _insert_new(conn: Connection, values: dict[str, Any]) -> bool:
-    """Inserts the row unless its session has one; whether this call inserted it."""
+    """Inserts the row unless its session has one; whether this call inserted it.
+    :class:`~kalends.errors.NotFound` when its node was never registered."""
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
     statement = (
         dialect.insert(passage_beats)
         .values(**values)
         .on_conflict_do_nothing(index_elements=["session_id"])
     )
-    return conn.execute(statement).rowcount == 1
+    try:
+        return conn.execute(statement).rowcount == 1
+    except IntegrityError as exc:
+        # (the only constraint left to break once the session's conflict is ignored)
+        raise NotFound(f"no worker node {values['node_id']!r}") from exc
 
 
 def _new_row(
