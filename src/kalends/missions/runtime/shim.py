@@ -21,6 +21,18 @@ groups), ``bwrap``/``hidden``/``exchange`` to run it in a bubblewrap sandbox.
 to any process group of the session that was not signalled yet (one launched late, or
 a new group), then sends KILL to every remaining process of the session except the shim,
 which records the command's end and exits by itself.
+
+Heartbeats (issue 23 §3): when the runtime wrote ``beat.json`` in the passage directory
+(the service's URL, the node, the session, the token of the session's shim and the
+period ``every`` in seconds), a thread of the shim POSTs the passage's state there as
+JSON: ``start`` once the command runs, ``beat`` every ``every`` seconds, and ``exit``
+once the command's end is recorded in ``exit.json`` and no other process of its session
+lives (the shim beats on, ``descendants`` true, while some do). The local records stay
+the truth: an answer that never comes, or an error, changes none of them and delays
+none (one line in ``output.log`` at the first failure). A reply ``{"interrupt": true,
+"grace": G}`` interrupts the passage as the runtime's ``interrupt`` does: ``interrupt.json``,
+TERM now, KILL after the grace period. Without ``beat.json`` the shim sends nothing,
+starts no thread and imports no HTTP client.
 """
 
 from __future__ import annotations
@@ -31,8 +43,10 @@ import os
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Mapping
@@ -50,6 +64,8 @@ EXIT = "exit.json"
 OUTPUT = "output.log"
 REPORT = "report.json"
 INTERRUPT = "interrupt.json"
+BEAT = "beat.json"
+EXCHANGE = "exchange.json"
 
 # Shell conventions: not found, and found but not runnable.
 EXIT_NOT_FOUND = 127
@@ -61,6 +77,17 @@ LAUNCH_HELD = 3
 _POLL = 0.05
 # How long the reaper keeps sending KILL to a family that keeps forking.
 _KILL_ROUNDS = 100
+
+# Heartbeats (issue 23 §3). The period comes from beat.json's "every" (the runtime's
+# PASSAGE_BEAT unless it was given another), so the shim keeps no period of its own.
+BEAT_TIMEOUT = 5.0  # seconds one POST may take ("timeout 5 s")
+FAMILY_POLL = 0.5  # seconds between looks at a family the command left behind
+LOG_TAIL_BYTES = 4096  # as observation.LOG_TAIL_BYTES: the log tail a beat carries
+FINAL_OUTPUT_BYTES = 256 * 1024  # as agents.FINAL_OUTPUT_BYTES: what an agent's exit carries
+MAX_BEAT_BODY = 512 * 1024  # the largest body the service takes (larger: 413)
+MAX_BEAT_REPLY = 64 * 1024  # kalends' own bound on the reply read back
+MAX_SPOOL_BYTES = 256 * 1024  # as exchange.MAX_SPOOL_BYTES: a spooled report read back
+REPORT_OUTCOMES = ("completed", "failed")
 
 
 try:  # imported by the runtime: the error of kalends' one tree
@@ -373,7 +400,7 @@ def confined_argv(
     return [*argv, "--chdir", cwd, "--", *command]
 
 
-def _run(directory: Path, plan: Mapping[str, Any]) -> int:
+def _run(directory: Path, plan: Mapping[str, Any], beats: Beats | None = None) -> int:
     start = read_json(directory / START)
     if start is None:
         _say(f"no {START} in {directory}")
@@ -436,6 +463,8 @@ def _run(directory: Path, plan: Mapping[str, Any]) -> int:
         # Interrupted while launching: the interrupter may have scanned before we began.
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
+    if beats is not None:
+        beats.begin()
     code = proc.wait()
     if code < 0:
         record_exit(directory, status=None, signal_number=-code)
@@ -455,7 +484,11 @@ def _shim(directory: Path, notify: int, plan: Mapping[str, Any]) -> int:
         return 0
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _ignore)
-    return _run(directory, plan)
+    beats = Beats.of(directory, plan)
+    code = _run(directory, plan, beats)
+    if beats is not None:
+        beats.close()  # (after exit.json: the local record never waits for the service)
+    return code
 
 
 def _launch(directory: Path, plan: Mapping[str, Any]) -> int:
@@ -510,6 +543,288 @@ def _reap(directory: Path, grace: float, signalled: set[int]) -> None:
         time.sleep(_POLL / 2)
     if killed:
         _say(f"interrupted: sent KILL after the {grace:g} s grace period")
+
+
+# --- heartbeats ---------------------------------------------------------------------
+
+
+class BeatTarget(NamedTuple):
+    """What ``beat.json`` holds: where to POST, as which node and session, with which
+    token, every how many seconds."""
+
+    url: str
+    node: str
+    session: str
+    token: str
+    every: float
+
+
+def beat_target(directory: Path) -> BeatTarget | None:
+    """The passage's ``beat.json``; ``None`` without one, :class:`CorruptRecord` when it
+    does not say where and how often to beat."""
+    doc = read_json(directory / BEAT)
+    if doc is None:
+        return None
+    url, every = doc.get("url"), doc.get("every")
+    texts = [doc.get(k) for k in ("node", "session", "token")]
+    if (
+        doc.get("version") != 1
+        or not isinstance(url, str)
+        or not url.startswith(("http://", "https://"))
+        or not all(isinstance(t, str) and t for t in texts)
+        or isinstance(every, bool)
+        or not isinstance(every, int | float)
+        or not 0 < every < float("inf")
+    ):
+        raise CorruptRecord(f"{directory / BEAT} does not hold a heartbeat target")
+    return BeatTarget(url, str(texts[0]), str(texts[1]), str(texts[2]), float(every))
+
+
+def _tail(path: Path, size: int) -> str:
+    """The last ``size`` bytes of the file at ``path`` as text (none when it is missing)."""
+    try:
+        with open(path, "rb") as f:
+            end = f.seek(0, os.SEEK_END)
+            f.seek(max(0, end - size))
+            return f.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def _report_of(doc: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The ``{outcome, summary, at}`` of a report record, ``None`` when it holds none."""
+    if doc is None:
+        return None
+    report = {k: doc.get(k) for k in ("outcome", "summary", "at")}
+    if report["outcome"] not in REPORT_OUTCOMES or not all(
+        isinstance(report[k], str) for k in ("summary", "at")
+    ):
+        return None
+    try:
+        _at(report)
+    except ValueError:
+        return None
+    return report
+
+
+def _at(report: Mapping[str, Any]) -> datetime:
+    return datetime.fromisoformat(report["at"])
+
+
+def _spooled(directory: Path, plan: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The report spooled in the exchange directory, read without taking it (the runtime
+    takes it, checking its token) and without following the passage's links."""
+    noted = read_json(directory / EXCHANGE) or {}
+    where = noted.get("path", plan.get("exchange"))
+    if not isinstance(where, str):
+        return None
+    try:
+        fd = os.open(
+            Path(where) / REPORT, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        )
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        raw = os.read(fd, MAX_SPOOL_BYTES + 1)
+    finally:
+        os.close(fd)
+    try:
+        doc = json.loads(raw) if len(raw) <= MAX_SPOOL_BYTES else None
+    except ValueError:
+        return None
+    return _report_of(doc) if isinstance(doc, dict) else None
+
+
+class Beats:
+    """The heartbeats of one passage: a thread that reports to :class:`BeatTarget`.
+
+    :meth:`begin` starts it once the command runs; :meth:`close`, called once ``exit.json``
+    is recorded, lets it beat on while the family lives, send ``exit`` and end (or sends
+    ``exit`` alone when the command never ran).
+    """
+
+    def __init__(self, directory: Path, target: BeatTarget, plan: Mapping[str, Any]) -> None:
+        # Only a passage that beats pays for the HTTP client (tens of milliseconds).
+        import http.client  # noqa: PLC0415
+        import urllib.request  # noqa: PLC0415
+
+        self.directory = directory
+        self.target = target
+        self.plan = plan
+        self.family = Family(os.getpid(), identity(os.getpid())["startTicks"])
+        self._ended = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._reaper: threading.Thread | None = None
+        self._failing = False
+        # The service's URL is the node's own: no proxy a profile's variables name.
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        self._request = urllib.request.Request
+        self._garbled = http.client.HTTPException  # (an answer that is not HTTP)
+
+    @classmethod
+    def of(cls, directory: Path, plan: Mapping[str, Any] | None = None) -> Beats | None:
+        """The passage's heartbeats when ``beat.json`` asks for them, else ``None``."""
+        try:
+            target = beat_target(directory)
+        except (OSError, CorruptRecord) as exc:
+            _say(f"no heartbeats: {exc}")
+            return None
+        return None if target is None else cls(directory, target, plan or {})
+
+    def begin(self) -> None:
+        """Send ``start`` and beat every ``every`` seconds beside the command."""
+        self._thread = threading.Thread(target=self._beat, name="kalends-beats", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """The command's end is recorded: beat while the family lives, then send ``exit``."""
+        if self._thread is None:
+            if (self.directory / EXIT).exists():
+                self.send("exit")  # (the command never ran)
+            return
+        self._ended.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        every = self.target.every
+        self.send("start")
+        while not self._ended.wait(every):
+            self.send("beat")
+        next_at = time.monotonic()  # (the end, and a family left behind, at once)
+        while self.family.members():
+            if time.monotonic() >= next_at:
+                self.send("beat")
+                next_at = time.monotonic() + every
+            time.sleep(FAMILY_POLL)
+        if self._reaper is not None:
+            self._reaper.join()  # (its note in the log belongs to the exit's tail)
+        self.send("exit")
+
+    def send(self, event: str) -> None:
+        """POST ``event``; a reply asking for an interrupt is obeyed (not after ``exit``).
+        A failure is noted once in the log and changes nothing else."""
+        try:
+            reply = self._post(self.payload(event))
+            interrupt, grace = _interrupt_asked(reply)
+        except (OSError, ValueError, self._garbled) as exc:
+            if not self._failing:
+                self._failing = True
+                _say(f"heartbeats to {self.target.url} failing: {exc}")
+            return
+        if interrupt and event != "exit":
+            self.interrupt(grace)
+
+    def _post(self, body: bytes) -> bytes:
+        request = self._request(
+            self.target.url,
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        with self._opener.open(request, timeout=BEAT_TIMEOUT) as response:
+            return bytes(response.read(MAX_BEAT_REPLY + 1))
+
+    def payload(self, event: str) -> bytes:
+        """The JSON body of ``event``: the passage's state read from its records."""
+        directory = self.directory
+        shim = read_json(directory / SHIM)
+        ended = read_json(directory / EXIT) or {}
+        interrupted = (directory / INTERRUPT).exists()
+        report = _report_of(read_json(directory / REPORT))
+        spooled = _spooled(directory, self.plan)
+        if spooled is not None and (report is None or _at(spooled) > _at(report)):
+            report = spooled  # (the last one wins, as when the runtime takes it)
+        observation = {
+            "launched": shim is not None,
+            "running": not ended
+            and shim is not None
+            and is_alive(shim, "commandPid", "commandStartTicks"),
+            "exited": bool(ended),
+            "exitStatus": ended.get("status"),
+            "signal": ended.get("signal"),
+            "descendants": bool(self.family.members()),
+            "interrupted": interrupted,
+            "error": ended.get("error"),
+            "startedAt": shim.get("startedAt") if shim else None,
+            "endedAt": ended.get("endedAt"),
+            "logTail": _tail(directory / OUTPUT, LOG_TAIL_BYTES),
+            "report": report,
+        }
+        body: dict[str, Any] = {
+            "version": 1,
+            "node": self.target.node,
+            "session": self.target.session,
+            "token": self.target.token,
+            "event": event,
+            "observation": observation,
+        }
+        if event == "exit":
+            agent = (read_json(directory / START) or {}).get("agent")
+            body["agent"] = agent
+            if ended.get("status") == 0 and report is None and agent and not interrupted:
+                body["finalOutput"] = _tail(directory / OUTPUT, FINAL_OUTPUT_BYTES)
+        return _fitted(body)
+
+    def interrupt(self, grace: float) -> None:
+        """Interrupt the passage as the runtime's ``interrupt`` does, once: record it, TERM
+        now, KILL after the grace period (of the first interrupt recorded)."""
+        if self._reaper is not None:
+            return
+        now = datetime.now(UTC)
+        try:
+            create_json_exclusive(
+                self.directory / INTERRUPT, {"version": 1, "at": now.isoformat(), "grace": grace}
+            )
+            noted = read_json(self.directory / INTERRUPT) or {}
+        except (OSError, CorruptRecord) as exc:
+            _say(f"cannot record the interrupt the service asked for: {exc}")
+            return
+        try:
+            first_at = datetime.fromisoformat(noted["at"])
+            noted_grace = float(noted["grace"])
+        except (KeyError, TypeError, ValueError):
+            first_at, noted_grace = now, grace
+        remaining = max(0.0, noted_grace - (now - first_at).total_seconds())
+        self._reaper = threading.Thread(
+            target=_reap, args=(self.directory, remaining, set()), name="kalends-reap", daemon=True
+        )
+        self._reaper.start()
+
+
+def _interrupt_asked(reply: bytes) -> tuple[bool, float]:
+    """Whether the service's reply asks for an interrupt, and its grace period;
+    :class:`ValueError` for a reply that is not one."""
+    if len(reply) > MAX_BEAT_REPLY:
+        raise ValueError("the reply is too large")
+    doc = json.loads(reply) if reply.strip() else {}
+    if not isinstance(doc, dict):
+        raise ValueError("the reply is not a JSON object")
+    interrupt = doc.get("interrupt", False)
+    if not isinstance(interrupt, bool):
+        raise ValueError("the reply's interrupt is not true or false")
+    if not interrupt:
+        return False, 0.0
+    grace = doc.get("grace")
+    if (
+        isinstance(grace, bool)
+        or not isinstance(grace, int | float)
+        or not 0 <= grace < float("inf")
+    ):
+        raise ValueError("the reply asks for an interrupt without a grace period")
+    return True, float(grace)
+
+
+def _fitted(body: dict[str, Any]) -> bytes:
+    """``body`` as JSON within :data:`MAX_BEAT_BODY`, the final output shortened from its
+    start (its end holds the final message) when escaping made it larger."""
+    while True:
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        final = body.get("finalOutput")
+        if len(data) <= MAX_BEAT_BODY or not final:
+            return data
+        body["finalOutput"] = final[len(final) // 2 + 1 :]
 
 
 def _daemon() -> bool:
