@@ -2,7 +2,9 @@
 
 The launch is claimed by the shim itself with the exclusive ``launch.lock``, so no
 interleaving of starts, in any number of processes, launches twice; see
-:mod:`kalends.missions.runtime.shim`.
+:mod:`kalends.missions.runtime.shim`. A runtime whose passages send heartbeats (issue 23
+§3) writes ``beat.json`` for the shim first: the token it holds is never in the
+command's environment.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 
 from kalends.missions.runtime import shim as records
 from kalends.missions.runtime.base import RuntimeUnavailable
+from kalends.missions.runtime.beats import BEAT_FILE, BeatTarget, beat_token
 from kalends.missions.runtime.exchange import input_file, prepare_exchange
 from kalends.missions.runtime.isolation import Isolation, passage_environment
 from kalends.missions.runtime.layout import (
@@ -26,7 +29,7 @@ from kalends.missions.runtime.layout import (
     ENV_RUNTIME_ROOT,
 )
 
-__all__ = ["LAUNCH_TIMEOUT", "launch", "spawn_shim"]
+__all__ = ["LAUNCH_TIMEOUT", "launch", "spawn_shim", "write_beat_target"]
 
 # The shim claims its launch within milliseconds; this bounds a wedged machine.
 LAUNCH_TIMEOUT = 30.0
@@ -41,9 +44,11 @@ def launch(
     isolation: Isolation,
     extra_env: Mapping[str, str],
     python: str,
+    beats: BeatTarget | None = None,
 ) -> None:
     """Launch the admitted passage of ``directory`` unless its launch is claimed already;
-    ``token(passage_id, session_id)`` signs what it gets in ``KALENDS_PASSAGE_TOKEN``."""
+    ``token(passage_id, session_id)`` signs what it gets in ``KALENDS_PASSAGE_TOKEN``;
+    with ``beats``, its shim reports there (:func:`write_beat_target`)."""
     if (directory / records.LAUNCH_LOCK).exists():
         return
     start_doc = records.read_json(directory / records.START)
@@ -72,7 +77,25 @@ def launch(
         passage,
     )
     plan = json.dumps(isolation.plan(exchange if isolation.confined else None), sort_keys=True)
+    if beats is not None:
+        write_beat_target(directory, beats, str(start_doc["sessionId"]))
     spawn_shim(python, ["launch", str(directory), plan], directory, env=env)
+
+
+def write_beat_target(directory: Path, beats: BeatTarget, session_id: str) -> None:
+    """Record in ``beat.json`` (the server's user only, like every record) where the shim
+    of ``session_id`` sends its heartbeats, the token it sends and how often."""
+    records.write_json_atomic(
+        directory / BEAT_FILE,
+        {
+            "version": 1,
+            "url": beats.endpoint,
+            "node": beats.node_id,
+            "session": session_id,
+            "token": beat_token(beats.key, session_id),
+            "every": beats.every,
+        },
+    )
 
 
 def spawn_shim(

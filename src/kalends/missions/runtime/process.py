@@ -26,12 +26,15 @@ the shim and the reaper that enforces the grace period of :meth:`ProcessRuntime.
 :mod:`kalends.missions.runtime.reports`.
 
 The runtime root must be on the machine that runs the passages: liveness is read from
-``/proc``.
+``/proc``. Given a :class:`~kalends.missions.runtime.beats.BeatTarget`, each passage's
+shim also reports its start, heartbeats and end to the service over HTTP (issue 23 §3),
+so that a scheduler on another machine can observe it.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -51,6 +54,7 @@ from kalends.missions.runtime.base import (
     Report,
     RuntimeUnavailable,
 )
+from kalends.missions.runtime.beats import BEAT_KEY_BYTES, BeatTarget
 from kalends.missions.runtime.exchange import input_file
 from kalends.missions.runtime.interruption import interrupt_passage
 from kalends.missions.runtime.isolation import Isolation, default_path
@@ -96,6 +100,8 @@ __all__ = [
     "valid_session_id",
 ]
 
+_HEX_KEY = re.compile(rf"[0-9a-fA-F]{{{2 * BEAT_KEY_BYTES}}}")
+
 
 class ProcessRuntime:
     """Runs passages as detached commands under a durable shim (see the module docstring).
@@ -107,7 +113,8 @@ class ProcessRuntime:
     ``extra_env``: variables every passage gets on top of its profile's (a server gives
     its own URL as ``KALENDS_API_URL``); the passage's identities still come last.
     ``isolation``: the passage's environment, user and sandbox; by default a clean
-    environment only (see :mod:`kalends.missions.runtime.isolation`).
+    environment only (see :mod:`kalends.missions.runtime.isolation`). ``beats``: where
+    the passages' shims send their heartbeats (issue 23 §3), none by default.
     """
 
     def __init__(
@@ -120,9 +127,13 @@ class ProcessRuntime:
         clock: Clock | None = None,
         extra_env: Mapping[str, str] | None = None,
         isolation: Isolation | None = None,
+        beats: BeatTarget | None = None,
     ) -> None:
         if isinstance(grace, bool) or not math.isfinite(grace) or grace < 0:
             raise InvalidInput(f"grace must be a non-negative number of seconds, got {grace!r}")
+        if beats is not None:
+            check_beat_target(beats)
+        self.beats = beats
         self.root = Path(root).absolute()
         self.passages = self.root / PASSAGES
         self.grace = float(grace)
@@ -166,6 +177,7 @@ class ProcessRuntime:
                     isolation=self.isolation,
                     extra_env=self.extra_env,
                     python=self.python,
+                    beats=self.beats,
                 )
             except (OSError, records.CorruptRecord) as exc:
                 raise RuntimeUnavailable(
@@ -240,3 +252,21 @@ class ProcessRuntime:
         if directory is None or not directory.is_dir():
             raise NotFound(f"no passage was admitted for session {session_id!r}")
         return directory
+
+
+def check_beat_target(beats: BeatTarget) -> None:
+    """Refuses a heartbeat target a shim could not use: :class:`InvalidInput` naming it."""
+    if not isinstance(beats.url, str) or not beats.url.startswith(("http://", "https://")):
+        raise InvalidInput(
+            f"beats.url must be an http:// or https:// URL, got {beats.url!r}", field="beats.url"
+        )
+    if not isinstance(beats.node_id, str) or not beats.node_id:
+        raise InvalidInput("beats.node_id must name the node", field="beats.node_id")
+    if not isinstance(beats.key, str) or _HEX_KEY.fullmatch(beats.key) is None:
+        raise InvalidInput(f"beats.key must be {2 * BEAT_KEY_BYTES} hex digits", field="beats.key")
+    every = beats.every
+    if isinstance(every, bool) or not isinstance(every, int | float) or not 0 < every < math.inf:
+        raise InvalidInput(
+            f"beats.every must be a positive number of seconds, got {every!r}",
+            field="beats.every",
+        )
