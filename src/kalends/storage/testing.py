@@ -27,6 +27,7 @@ one by one; the session summary says which backends ran, and why one did not.
 
 from __future__ import annotations
 
+import atexit
 import getpass
 import os
 import secrets
@@ -115,6 +116,9 @@ class StorageTarget:
     url: str
     schema: str | None = None
     _engines: list[Engine] = field(default_factory=list)
+    pooled: bool = False
+    """(PostgreSQL) the schema is a migrated one of this process's pool, reset and given
+    back when the test ends."""
 
     def engine(self, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Engine:
         """Return a new engine on this database, disposed when the test ends."""
@@ -150,7 +154,8 @@ def provision(backend: str, directory: Path) -> Iterator[StorageTarget]:
     finally:
         target.dispose()
         with _admin_connection(server.url) as admin:
-            admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+            if not (target.pooled and _give_back(admin, schema)):
+                admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -206,8 +211,27 @@ def migrated(target: StorageTarget) -> None:
     if target.backend == "sqlite":
         shutil.copyfile(_sqlite_template(), make_url(target.url).database or "")
         return
+    assert target.schema is not None
+    with _admin_connection(target.url) as conn:
+        if _POOL:
+            # A migrated schema reset by an earlier test takes the empty one's name.
+            pooled = _POOL.pop()
+            with conn.transaction():
+                conn.execute(sql.SQL("DROP SCHEMA {}").format(sql.Identifier(target.schema)))
+                conn.execute(
+                    sql.SQL("ALTER SCHEMA {} RENAME TO {}").format(
+                        sql.Identifier(pooled), sql.Identifier(target.schema)
+                    )
+                )
+        else:
+            _replay(conn)
+    target.pooled = True
+
+
+def _replay(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """The migrations' recorded statements, sent into the connection's schema."""
     statements = _postgresql_script()
-    with _admin_connection(target.url) as conn, conn.transaction(), conn.cursor() as cursor:
+    with conn.transaction(), conn.cursor() as cursor:
         for statement, parameters, many in statements:
             if many:
                 cursor.executemany(statement, parameters)
@@ -215,6 +239,156 @@ def migrated(target: StorageTarget) -> None:
                 cursor.execute(statement)
             else:
                 cursor.execute(statement, parameters)
+
+
+# --- the pool of migrated PostgreSQL schemas ---------------------------------------------
+#
+# Replaying the migrations into a new schema costs PostgreSQL a few hundred milliseconds
+# of catalog writes (seconds on a busy machine), and dropping it more; emptying a few
+# dozen small tables costs a few. So a test's migrated schema is not dropped when it
+# ends: its rows are deleted, the rows the migrations wrote are put back, its sequences
+# restart, and it waits in this process's pool for the next test that migrates, which
+# renames it to its own schema's name. A schema whose structure or privileges a test
+# changed (its fingerprint differs from a freshly migrated one's) is dropped instead.
+
+_POOL: list[str] = []
+_POOL_LIMIT = 4
+
+
+def _fingerprint(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> str:
+    """What a test could change in a schema beyond its rows, cheaply: its privileges, and
+    each relation's name, kind, privileges and counts of columns, checks and triggers
+    (an added or dropped table, index, sequence, column, check or trigger, a grant or a
+    revoke), and its functions."""
+    row = conn.execute(
+        """
+        WITH n AS (SELECT oid, nspacl FROM pg_namespace WHERE nspname = %(s)s)
+        SELECT md5(concat_ws('|',
+          (SELECT nspacl::text FROM n),
+          (SELECT string_agg(concat_ws(':', c.relname, c.relkind, c.relnatts, c.relchecks,
+                                       c.relhastriggers, c.relacl), ',' ORDER BY c.relname)
+             FROM pg_class c WHERE c.relnamespace = (SELECT oid FROM n)),
+          (SELECT count(*) FROM pg_proc p WHERE p.pronamespace = (SELECT oid FROM n))))
+        """,
+        {"s": schema},
+    ).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+@dataclass(frozen=True, slots=True)
+class _Template:
+    """A freshly migrated schema, as the pool checks and restores one."""
+
+    fingerprint: str
+    tables: tuple[str, ...]
+    sequences: tuple[str, ...]
+    rows: tuple[tuple[str, tuple[str, ...], tuple[tuple[Any, ...], ...]], ...]
+
+
+@cache
+def _template() -> _Template:
+    """What the migrations make: read once from a schema they were replayed into."""
+    server = discover_postgresql()
+    assert server.url is not None
+    schema = f"k_template_{os.getpid()}_{secrets.token_hex(4)}"
+    with _admin_connection(server.url) as admin:
+        admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        try:
+            with _admin_connection(_with_search_path(server.url, schema)) as conn:
+                _replay(conn)
+            tables = tuple(
+                str(r[0])
+                for r in admin.execute(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = %s ORDER BY tablename",
+                    (schema,),
+                )
+            )
+            sequences = tuple(
+                str(r[0])
+                for r in admin.execute(
+                    "SELECT sequencename FROM pg_sequences WHERE schemaname = %s", (schema,)
+                )
+            )
+            rows = []
+            for table in tables:
+                cursor = admin.execute(
+                    sql.SQL("SELECT * FROM {}.{}").format(
+                        sql.Identifier(schema), sql.Identifier(table)
+                    )
+                )
+                found = tuple(tuple(r) for r in cursor.fetchall())
+                if found:
+                    columns = tuple(str(d.name) for d in cursor.description or ())
+                    rows.append((table, columns, found))
+            return _Template(_fingerprint(admin, schema), tables, sequences, tuple(rows))
+        finally:
+            admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+
+
+def _give_back(admin: psycopg.Connection[tuple[object, ...]], schema: str) -> bool:
+    """Reset the test's migrated ``schema`` into the pool; ``False`` when it must be
+    dropped instead (the pool is full, or the test changed more than rows)."""
+    if len(_POOL) >= _POOL_LIMIT:
+        return False
+    template = _template()
+    try:
+        if _fingerprint(admin, schema) != template.fingerprint:
+            return False
+        name = f"k_pool_{os.getpid()}_{secrets.token_hex(4)}"
+        with admin.transaction():
+            # Foreign keys are triggers: replica mode deletes in any order.
+            admin.execute("SET LOCAL session_replication_role = replica")
+            admin.execute("SET LOCAL lock_timeout = '5s'")
+            for table in template.tables:
+                admin.execute(
+                    sql.SQL("DELETE FROM {}.{}").format(
+                        sql.Identifier(schema), sql.Identifier(table)
+                    )
+                )
+            for table, columns, found in template.rows:
+                statement = sql.SQL("INSERT INTO {}.{} ({}) VALUES ({})").format(
+                    sql.Identifier(schema),
+                    sql.Identifier(table),
+                    sql.SQL(", ").join(sql.Identifier(c) for c in columns),
+                    sql.SQL(", ").join(sql.Placeholder() for _ in columns),
+                )
+                with admin.cursor() as cursor:
+                    cursor.executemany(statement, found)
+            for sequence in template.sequences:
+                admin.execute(
+                    sql.SQL("ALTER SEQUENCE {}.{} RESTART").format(
+                        sql.Identifier(schema), sql.Identifier(sequence)
+                    )
+                )
+            admin.execute(
+                sql.SQL("ALTER SCHEMA {} RENAME TO {}").format(
+                    sql.Identifier(schema), sql.Identifier(name)
+                )
+            )
+    except psycopg.Error:
+        return False
+    _POOL.append(name)
+    return True
+
+
+@atexit.register
+def _drop_pool() -> None:
+    """This process's pooled schemas, dropped when it ends."""
+    if not _POOL:
+        return
+    server = discover_postgresql()
+    if server.url is None:
+        return
+    try:
+        with _admin_connection(server.url) as admin:
+            for name in _POOL:
+                admin.execute(
+                    sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name))
+                )
+    except psycopg.Error:
+        pass
+    _POOL.clear()
 
 
 @cache
@@ -261,6 +435,37 @@ def _postgresql_script() -> tuple[Statement, ...]:
 # ran on to the controller, which prints the one line for the whole run.
 _WORKER_RAN = "kalends_backends_ran"
 _WORKER_LEFT_OUT = "kalends_backends_left_out"
+
+
+_CATALOGS = (
+    "pg_class", "pg_attribute", "pg_attrdef", "pg_depend", "pg_type", "pg_constraint",
+    "pg_index", "pg_namespace", "pg_sequence", "pg_statistic",
+)  # fmt: skip
+_CATALOG_REWRITE_BYTES = 16 * 1024 * 1024
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Before any test (in the controller only): vacuum the catalogs of the PostgreSQL test
+    database. Every schema a test makes and drops leaves dead catalog rows, and a server
+    without autovacuum keeps them for good: each run's schemas would be slower to make
+    than the last's. A catalog grown past :data:`_CATALOG_REWRITE_BYTES` is rewritten
+    (``VACUUM FULL``, before the workers start); the others are vacuumed in place."""
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        return
+    server = discover_postgresql()
+    if server.url is None:
+        return
+    try:
+        with _admin_connection(server.url) as admin:
+            for catalog in _CATALOGS:
+                row = admin.execute("SELECT pg_relation_size(%s::regclass)", (catalog,)).fetchone()
+                size = int(str(row[0])) if row is not None else 0
+                full = sql.SQL("FULL ") if size > _CATALOG_REWRITE_BYTES else sql.SQL("")
+                admin.execute(
+                    sql.SQL("VACUUM {}pg_catalog.{}").format(full, sql.Identifier(catalog))
+                )
+    except psycopg.Error:
+        pass  # (not the database's owner: the tests run all the same, only slower)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
