@@ -42,6 +42,7 @@ COMMANDS: dict[str, Command] = {
     "schedule": Command("schedules", "schedule_app", group=True),
     "passage": Command("passages", "passage_app", group=True),
     "profile": Command("profiles", "profile_app", group=True),
+    "node": Command("nodes", "node_app", group=True),
     "worker": Command("worker", "worker_command", group=False),
     "report": Command("report", "report_command", group=False),
     "say": Command("say", "say_command", group=False),
