@@ -60,8 +60,10 @@ from api.test_tasks_support import Reply
 from kalends.conversations import open_passage_conversation
 from kalends.errors import NotFound, Unauthenticated
 from kalends.identity import Role
+from kalends.missions import nodes, passage_beats
 from kalends.missions.runtime import PassageStart
 from kalends.missions.runtime import shim as records
+from kalends.missions.runtime.beats import BEATS_PATH, beat_token
 from kalends.questions import Question
 from kalends.storage.testing import nothing_written
 from missions.conftest import daily_config
@@ -699,10 +701,53 @@ def _say(m: Matrix, _c: Column) -> Call:
     return Call("/api/passages/say", json={"text": "Halfway there."}, after=after)
 
 
+def _beat(m: Matrix, _c: Column) -> Call:
+    """A heartbeat of ses_beat's shim, admitted on a node registered once."""
+
+    def make() -> tuple[str, str]:
+        now = m.api.clock.now()
+        identity = nodes.node_identity(m.api.root / "node", now)
+        with m.api.store.transaction() as conn:
+            key = nodes.register_node(conn, identity, name="host", runtime_dir="node", now=now)
+            passage_beats.record_admitted(
+                conn,
+                session_id="ses_beat",
+                passage_id="psg_beat",
+                message_id="msg_beat",
+                schedule_id=UUID(NIL),
+                node_id=identity.node_id,
+                now=now,
+            )
+        return identity.node_id, key
+
+    node, key = m.once("beat node", make)
+    n = m.serial()
+    observation = {"launched": True, "running": True, "exited": False, "logTail": f"line {n}"}
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        assert reply.json() == {"interrupt": False, "grace": 10.0}
+        with m.api.store.transaction(write=False) as conn:
+            row = passage_beats.read_beat(conn, "ses_beat")
+        assert row is not None and row.source == "shim" and row.observation is not None
+        assert row.observation.log_tail == f"line {n}"
+
+    body = {
+        "version": 1,
+        "node": node,
+        "session": "ses_beat",
+        "token": beat_token(key, "ses_beat"),
+        "event": "beat",
+        "observation": observation,
+    }
+    return Call(BEATS_PATH, json=body, after=after)
+
+
 REPORTS = [
     # Its principal is a passage: a person's token or cookie is no credential there.
     Row("report", "POST", "/api/passages/report", passage_only(), _report),
     Row("say", "POST", "/api/passages/say", passage_only(201), _say),
+    # The shim's token is in the body: whatever credentials come with it are not read.
+    Row("shim beat", "POST", BEATS_PATH, public(), _beat, fresh="success"),
 ]
 
 # --- actors, their reminder destinations, and the passages one may see ----------------------------

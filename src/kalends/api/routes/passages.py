@@ -12,6 +12,12 @@ server's runtime directory, newest first, as a person may see them.
 ``POST /api/passages/say`` is the HTTP form of ``kalends say``: a message in the
 passage's own conversation, by the passage, with the same token.
 
+``POST /api/passages/beats`` is where the shim of a passage started by a worker node
+reports its start, its heartbeats and its end (issue 23 §3), so that a scheduler on any
+machine observes the passage through the database. It takes no person's credential nor
+the passage's token: the body names the node and the session and carries the shim's
+token for them (:mod:`kalends.missions.beat_service`), which the command never sees.
+
 The same token also ticks and comments the items of the passage's own checklist, on the
 task routes ``POST /api/tasks/{task}/complete`` and ``POST /api/tasks/{task}/comments``
 (:func:`passage_tasks`); it is no credential anywhere else. Any authenticated
@@ -27,22 +33,38 @@ services what a person may see.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from kalends.api.answers import JsonAnswer
 from kalends.api.context import ApiContext
-from kalends.api.dispatch import DispatchedRoute
+from kalends.api.dispatch import DispatchedRoute, inline_write
 from kalends.api.errors import error_responses
 from kalends.api.security import ContextDep, PrincipalDep
 from kalends.conversations import MAX_MESSAGE_CHARS
+from kalends.errors import TooLarge
+from kalends.missions.agents import FINAL_OUTPUT_BYTES
+from kalends.missions.beat_service import (
+    DEFAULT_INTERRUPT_GRACE,
+    MAX_AGENT_CHARS,
+    MAX_BEAT_BODY_BYTES,
+    MAX_NODE_ID_CHARS,
+    MAX_SESSION_ID_CHARS,
+    MAX_TOKEN_CHARS,
+    Beat,
+    BeatEvent,
+    PassageBeats,
+)
 from kalends.missions.limits import MAX_SUMMARY_BYTES
 from kalends.missions.passage_conversation import PassageConversation
 from kalends.missions.passage_tasks import PassageTasks
+from kalends.missions.runtime.base import Observation, Report
+from kalends.missions.runtime.observation import LOG_TAIL_BYTES
 from kalends.missions.runtime.passages import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
 from kalends.missions.runtime.process import OUTCOMES
 from kalends.missions.runtime.server_passages import (
@@ -53,9 +75,11 @@ from kalends.missions.runtime.server_passages import (
 )
 
 __all__ = [
+    "BeatRoute",
     "NoRuntime",
     "PassageTokenRefused",
     "RuntimeDown",
+    "passage_beats",
     "passage_conversation",
     "passage_tasks",
     "router",
@@ -249,3 +273,179 @@ def list_passages(
     ] = DEFAULT_LIST_LIMIT,
 ) -> JSONResponse:
     return JsonAnswer(server_passages(ctx).visible(who.actor_id, limit).to_json())
+
+
+# --- the shims' beats ---------------------------------------------------------------------------
+
+
+def passage_beats(ctx: ApiContext) -> PassageBeats:
+    """The shims' beats on this server's database, with the grace period of this server's
+    runtime (its default when it runs no passages)."""
+    grace = ctx.runtime.grace if ctx.runtime is not None else DEFAULT_INTERRUPT_GRACE
+    return PassageBeats(store=ctx.services.store, grace=grace)
+
+
+class BeatRoute(DispatchedRoute):
+    """Refuses a beat over :data:`MAX_BEAT_BODY_BYTES` with 413 before its body is parsed
+    (the server's own bound on every body is larger)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            if len(await request.body()) > MAX_BEAT_BODY_BYTES:
+                raise TooLarge(
+                    f"body: a beat is at most {MAX_BEAT_BODY_BYTES} bytes",
+                    field="body",
+                    limit=MAX_BEAT_BODY_BYTES,
+                )
+            return await handler(request)
+
+        return route
+
+
+class BeatReportIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    outcome: Literal["completed", "failed"] = Field(description="How the passage said it ended.")
+    summary: str = Field(
+        max_length=MAX_SUMMARY_BYTES,
+        description=f"What it did: at most {MAX_SUMMARY_BYTES} bytes as stored.",
+    )
+    at: AwareDatetime = Field(description="When it reported (ISO 8601 with its offset).")
+
+
+class BeatObservationIn(BaseModel):
+    """What the shim sees of its passage, as a local observation holds it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    launched: bool = Field(strict=True, description="The command was started.")
+    running: bool = Field(strict=True, description="The command's main process still lives.")
+    exited: bool = Field(strict=True, description="The command's end was recorded.")
+    exitStatus: int | None = Field(
+        default=None, ge=0, le=255, strict=True, description="Its exit status, if it exited."
+    )
+    signal: int | None = Field(
+        default=None, ge=1, le=127, strict=True, description="The signal that ended it, if one."
+    )
+    descendants: bool = Field(
+        default=False, strict=True, description="Other processes of its session still live."
+    )
+    interrupted: bool = Field(default=False, strict=True, description="kalends interrupted it.")
+    error: str | None = Field(
+        default=None,
+        max_length=64,
+        description="Why it ended without a status or signal (`lost`: the shim died).",
+    )
+    startedAt: AwareDatetime | None = Field(default=None, description="When the command started.")
+    endedAt: AwareDatetime | None = Field(default=None, description="When the command ended.")
+    logTail: str = Field(
+        default="",
+        max_length=LOG_TAIL_BYTES,
+        description=f"The last {LOG_TAIL_BYTES} bytes of its output, as text.",
+    )
+    report: BeatReportIn | None = Field(
+        default=None, description="The passage's own final report, if it sent one."
+    )
+
+    def observation(self) -> Observation:
+        report = self.report
+        return Observation(
+            launched=self.launched,
+            running=self.running,
+            exited=self.exited,
+            exit_status=self.exitStatus,
+            signal=self.signal,
+            descendants=self.descendants,
+            interrupted=self.interrupted,
+            report=None
+            if report is None
+            else Report(outcome=report.outcome, summary=report.summary, at=report.at),
+            started_at=self.startedAt,
+            ended_at=self.endedAt,
+            log_tail=self.logTail,
+            error=self.error,
+        )
+
+
+class BeatBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: Literal[1] = Field(description="The beat's format: 1.")
+    node: str = Field(
+        min_length=1,
+        max_length=MAX_NODE_ID_CHARS,
+        description="The ID of the node that started the passage.",
+    )
+    session: str = Field(
+        min_length=1, max_length=MAX_SESSION_ID_CHARS, description="The passage's session ID."
+    )
+    token: str = Field(
+        min_length=1,
+        max_length=MAX_TOKEN_CHARS,
+        description="The shim's token for this session of this node (from its `beat.json`).",
+    )
+    event: Literal["start", "beat", "exit"] = Field(
+        description=(
+            "`start` once the command started, `beat` while it (or another process of its "
+            "session) runs, `exit` once the whole family ended."
+        )
+    )
+    observation: BeatObservationIn
+    agent: str | None = Field(
+        default=None,
+        max_length=MAX_AGENT_CHARS,
+        description="The agent preset the passage's profile names (with an exit only).",
+    )
+    finalOutput: str | None = Field(
+        default=None,
+        max_length=FINAL_OUTPUT_BYTES,
+        description=(
+            "The end of the passage's output, with an exit of status 0 without a report: "
+            "an agent preset's final message is read from it."
+        ),
+    )
+
+    def beat(self) -> Beat:
+        return Beat(
+            node_id=self.node,
+            session_id=self.session,
+            token=self.token,
+            event=BeatEvent(self.event),
+            observation=self.observation.observation(),
+            agent=self.agent,
+            final_output=self.finalOutput,
+        )
+
+
+class BeatOut(BaseModel):
+    interrupt: bool = Field(
+        description="A scheduler asked for the passage to be interrupted: end its family."
+    )
+    grace: float = Field(description="Seconds between TERM and KILL when interrupting.")
+
+
+@inline_write()
+def record_beat(body: BeatBody, ctx: ContextDep) -> BeatOut:
+    reply = passage_beats(ctx).record(body.beat())
+    return BeatOut(interrupt=reply.interrupt, grace=reply.grace)
+
+
+router.add_api_route(
+    "/beats",
+    record_beat,
+    methods=["POST"],
+    route_class_override=BeatRoute,
+    summary="Record a passage's start, heartbeat or end, sent by its shim with its node's token",
+    description=(
+        "The shim of a passage started by a worker node reports here (issue 23 §3). The body "
+        "names the node and the session and carries the shim's token for them: an unknown or "
+        "forgotten node, or a wrong token, answers 401 `invalid-beat-token`; a session that "
+        "is not admitted on that node 404 `passage-not-admitted`; a body over "
+        f"{MAX_BEAT_BODY_BYTES} bytes 413. Nothing is written on a refusal. An observation "
+        "that ended is final: later beats of the passage are answered, not recorded."
+    ),
+    response_model=BeatOut,
+    responses=error_responses(401, 404, 413, 422, 503),
+)
