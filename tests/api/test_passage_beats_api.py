@@ -197,6 +197,17 @@ class TestRecorded:
             outcome="failed", summary="Tests broke: é", at=datetime.fromisoformat(ENDED)
         )
 
+    def test_the_end_of_a_command_that_could_not_run_is_recorded_with_its_reason(
+        self, beats: Beats
+    ) -> None:
+        # What the shim records when the profile's program is missing (exit 127).
+        reason = "cannot run 'kalends-no-such-program-anywhere': No such file or directory"
+        missing = {**EXITED, "launched": False, "exitStatus": 127, "error": reason}
+        assert beats.post(beat(beats.a, "ses_a", "exit", missing)).status_code == 200
+        row = beats.row("ses_a")
+        assert row is not None and row.observation is not None
+        assert (row.observation.exit_status, row.observation.error) == (127, reason)
+
     def test_the_beats_of_processes_left_after_the_command_keep_it_unsettled(
         self, beats: Beats
     ) -> None:
@@ -404,6 +415,7 @@ MALFORMED: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("a final output with a beat", _set(finalOutput="out"), "finalOutput"),
     ("a final output too long", _set(finalOutput="x" * (FINAL_OUTPUT_BYTES + 1)), "finalOutput"),
     ("an agent too long", _set(agent="a" * 65), "agent"),
+    ("an error too long", _observation(error="e" * 1025), "observation.error"),
 ]
 
 

@@ -315,6 +315,10 @@ class BeatReportIn(BaseModel):
     at: AwareDatetime = Field(description="When it reported (ISO 8601 with its offset).")
 
 
+MAX_BEAT_ERROR_CHARS = 1024
+"""Far above the shim's own notes (a command that could not run names itself and why)."""
+
+
 class BeatObservationIn(BaseModel):
     """What the shim sees of its passage, as a local observation holds it."""
 
@@ -335,8 +339,9 @@ class BeatObservationIn(BaseModel):
     interrupted: bool = Field(default=False, strict=True, description="kalends interrupted it.")
     error: str | None = Field(
         default=None,
-        max_length=64,
-        description="Why it ended without a status or signal (`lost`: the shim died).",
+        max_length=MAX_BEAT_ERROR_CHARS,
+        description="Why it ended without a status or signal, or could not run at all "
+        "(`lost`: the shim died; `cannot run 'x': ...`).",
     )
     startedAt: AwareDatetime | None = Field(default=None, description="When the command started.")
     endedAt: AwareDatetime | None = Field(default=None, description="When the command ended.")
