@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
 import pytest
 from typer.testing import CliRunner, Result
@@ -25,6 +26,7 @@ from typer.testing import CliRunner, Result
 from kalends.auth.grants import Privilege
 from kalends.bootstrap import Services, open_services
 from kalends.cli.main import app
+from kalends.missions import nodes, passage_beats
 from kalends.missions.runtime.token import ensure_secret
 from kalends.storage.testing import StorageTarget, migrated, nothing_written
 from kalends.tasks import parse_schedule
@@ -205,6 +207,7 @@ def test_a_healthy_database_passes_and_the_doctor_writes_nothing(home: Home) -> 
     assert checks["scheduler"]["status"] == "warn"
     assert checks["scheduler"]["fact"] == "no live holder seen (idle or not running)"
     assert checks["delivery"]["status"] == "warn"
+    assert (checks["nodes"]["status"], checks["nodes"]["fact"]) == ("warn", "no live worker node")
     assert checks["agents"]["status"] == "skipped"
     assert checks["destinations"]["status"] == "skipped"
     # No test reaches a systemd user manager (tests/conftest.py): a warning, not needed.
@@ -418,10 +421,44 @@ def test_a_live_worker_is_the_schedulers_heartbeat(home: Home, tmp_path: Path) -
         assert scheduler["status"] == "ok", scheduler
         assert scheduler["fact"] == "a live scheduler holds 1 running schedule(s)"
         assert by_name(result)["agent sh"]["status"] == "ok"
+        # The worker is a node: it beats whether or not it holds anything.
+        nodes = by_name(result)["nodes"]
+        assert (nodes["status"], nodes["live"]) == ("ok", 1), nodes
+        assert nodes["fact"].startswith("1 live node(s): ")
         assert result.exit_code == 0, result.stdout
     finally:
         worker.terminate()
         worker.wait(timeout=WITHIN)
+
+
+def test_a_silent_node_with_unsettled_passages_is_a_warning_naming_the_fix(
+    home: Home, tmp_path: Path
+) -> None:
+    """A node that stopped beating with a passage it never reported settled: its passage
+    is uncertain; the doctor says so, with the two ways out, and writes nothing."""
+    store = home.services.store
+    long_ago = store.clock.now() - timedelta(minutes=10)
+    identity = nodes.node_identity(tmp_path / "gone", long_ago)
+    with store.transaction() as conn:
+        nodes.register_node(
+            conn, identity, name="build-2", runtime_dir=str(tmp_path / "gone"), now=long_ago
+        )
+        passage_beats.record_admitted(
+            conn, session_id="ses_1", passage_id="psg_1", message_id="msg_1",
+            schedule_id=uuid4(), node_id=identity.node_id, now=long_ago,
+        )  # fmt: skip
+    with nothing_written(store):
+        result = home.doctor()
+    assert result.exit_code == 0, result.stdout
+    found = by_name(result)["nodes"]
+    assert found["status"] == "warn"
+    assert found["fact"].startswith(f"node build-2 ({identity.node_id[:8]}) stopped beating ")
+    assert "with 1 passage(s) it never reported settled (uncertain)" in found["fact"]
+    assert found["fix"] == (
+        f"start it again on {tmp_path / 'gone'}, or if that machine is gone for good: "
+        f"kalends node forget {identity.node_id}"
+    )
+    assert found["stranded"] == [identity.node_id]
 
 
 # --- supervision ----------------------------------------------------------------------------

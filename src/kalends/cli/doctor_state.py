@@ -10,6 +10,7 @@ system reads "no live holder seen" as a warning, never a failure.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -31,6 +32,7 @@ __all__ = [
     "database_checks",
     "delivery_check",
     "destination_checks",
+    "nodes_check",
     "scheduler_check",
     "supervision_check",
 ]
@@ -156,6 +158,46 @@ def scheduler_check(schedules: list[dict[str, Any]]) -> Check:
     return warn("scheduler", _IDLE, f"if schedules should run: {_START_LOOPS}")
 
 
+def nodes_check(services: Services) -> Check:
+    """The worker nodes' heartbeats (issue 23 §3): every node that runs passages beats every
+    15 s, idle or not. A node that went silent with passages it never reported settled
+    leaves them uncertain until it returns or a person forgets it."""
+    from kalends.missions.nodes import list_nodes  # noqa: PLC0415
+
+    now = services.store.clock.now()
+    views = services.store.run(lambda conn: list_nodes(conn, now), write=False)
+    live = [v for v in views if v.alive]
+    lost = [v for v in views if not v.alive and v.forgotten_at is None and v.stopped_at is None]
+    stranded = [v for v in lost if v.unsettled]
+    if stranded:
+        node = stranded[0]
+        return warn(
+            "nodes",
+            f"node {node.name} ({node.node_id[:8]}) stopped beating "
+            f"{_ago(now - node.beat_at)} ago with {node.unsettled} passage(s) it never "
+            f"reported settled (uncertain)"
+            + (f"; {len(stranded) - 1} more such node(s)" if len(stranded) > 1 else ""),
+            f"start it again on {node.runtime_dir}, or if that machine is gone for good: "
+            f"kalends node forget {node.node_id}",
+            live=len(live),
+            stranded=[v.node_id for v in stranded],
+        )
+    if live:
+        names = ", ".join(f"{v.name} ({v.node_id[:8]})" for v in live[:3])
+        more = f" and {len(live) - 3} more" if len(live) > 3 else ""
+        return ok("nodes", f"{len(live)} live node(s): {names}{more}", live=len(live))
+    return warn("nodes", "no live worker node", f"if passages should run: {_START_LOOPS}", live=0)
+
+
+def _ago(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    return f"{seconds // 3600} h"
+
+
 def delivery_check(services: Services, actor: str) -> Check:
     """The delivery loop's heartbeat: reminders of ``actor``'s lists a live delivery loop
     holds; reminders due that nobody holds are a warning."""
@@ -275,7 +317,7 @@ def database_checks(
     opening it migrates nothing)."""
     services = open_services(url)
     try:
-        checks = [supervision_check(services)]
+        checks = [supervision_check(services), nodes_check(services)]
         if actor is None:
             checks += [skipped(name, _NEEDS_ACTOR) for name in ("scheduler", "delivery", "agents")]
             return checks
