@@ -69,9 +69,10 @@ def doctor_command(
 
     The database (reachable, migrated), the zone data, the runtime directory,
     how passages are confined (give it the options `kalends serve` gets),
-    supervision; with --as HANDLE also the scheduler and delivery loops (the
-    leases they hold), the agent programs that actor's running schedules name
-    and its reminder destinations (--send-test sends each a test message).
+    supervision, the worker nodes' heartbeats; with --as HANDLE also the
+    scheduler and delivery loops (the leases they hold), the agent programs
+    that actor's running schedules name and its reminder destinations
+    (--send-test sends each a test message).
 
     Writes nothing. With --json: {"ok": bool, "checks": [...]}. Exit codes:
     0 no needed check failed (warnings do not count); 1 one did; 2 bad input.

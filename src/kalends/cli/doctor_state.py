@@ -1,5 +1,6 @@
 """The checks of ``kalends doctor`` that read the database: its schema, supervision, the
-loops' heartbeats, the agent programs schedules name and the reminder destinations.
+worker nodes' and the loops' heartbeats, the agent programs schedules name and the
+reminder destinations.
 
 Everything here reads; nothing is written. The loops' heartbeats are the leases the
 database already holds: a running schedule's wake held by a live scheduler, a reminder
