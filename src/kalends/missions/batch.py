@@ -6,6 +6,10 @@ Each schedule is decided by :func:`~kalends.missions.decide.decide`, as a look o
 own would decide it; everything this round does not finish (a pending passage, a
 deleted, paused or interrupted schedule, a workspace gone, a lost race, a refused write,
 a start that failed or was not seen) goes back to the caller for a look of its own.
+
+A scheduler that runs as a worker node (issue 23 §3) reserves in its node's name, and
+starts only what this round reserved: a passage another node reserved is pending, and
+goes to a look of its own.
 """
 
 from __future__ import annotations
@@ -78,6 +82,13 @@ def _record_source(g: _Gated) -> RecordSource:
     )
 
 
+def _by_node(body: Body, node: str | None) -> Body:
+    """``body`` with its pending passage reserved in ``node``'s name (when a node)."""
+    if node is None or body.pending is None:
+        return body
+    return replace(body, pending=replace(body.pending, node=node))
+
+
 def _fits(g: _Gated, body: Body, now: datetime) -> bool:
     """Whether ``g``'s document with ``body`` stays under its ceiling."""
     try:
@@ -90,7 +101,8 @@ def _fits(g: _Gated, body: Body, now: datetime) -> bool:
 
 
 class Batch:
-    """The set-based round of one scheduler (its wakes fenced by ``token``)."""
+    """The set-based round of one scheduler (its wakes fenced by ``token``; ``node``: the
+    worker node it runs as, if any, whose name its reservations carry)."""
 
     def __init__(
         self,
@@ -100,6 +112,8 @@ class Batch:
         exists: Callable[[str], bool],
         watch: dict[UUID, str],
         reads: SourceReads,
+        *,
+        node: str | None = None,
     ) -> None:
         self.store = store
         self.runtime = runtime
@@ -107,6 +121,7 @@ class Batch:
         self.exists = exists
         self.watch = watch
         self.reads = reads
+        self.node = node
 
     def _gated(
         self,
@@ -133,6 +148,7 @@ class Batch:
             )  # fmt: skip
             body, outcome = gate(g.doc, g.slot, now, too_large)
         if outcome is GateOutcome.LAUNCHED:
+            body = _by_node(body, self.node)
             reserves.append(_Reserve(wake=g.wake, row=g.row, doc=g.doc, body=body))
             return
         if outcome is GateOutcome.BLOCKED:
@@ -190,7 +206,7 @@ class Batch:
                 gated.append(_Gated(wake=wake, row=row, doc=doc, slot=decision.slot.at))
                 continue
             if isinstance(decision, Launch):
-                body = reservation(doc, decision.slot.at, now)
+                body = reservation(doc, decision.slot.at, now, node=self.node)
                 reserves.append(_Reserve(wake=wake, row=row, doc=doc, body=body))
                 continue
             assert isinstance(decision, Sleep | Finished)

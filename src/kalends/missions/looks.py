@@ -13,6 +13,19 @@ Seed 002 "Daily write-ahead passage start and recovery":
   its outcome in one compare-and-swap, then look again for the next slot;
 - nothing pending: as :func:`~kalends.missions.decide.decide` says; a running schedule
   whose workspace no longer exists ends as Interrupted with reason ``error``.
+
+Issue 23 §3, a scheduler that runs as a worker node (:mod:`kalends.missions.node_runtime`)
+never looks for another node's passage in its own runtime: it reads the passage's row in
+``passage_beats``. Not yet admitted: it asks the node that reserved it (``uncertain``,
+reason ``not-observed``, until that node answers), admits it when the node answers it
+did, or starts it here when the node answered it never did and never will. Admitted: it
+settles the passage from what the node or its shim reported
+(:func:`~kalends.missions.passage_beats.remote_observation`), asks the node to interrupt
+it where a local one would be interrupted, and marks it ``uncertain``
+(``not-observed``) while nothing fresh is reported, never guessing it finished. A person
+who declares the node gone (``kalends node forget``) settles it ``failed`` (reason
+``node-lost``). A scheduler that is no node (the memory runtime, the benchmarks) looks
+as it always did.
 """
 
 from __future__ import annotations
@@ -28,7 +41,7 @@ from sqlalchemy import and_, or_, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql import ColumnElement
 
-from kalends.errors import TooLarge
+from kalends.errors import NotFound, TooLarge
 from kalends.missions import service as docs
 from kalends.missions.config import Restart
 from kalends.missions.controls import DocState
@@ -46,6 +59,15 @@ from kalends.missions.document import Body, PassageStatus, Pending, Phase, State
 from kalends.missions.gate_reads import READ_POLL, SourceReads
 from kalends.missions.gate_records import source_key
 from kalends.missions.leases import SetWake, WakeLeases
+from kalends.missions.passage_beats import (
+    NODE_LOST,
+    BeatRow,
+    BeatState,
+    ask,
+    read_beat,
+    remote_observation,
+    request_interrupt,
+)
 from kalends.missions.passages import (
     admission,
     dispatch_allowed,
@@ -116,10 +138,23 @@ class _Again:
 _AGAIN = _Again()
 
 
+class _Local:
+    """Leave the pending passage to the local runtime (this node's own, or no node's)."""
+
+
+_LOCAL = _Local()
+
+
+def _published_end(beat: BeatRow) -> bool:
+    return beat.observation is not None and beat.observation.settled
+
+
 class Look:
     """The looks of one scheduler: its store, its runtime, how it tells a workspace
     exists, and the passages it watches for an exit (``watch``: schedule → session,
-    shared with the scheduler's loop)."""
+    shared with the scheduler's loop). ``node``: the worker node the scheduler runs as
+    (issue 23 §3), if any: its reservations name it, and another node's passages are
+    observed through the database."""
 
     def __init__(
         self,
@@ -129,6 +164,8 @@ class Look:
         exists: Callable[[str], bool],
         watch: dict[UUID, str],
         reads: SourceReads,
+        *,
+        node: str | None = None,
     ) -> None:
         self.store = store
         self.runtime = runtime
@@ -136,6 +173,7 @@ class Look:
         self.exists = exists
         self.watch = watch
         self.reads = reads
+        self.node = node
 
     def look_and_set(
         self, sid: UUID, armed: int, polls: int, now: datetime, result: LookResult
@@ -223,6 +261,10 @@ class Look:
     ) -> datetime | _Again | None:
         """Reconcile, observe or settle the pending passage. Returns when to look again,
         ``None`` for the pending fallback, or ``_AGAIN`` to reread the document."""
+        if self.node is not None or pending.node is not None:
+            step = self._attend_nodes(row, doc, pending, now, result)
+            if not isinstance(step, _Local):
+                return step
         if not pending.admitted:
             presence = self.runtime.lookup(pending.session_id, pending.message_id)
             if presence is Presence.ABSENT:
@@ -236,23 +278,17 @@ class Look:
                     self._mark(row, doc, pending, now, PassageStatus.UNCERTAIN, "admission-failing")
                     raise
             if presence is Presence.PRESENT:
-                body = admission(doc.body, now)
-                done = (
-                    [and_(_C.c.action == "run-now", _C.c.request_id == pending.request_id)]
-                    if pending.request_id is not None
-                    else None
-                )
-                if not self._cas(row, doc, body, now, complete=done):
-                    return _AGAIN
-                result.admitted += 1
-                if pending.slot is not None:
-                    result.admissions.append((row.id, pending.slot, now))
-                assert body.pending is not None
-                log_passage("started", doc, body.pending)
-                return _AGAIN
+                return self._admit(row, doc, pending, now, result, self.node)
             self._mark(row, doc, pending, now, PassageStatus.UNCERTAIN, "not-observed")
             return None
-        obs = self.runtime.observe(pending.session_id)
+        try:
+            obs = self.runtime.observe(pending.session_id)
+        except NotFound:
+            if self.node is None:
+                raise
+            # Recorded admitted here but never admitted locally: this node's loop
+            # published what became of it.
+            return self._attend_remote(row, doc, pending, now, result)
         if not obs.launched and not obs.exited and dispatch_allowed(doc, pending):
             # Admitted, never launched (a crash between the two): ``start`` is idempotent
             # and launches it exactly once; the admission is never made again.
@@ -261,6 +297,21 @@ class Look:
         if interrupt_wanted(doc, pending) and not obs.settled and not obs.interrupted:
             self.runtime.interrupt(pending.session_id)
             result.interrupted += 1
+        return self._observed(row, doc, pending, now, result, obs, local=True)
+
+    def _observed(
+        self,
+        row: SchedulerRow,
+        doc: DocState,
+        pending: Pending,
+        now: datetime,
+        result: LookResult,
+        obs: Observation,
+        *,
+        local: bool,
+    ) -> _Again | None:
+        """Settle the admitted passage as ``obs`` shows it, or keep its status; a
+        ``local`` one is watched for its exit."""
         if obs.settled and not interrupt_wanted(doc, pending):
             asking = self.store.run(
                 lambda conn: open_questions(conn, pending.passage_id), write=False
@@ -276,11 +327,131 @@ class Look:
                 result.settled += 1
                 self.watch.pop(row.id, None)
             return _AGAIN
-        self.watch[row.id] = pending.session_id
+        if local:
+            self.watch[row.id] = pending.session_id
         status = PassageStatus.SETTLING if obs.exited else PassageStatus.RUNNING
         if pending.status is not status or pending.reason is not None:
             self._mark(row, doc, pending, now, status, None)
         return None
+
+    def _admit(
+        self,
+        row: SchedulerRow,
+        doc: DocState,
+        pending: Pending,
+        now: datetime,
+        result: LookResult,
+        node: str | None,
+    ) -> _Again:
+        """Record the admission of the pending passage (by ``node``, if one), completing
+        the Run now that reserved it."""
+        body = admission(doc.body, now, node=node)
+        done = (
+            [and_(_C.c.action == "run-now", _C.c.request_id == pending.request_id)]
+            if pending.request_id is not None
+            else None
+        )
+        if not self._cas(row, doc, body, now, complete=done):
+            return _AGAIN
+        result.admitted += 1
+        if pending.slot is not None:
+            result.admissions.append((row.id, pending.slot, now))
+        assert body.pending is not None
+        log_passage("started", doc, body.pending)
+        return _AGAIN
+
+    # --- passages of worker nodes (issue 23 §3) ----------------------------------------------
+
+    def _attend_nodes(
+        self, row: SchedulerRow, doc: DocState, pending: Pending, now: datetime, result: LookResult
+    ) -> datetime | _Again | _Local | None:
+        """The pending passage where worker nodes take part: another node's is reconciled
+        and observed through ``passage_beats``; ``_LOCAL`` leaves this node's own (or no
+        node's yet) to the local runtime."""
+        if pending.admitted:
+            if pending.node is None or pending.node == self.node:
+                return _LOCAL
+            return self._attend_remote(row, doc, pending, now, result)
+        beat = self._beat(pending)
+        holder = pending.node if beat is None else beat.node_id
+        if holder is None or holder == self.node:
+            if beat is not None and beat.state is BeatState.ABSENT:
+                # This node promised another never to start it: it never will.
+                if self._archive(row, doc, now, "failed", "not-started", None):
+                    result.not_started += 1
+                return _AGAIN
+            if beat is not None and beat.state is BeatState.ADMITTED and _published_end(beat):
+                # Recorded admitted here and reported ended (never started locally): the
+                # admission stands, and the report settles it.
+                return self._admit(row, doc, pending, now, result, self.node)
+            return _LOCAL
+        if beat is None:
+            beat = self._ask(pending, doc, holder, now)
+        if beat.state is BeatState.ASKED:
+            if beat.node_forgotten_at is not None:
+                # A person declared the node gone before it answered.
+                if self._archive(row, doc, now, "failed", NODE_LOST, None):
+                    result.settled += 1
+                return _AGAIN
+            self._mark(row, doc, pending, now, PassageStatus.UNCERTAIN, "not-observed")
+            return None
+        if beat.state is BeatState.ADMITTED:
+            return self._admit(row, doc, pending, now, result, beat.node_id)
+        # Absent: the node that reserved it proved it never started it, and never will.
+        if not dispatch_allowed(doc, pending) or not self.exists(row.workspace_path):
+            if self._archive(row, doc, now, "failed", "not-started", None):
+                result.not_started += 1
+            return _AGAIN
+        if self.node is None:  # only a node takes a start over from another
+            self._mark(row, doc, pending, now, PassageStatus.UNCERTAIN, "not-observed")
+            return None
+        try:
+            presence = self.runtime.start(self._start_of(row, doc, pending))
+        except Exception:
+            self._mark(row, doc, pending, now, PassageStatus.UNCERTAIN, "admission-failing")
+            raise
+        if presence is Presence.PRESENT:
+            return self._admit(row, doc, pending, now, result, self.node)
+        self._mark(row, doc, pending, now, PassageStatus.UNCERTAIN, "not-observed")
+        return None
+
+    def _attend_remote(
+        self, row: SchedulerRow, doc: DocState, pending: Pending, now: datetime, result: LookResult
+    ) -> _Again | None:
+        """An admitted passage of another node, observed through the records its node and
+        its shim publish: settled when they show it settled; ``uncertain`` (reason
+        ``not-observed``) while nothing fresh is reported — never guessed finished."""
+        self.watch.pop(row.id, None)
+        beat = self._beat(pending)
+        obs = None if beat is None else remote_observation(beat, now)
+        if (
+            beat is not None
+            and beat.interrupt_at is None
+            and interrupt_wanted(doc, pending)
+            and not (obs is not None and (obs.settled or obs.interrupted))
+        ):
+            # Its node interrupts it (when it returns, if it is away).
+            session = pending.session_id
+            self.store.run(lambda conn: request_interrupt(conn, session, now))
+            result.interrupted += 1
+        if obs is None:
+            self._mark(row, doc, pending, now, PassageStatus.UNCERTAIN, "not-observed")
+            return None
+        return self._observed(row, doc, pending, now, result, obs, local=False)
+
+    def _beat(self, pending: Pending) -> BeatRow | None:
+        session = pending.session_id
+        return self.store.run(lambda conn: read_beat(conn, session), write=False)
+
+    def _ask(self, pending: Pending, doc: DocState, node: str, now: datetime) -> BeatRow:
+        """Ask ``node`` whether it admitted the pending start (its loop answers)."""
+        schedule_id = UUID(doc.schedule_id)
+        return self.store.run(
+            lambda conn: ask(
+                conn, session_id=pending.session_id, passage_id=pending.passage_id,
+                message_id=pending.message_id, schedule_id=schedule_id, node_id=node, now=now,
+            )
+        )  # fmt: skip
 
     def _start_of(self, row: SchedulerRow, doc: DocState, pending: Pending) -> PassageStart:
         """What the pending passage starts with, its checklist's items and the answers
@@ -303,7 +474,7 @@ class Look:
 
     def _reserve(self, row: SchedulerRow, doc: DocState, slot: datetime, now: datetime) -> bool:
         """Write-ahead: the pending record, in one compare-and-swap."""
-        body = reservation(doc, slot, now)
+        body = reservation(doc, slot, now, node=self.node)
         pending = body.pending
         assert pending is not None
 

@@ -36,11 +36,12 @@ from uuid import UUID
 
 from sqlalchemy.engine import Connection
 
-from kalends.errors import KalendsError, StorageError
+from kalends.errors import InvalidInput, KalendsError, StorageError
 from kalends.missions.batch import Batch
 from kalends.missions.gate_reads import SourceReads
 from kalends.missions.leases import WakeLeases
 from kalends.missions.looks import Look, LookResult
+from kalends.missions.node_runtime import NodeRuntime
 from kalends.missions.passages import log_passage, scheduled_identity, settle_outcome
 from kalends.missions.runtime.base import Runtime
 from kalends.missions.scheduler_rows import DueWake, SchedulerRow, due_wakes, read_schedules
@@ -69,7 +70,13 @@ WATCH_SECONDS = 1.0
 
 
 class Scheduler:
-    """One scheduler process's loop over the wakes it holds. Thread-safe to stop."""
+    """One scheduler process's loop over the wakes it holds. Thread-safe to stop.
+
+    ``node``: the worker node it runs as (issue 23 §3): given a
+    :class:`~kalends.missions.node_runtime.NodeRuntime`, that runtime's node. Its
+    reservations name the node, and it observes other nodes' passages through the
+    database (:mod:`kalends.missions.looks`). Without one it is the scheduler it always
+    was, with no write of its own about nodes."""
 
     def __init__(
         self,
@@ -79,17 +86,27 @@ class Scheduler:
         owner: str | None = None,
         lease: timedelta = WAKE_LEASE,
         exists: Callable[[str], bool] = os.path.isdir,
+        node: str | None = None,
     ) -> None:
+        if isinstance(runtime, NodeRuntime):
+            if node is not None and node != runtime.node_id:
+                raise InvalidInput(
+                    f"the scheduler runs as node {node} but its runtime is node "
+                    f"{runtime.node_id}'s",
+                    field="node",
+                )
+            node = runtime.node_id
         self.store = store
         self.runtime = runtime
+        self.node = node
         self.owner = owner or f"scheduler-{os.getpid()}-{secrets.token_hex(4)}"
         self.lease = lease
         self.token = secrets.token_hex(16)
         self._watch: dict[UUID, str] = {}
         self._leases = WakeLeases(store, self.owner, self.token, lease)
         self._reads = SourceReads()
-        self._look = Look(store, runtime, self._leases, exists, self._watch, self._reads)
-        self._batch = Batch(store, runtime, self.token, exists, self._watch, self._reads)
+        self._look = Look(store, runtime, self._leases, exists, self._watch, self._reads, node=node)
+        self._batch = Batch(store, runtime, self.token, exists, self._watch, self._reads, node=node)
 
     # --- the loop ------------------------------------------------------------------------
 
