@@ -7,6 +7,12 @@ loop reports through ``on_state`` when it runs and when it ended, so that
 ``/readyz`` can tell. On stop the scheduler releases its wakes and the delivery
 finishes the send in progress, acknowledges it and releases the rest of its claims.
 
+A scheduler with a process runtime runs as a worker node (issue 23 §3,
+:mod:`kalends.missions.node_runtime`): the node is registered under the identity kept in
+its runtime directory, its loop beats, answers other nodes and publishes what it
+observes of its passages in a thread beside the scheduler, and it is recorded stopped
+on a graceful stop. Given the service's URL, its passages' shims report there too.
+
 Both commands log the same lines at INFO: the scheduler one per passage admitted,
 started and settled (:func:`kalends.missions.scheduler.log_passage`), the delivery one
 per busy batch (:func:`log_batch`).
@@ -74,15 +80,34 @@ def log_batch(report: BatchReport) -> None:
 
 
 def start_scheduler(
-    store: Store, runtime: ProcessRuntime, owner: str, stop: threading.Event, on_state: LoopState
+    store: Store,
+    runtime: ProcessRuntime,
+    owner: str,
+    stop: threading.Event,
+    on_state: LoopState,
+    *,
+    api_url: str | None = None,
 ) -> threading.Thread:
-    """Runs the mission scheduler in a thread until ``stop``; it releases its wakes then."""
+    """Runs the mission scheduler as a worker node in a thread until ``stop``; it
+    releases its wakes then, and its node is recorded stopped. ``api_url``: the
+    service's base URL, where the passages' shims report (none: the node's loop alone
+    publishes them). Raises :class:`~kalends.errors.KalendsError` when the node cannot
+    be registered (before any thread starts)."""
+    from kalends.missions.node_runtime import NodeLoop, open_node  # noqa: PLC0415
     from kalends.missions.scheduler import Scheduler  # noqa: PLC0415
     from kalends.missions.wakes import MISSIONS_CHANNEL  # noqa: PLC0415
 
-    scheduler = Scheduler(store, runtime, owner=f"{owner}/{SCHEDULER}")
+    node = open_node(store, runtime, api_url=api_url)
+    scheduler = Scheduler(store, node, owner=f"{owner}/{SCHEDULER}")
+    node_loop = NodeLoop(node)
+    _log.info(
+        f"node {node.node_id} (runtime {runtime.root}); passages report to "
+        + (api_url or "the database only"),
+        extra={"fields": {"event": "node-started", "node_id": node.node_id}},
+    )
 
     def target() -> None:
+        beating = node_loop.start(stop)
         try:
             waker = open_waker(store.engine, MISSIONS_CHANNEL)
             try:
@@ -94,6 +119,8 @@ def start_scheduler(
             _log.exception("the mission scheduler stopped on an error")
         finally:
             on_state(SCHEDULER, False)
+            # The node keeps publishing its passages until the stop, then records it.
+            beating.join()
 
     thread = threading.Thread(target=target, name=f"kalends-{SCHEDULER}", daemon=True)
     thread.start()

@@ -24,10 +24,12 @@ from kalends.cli.tables import Cell, Column, Fitted, table
 from kalends.errors import UnknownZone
 
 __all__ = [
+    "NODE_SILENT",
     "detail_view",
     "display_zone",
     "end_text",
     "list_view",
+    "pending_reason_text",
     "local_text",
     "policy_text",
     "policy_zone",
@@ -274,6 +276,20 @@ _PENDING_REASONS = {
     "not-observed": "the runtime cannot tell whether it started; retrying",
     "question-open": "it asked a question nobody has answered yet; it settles once answered",
 }
+NODE_SILENT = (
+    "its node stopped reporting; kalends waits for it to return or for `kalends node forget`"
+)
+"""Why an admitted passage is ``uncertain (not-observed)``: the worker node that runs it
+has gone quiet (issue 23 §3); kalends never guesses it finished."""
+
+
+def pending_reason_text(pending: Mapping[str, Any]) -> str | None:
+    """Why the pending passage is in its status, in words, or ``None`` for a reason
+    without words (shown as its code alone)."""
+    reason = str(pending.get("reason"))
+    if reason == "not-observed" and pending.get("admitted") is True:
+        return NODE_SILENT
+    return _PENDING_REASONS.get(reason)
 
 
 def _pending_status_text(pending: Mapping[str, Any]) -> str:
@@ -281,7 +297,7 @@ def _pending_status_text(pending: Mapping[str, Any]) -> str:
     reason = pending.get("reason")
     if not reason:
         return status
-    why = _PENDING_REASONS.get(str(reason))
+    why = pending_reason_text(pending)
     return f"{status} ({reason}: {why})" if why else f"{status} ({reason})"
 
 

@@ -16,9 +16,13 @@ options (:mod:`kalends.cli.serve_options`), the owner and its login link
 (:mod:`kalends.cli.serve_owner`), the socket and uvicorn (:mod:`kalends.cli.serve_http`),
 the signals (:mod:`kalends.cli.serve_signals`) and the loops (:mod:`kalends.cli.loops`).
 
+Its scheduler runs as a worker node (issue 23 §3, :mod:`kalends.cli.loops`): its
+passages' shims send their heartbeats to this server's own address.
+
 SIGTERM or SIGINT stops it gracefully: the listening socket closes, requests in
-flight are answered, the background loops stop (the scheduler releases its wakes,
-the delivery finishes the send in progress), then it exits 0. A second signal
+flight are answered, the background loops stop (the scheduler releases its wakes and
+its node is recorded stopped, the delivery finishes the send in progress), then it
+exits 0. A second signal
 exits at once with 130.
 """
 
@@ -283,8 +287,10 @@ def _serve(
         bound_port = sock.getsockname()[1]
         if services.supervisor is not None:
             services.supervisor.listening_on(bound_port)
-        # Passages send their reports to this server, on its own address (`kalends report`).
-        runtime.extra_env[ENV_API_URL] = f"http://{url_host(host)}:{bound_port}"
+        # Passages send their reports (`kalends report`) and their shims their heartbeats
+        # to this server, on its own address.
+        own_url = f"http://{url_host(host)}:{bound_port}"
+        runtime.extra_env[ENV_API_URL] = own_url
         base = public or f"http://{url_host(host)}:{bound_port}"
         accounts = Accounts(store, throttle=LoginThrottle(store.clock))
         workers = tuple(name for name, on in ((SCHEDULER, schedules), (REMINDERS, reminders)) if on)
@@ -311,7 +317,15 @@ def _serve(
 
         lease_owner = default_owner()
         if schedules:
-            threads.append(start_scheduler(store, runtime, lease_owner, stopping.stop, on_state))
+            try:
+                threads.append(
+                    start_scheduler(
+                        store, runtime, lease_owner, stopping.stop, on_state, api_url=own_url
+                    )
+                )
+            except KalendsError as exc:
+                _log.error("cannot start the scheduler's node", extra={"error": exc.message})
+                report_error(exc, False)
         if reminders:
             threads.append(
                 start_reminders(store, AppriseTransport(), lease_owner, stopping.stop, on_state)

@@ -3,7 +3,12 @@
 The scheduler (in a thread of its own) holds the wakes of running schedules under
 leases, admits due slots, starts passages through the process runtime, observes and
 settles them; any number of workers may share a database, and a dead worker's
-schedules are taken over when its leases run out.
+schedules are taken over when its leases run out. Each worker is a worker node
+(:mod:`kalends.missions.node_runtime`, issue 23 §3): known by the identity in its runtime
+directory, beating, and publishing what it observes of its passages in the database, so
+that the worker that takes over a dead one's schedules observes its passages to
+settlement. With ``--api-url`` (by default the URL the last ``kalends serve`` on the
+database recorded) its passages' shims report there too, even while the worker is gone.
 
 The worker claims due reminder intents, sends each through the transport (Apprise by
 default) and records the outcome; between batches it sleeps until the next reminder
@@ -39,7 +44,7 @@ from typing import Annotated
 
 import typer
 
-from kalends.bootstrap import Store, open_store
+from kalends.bootstrap import Store, open_store, recorded_server_base_url
 from kalends.cli.logs import LogFormatOption, QuietOption, check_log_format, logging_to_stderr
 from kalends.cli.loops import LOOPS_PANEL, SCHEDULER, log_batch, report_line, start_scheduler
 from kalends.cli.output import emit_json
@@ -49,6 +54,7 @@ from kalends.cli.passage_isolation import (
     SandboxOption,
     passage_isolation,
 )
+from kalends.cli.serve_options import check_base_url
 from kalends.cli.session import DatabaseOption, report_error
 from kalends.config import mask_password, resolve_runtime_dir
 from kalends.errors import InvalidInput, KalendsError
@@ -95,6 +101,17 @@ def _batch(text: str | None) -> int:
             f"batch: a whole number from 1 to {MAX_CLAIM_BATCH}, got {text!r}", field="batch"
         )
     return int(text)
+
+
+def _api_url(text: str) -> str:
+    """``text`` as the URL of the kalends server the passages' shims report to."""
+    try:
+        return check_base_url(text)
+    except InvalidInput:
+        raise InvalidInput(
+            f"api-url: an http:// or https:// URL of the kalends server, got {text!r}",
+            field="api_url",
+        ) from None
 
 
 def _transport(text: str) -> Transport:
@@ -167,19 +184,33 @@ def _in_thread(work: Callable[[], BatchReport]) -> BatchReport:
 
 
 def _start_scheduler(
-    store: Store, runtime: ProcessRuntime, owner: str, stop: threading.Event, once: bool
+    store: Store,
+    runtime: ProcessRuntime,
+    owner: str,
+    stop: threading.Event,
+    once: bool,
+    api_url: str | None,
 ) -> threading.Thread | None:
-    """Runs the mission scheduler: once now (``once``), or in a thread until ``stop``."""
+    """Runs the mission scheduler as a worker node: once now (``once``: one round of the
+    node's loop before and after the scheduler's), or in a thread until ``stop``."""
     if not once:
         # The loop logs its own failure; nothing here waits on its state.
-        return start_scheduler(store, runtime, owner, stop, lambda name, running: None)
+        return start_scheduler(
+            store, runtime, owner, stop, lambda name, running: None, api_url=api_url
+        )
+    from kalends.missions.node_runtime import NodeLoop, open_node  # noqa: PLC0415
     from kalends.missions.scheduler import Scheduler  # noqa: PLC0415
 
-    scheduler = Scheduler(store, runtime, owner=f"{owner}/{SCHEDULER}")
+    node = open_node(store, runtime, api_url=api_url)
+    node_loop = NodeLoop(node)
+    scheduler = Scheduler(store, node, owner=f"{owner}/{SCHEDULER}")
     try:
+        node_loop.round()
         scheduler.run_once()
+        node_loop.round()
     finally:
         scheduler.release()
+        node_loop.close()
     return None
 
 
@@ -237,6 +268,17 @@ def worker_command(
     runtime_dir: RuntimeDirOption = None,
     passage_user: PassageUserOption = None,
     sandbox: SandboxOption = "auto",
+    api_url: Annotated[
+        str | None,
+        typer.Option(
+            "--api-url",
+            metavar="URL",
+            help="The kalends server the passages' heartbeats go to, so that a scheduler "
+            "on another machine observes them (default: the URL the last `kalends serve` "
+            "on this database recorded, if any; else only this worker publishes them).",
+            show_default=False,
+        ),
+    ] = None,
     log_format: LogFormatOption = "text",
     quiet: QuietOption = False,
 ) -> None:
@@ -256,9 +298,17 @@ def worker_command(
         size = _batch(batch)
         sender = _transport(transport)
         fmt = check_log_format(log_format)
+        beats_url = None if api_url is None else _api_url(api_url)
         store = open_store(database)
     except KalendsError as exc:
         report_error(exc, json_output)
+    if beats_url is None and schedules:
+        # By default, the server the last `kalends serve` on this database recorded.
+        try:
+            beats_url = recorded_server_base_url(store)
+        except KalendsError as exc:
+            store.close()
+            report_error(exc, json_output)
     with logging_to_stderr("warning" if quiet else "info", fmt):
         _work(
             store,
@@ -268,6 +318,7 @@ def worker_command(
             json_output=json_output,
             confinement=(runtime_dir, passage_user, sandbox) if schedules else None,
             transport=transport.strip().lower(),
+            api_url=beats_url,
         )
 
 
@@ -280,9 +331,11 @@ def _work(
     json_output: bool,
     confinement: tuple[str | None, str | None, str] | None,
     transport: str,
+    api_url: str | None = None,
 ) -> None:
-    """The scheduler (unless ``confinement`` is ``None``: ``--no-schedules``) and the
-    delivery, once or until a stop signal; then the closing line."""
+    """The scheduler (unless ``confinement`` is ``None``: ``--no-schedules``), as a
+    worker node whose passages report to ``api_url`` (if any), and the delivery, once or
+    until a stop signal; then the closing line."""
     stop = threading.Event()
     scheduler_thread: threading.Thread | None = None
     if confinement is not None:
@@ -295,7 +348,7 @@ def _work(
             if note:
                 _log.info(note)
             runtime = ProcessRuntime(root, isolation=isolation)
-            scheduler_thread = _start_scheduler(store, runtime, owner, stop, once)
+            scheduler_thread = _start_scheduler(store, runtime, owner, stop, once, api_url)
         except KalendsError as exc:
             store.close()
             report_error(exc, json_output)
