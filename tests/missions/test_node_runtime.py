@@ -10,6 +10,7 @@ are opened on its directory. Both databases.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -47,6 +48,7 @@ from kalends.missions.runtime.process import ProcessRuntime
 from kalends.missions.scheduler import Scheduler, scheduled_identity
 from kalends.missions.wakes import WAKE_LEASE
 from kalends.storage.node_tables import passage_beats, worker_nodes
+from missions.condition_support import decide_next
 from missions.conftest import MissionWorld, daily_config
 from missions.journey_support import (
     install_commands,
@@ -580,3 +582,41 @@ class TestWorkerApiUrl:
         error = json.loads(result.stdout)["error"]
         assert (error["code"], error["details"]["field"]) == ("invalid-input", "api_url")
         assert not path.exists()
+
+
+class TestReservations:
+    def test_a_conditioned_slot_is_reserved_in_the_node_s_name(self, two: Two) -> None:
+        (two.workspace / "a.txt").write_text("one\n")
+        sid = two.create(
+            passage_command("t9", "report"),
+            condition={"kind": "files", "paths": ["a.txt", "b.txt"]},
+        )
+        (two.workspace / "b.txt").write_text("two\n")  # the change that opens the gate
+        _slot, body = decide_next(two.mw, two.a.scheduler, sid)
+        assert body.pending is not None and body.pending.proof is not None
+        assert body.pending.node == two.a.node_id
+        session = body.pending.session_id
+        assert two.beat(session).node_id == two.a.node_id
+        assert sessions(two.a.root) == [session] and sessions(two.b.root) == []
+
+
+class TestNodeLoopThread:
+    def test_the_loop_beats_at_once_and_records_its_stop(self, two: Two) -> None:
+        stop = threading.Event()
+        two.mw.clock.advance(timedelta(minutes=1))
+        thread = two.a.loop.start(stop)
+
+        def beat_at(conn: Any) -> tuple[datetime, datetime | None]:
+            row = conn.execute(
+                select(worker_nodes.c.beat_at, worker_nodes.c.stopped_at).where(
+                    worker_nodes.c.node_id == two.a.node_id
+                )
+            ).one()
+            return row.beat_at, row.stopped_at
+
+        now = two.mw.clock.now()
+        wait_until(lambda: two.mw.store.run(beat_at, write=False)[0] == now, what="a beat")
+        stop.set()
+        thread.join(10)
+        assert not thread.is_alive()
+        assert two.mw.store.run(beat_at, write=False)[1] == now

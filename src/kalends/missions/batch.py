@@ -353,7 +353,7 @@ class Batch:
                     params.append(
                         docs.cas_params(
                             written, state=r.doc.state, phase=r.doc.phase, config=r.doc.config,
-                            body=admission(r.body, now), now=now,
+                            body=admission(r.body, now, node=self.node), now=now,
                         )
                     )  # fmt: skip
                 except TooLarge:
