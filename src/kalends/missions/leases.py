@@ -175,10 +175,13 @@ class WakeLeases:
             taken = [Claimed.from_row(r) for r in rows]
             over = [c.schedule_id for c in taken if c.takeover]
             if over:
+                # The heir starts the pending fallback afresh (its first look after 30 s,
+                # not the dead scheduler's later step), and looks now at a wake due later.
+                conn.execute(update(_W).where(_W.c.schedule_id.in_(over)).values(polls=0))
                 conn.execute(
                     update(_W)
                     .where(_W.c.schedule_id.in_(over), _W.c.due_at > now)
-                    .values(due_at=now, polls=0)
+                    .values(due_at=now)
                 )
             return taken
 

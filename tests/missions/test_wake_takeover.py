@@ -1,0 +1,83 @@
+"""A wake taken over from a dead scheduler: due now at the latest, and its pending fallback
+started afresh (the heir's first look after 30 s, never the dead one's later step)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from uuid import UUID
+
+import pytest
+from sqlalchemy import select, update
+
+from kalends.missions.leases import WakeLeases
+from kalends.missions.wakes import WAKE_LEASE
+from kalends.storage.mission_tables import schedule_wakes as W
+
+from .conftest import MissionWorld, daily_config
+
+
+def _a_wake_held_by_a_dead_scheduler(mw: MissionWorld, *, due_in: timedelta) -> UUID:
+    """A played schedule whose wake a scheduler held, at its third pending fallback, and
+    whose lease ran out a second ago."""
+    receipt = mw.schedules.create(
+        "alice", str(mw.home.id), daily_config(), request_id="create-0001"
+    )
+    assert receipt.mission_id is not None
+    sid = receipt.mission_id
+    mw.schedules.control("alice", str(sid), "play", request_id="play-0001", expected_revision=1)
+    now = mw.clock.now()
+    with mw.store.transaction() as conn:
+        conn.execute(
+            update(W)
+            .where(W.c.schedule_id == sid)
+            .values(
+                owner="dead-scheduler",
+                lease_token="t" * 32,
+                lease_expires_at=now - timedelta(seconds=1),
+                due_at=now + due_in,
+                polls=3,
+            )
+        )
+    return UUID(str(sid))
+
+
+def _wake(mw: MissionWorld, sid: UUID) -> tuple[object, ...]:
+    with mw.store.transaction(write=False) as conn:
+        row = conn.execute(
+            select(W.c.owner, W.c.due_at, W.c.polls).where(W.c.schedule_id == sid)
+        ).one()
+    return tuple(row)
+
+
+@pytest.mark.parametrize(
+    ("due_in", "due_after"),
+    [
+        # Overdue when taken over (a dead node's 30 s look fell inside its lease): it
+        # stays due, and its fallback starts again.
+        (timedelta(seconds=-30), timedelta(seconds=-30)),
+        # Due later (the dead one's 5 min step): due now.
+        (timedelta(minutes=4), timedelta(0)),
+    ],
+)
+def test_a_taken_over_wake_is_due_now_at_the_latest_with_its_fallback_afresh(
+    mw: MissionWorld, due_in: timedelta, due_after: timedelta
+) -> None:
+    sid = _a_wake_held_by_a_dead_scheduler(mw, due_in=due_in)
+    now = mw.clock.now()
+    heir = WakeLeases(mw.store, "heir", "h" * 32, WAKE_LEASE)
+    taken = heir.claim(now, 10)
+    assert [(c.schedule_id, c.takeover) for c in taken] == [(sid, True)]
+    assert _wake(mw, sid) == ("heir", now + due_after, 0)
+
+
+def test_a_wake_still_leased_is_not_taken_and_keeps_its_fallback(mw: MissionWorld) -> None:
+    sid = _a_wake_held_by_a_dead_scheduler(mw, due_in=timedelta(seconds=-30))
+    now = mw.clock.now()
+    with mw.store.transaction() as conn:
+        conn.execute(
+            update(W)
+            .where(W.c.schedule_id == sid)
+            .values(lease_expires_at=now + timedelta(seconds=20))
+        )
+    assert WakeLeases(mw.store, "heir", "h" * 32, WAKE_LEASE).claim(now, 10) == []
+    assert _wake(mw, sid) == ("dead-scheduler", now - timedelta(seconds=30), 3)
