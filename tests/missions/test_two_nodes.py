@@ -8,10 +8,14 @@ scheduler on. A holds the wakes first; B takes them over once A's wake leases ru
 (60 s: neither command lets a test shorten them, so the test waits for them).
 
 - A's worker alone is SIGKILLed: its passage lives on in the namespace, its shim reports
-  the end to B, and B settles the passage as completed from that record, exactly once.
+  the end (status 0) to B, and B settles the passage from that record (ended without a
+  report), exactly once.
 - A's namespace is SIGKILLed, its init first: the passage dies with the node. B marks it
   ``uncertain`` (``not-observed``) and does not settle it; A restarted on the same
   runtime directory reconciles it (``lost``), and B settles it as failed.
+
+Where the machine refuses a new PID namespace, A runs unwrapped (the test says so) and
+dies with its passages by SIGKILL to its worker, then to their families.
 
 Both cases run side by side (one node A each) to keep the wall time near its floor: the
 second node's lease (60 s after its claim) and B's pending fallback (30 s) after the
