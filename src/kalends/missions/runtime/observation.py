@@ -5,7 +5,10 @@ The runtime root must be on the machine that runs the passages.
 
 from __future__ import annotations
 
+import fcntl
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from kalends.missions.agents import (
@@ -42,8 +45,9 @@ def observe_passage(directory: Path, *, root: Path, secret: bytes) -> Observatio
     command_alive = shim is not None and records.is_alive(shim, "commandPid", "commandStartTicks")
     owner_alive = lock is not None and records.is_alive(lock)
     ended = records.read_json(directory / records.EXIT)
-    take_spooled(directory, root, secret)
-    report_doc = records.read_json(directory / records.REPORT)
+    with _taking(directory):
+        take_spooled(directory, root, secret)
+        report_doc = records.read_json(directory / records.REPORT)
     interrupted = (directory / records.INTERRUPT).exists()
     final = None
     if ended is not None and ended.get("status") == 0 and report_doc is None and not interrupted:
@@ -67,6 +71,19 @@ def observe_passage(directory: Path, *, root: Path, secret: bytes) -> Observatio
         error="lost" if lost else None,
         final_message=final,
     )
+
+
+@contextmanager
+def _taking(directory: Path) -> Iterator[None]:
+    """Hold the passage directory's lock while a spooled report is taken and
+    ``report.json`` read: two observers (a node's scheduler and its loop, or another
+    process) never see the spool already taken and the report not yet written."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # (closing releases the lock)
 
 
 def _final_message(directory: Path) -> str | None:
