@@ -53,9 +53,13 @@ $(BROWSER_STAMP): | $(BIN)/python
 	command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 	touch $@
 
-# Tests run in one worker process per CPU (pytest-xdist), a test file to a worker.
+# Tests run in worker processes (pytest-xdist), a test file to a worker: one more than
+# there are CPUs, since many tests wait on real servers, workers and browsers, and a
+# third worker runs while two wait. The longest files go first (tests/conftest.py).
+PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+
 pytest: $(DEV_STAMP) $(SYSTEM_STAMP) $(BROWSER_STAMP)
-	$(BIN)/pytest -n auto --dist loadfile
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 test: lint typecheck pytest
 

@@ -2,6 +2,8 @@
 
 import os
 
+import pytest
+
 # pytest-xdist gives its workers COLUMNS=80 and LINES=24, and the CLI's consoles would
 # fix that width when first imported; the tests that print set COLUMNS per invocation.
 if "PYTEST_XDIST_WORKER" in os.environ:
@@ -22,3 +24,44 @@ os.environ.pop("XDG_RUNTIME_DIR", None)
 os.environ.pop("DBUS_SESSION_BUS_ADDRESS", None)
 
 pytest_plugins = ["kalends.storage.testing"]
+
+
+# The files that take longest (tens of seconds: real servers, workers, browsers and
+# their waits), first. pytest-xdist hands out whole files in collection order, so a long
+# file left to the end keeps one worker busy while the others have nothing left to do.
+LONG_FIRST = (
+    "missions/test_two_nodes.py",
+    "integration/test_worker_conditions.py",
+    "supervision/test_play_supervision.py",
+    "integration/test_cli_doctor.py",
+    "supervision/test_service_cli.py",
+    "api/test_schema_fuzz.py",
+    "integration/test_cli_ask.py",
+    "api/test_authorization_matrix.py",
+    "tasks/test_tree_pages.py",
+    "integration/test_cli_schedules.py",
+    "api/test_conversations.py",
+    "integration/test_worker_process.py",
+    "integration/test_cli_conversations.py",
+    "reminders/test_worker_concurrency.py",
+    "missions/test_condition_crashes.py",
+    "integration/test_cli_remote_server.py",
+    "missions/test_journeys.py",
+    "integration/test_cli_tasks.py",
+    "integration/test_cli_decide.py",
+    "e2e/test_watch_journey.py",
+    "e2e/test_passage_checklist_journey.py",
+    "web/test_mission_journeys.py",
+    "web/test_journey_five.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONG_FIRST)}
+    here = os.path.dirname(__file__)
+
+    def key(item: pytest.Item) -> int:
+        name = os.path.relpath(str(item.path), here)
+        return rank.get(name, len(LONG_FIRST))
+
+    items.sort(key=key)  # (stable: each file's tests keep their order)
