@@ -246,7 +246,7 @@ class TestCronExpressions:
             "0 0 * * sat-sun",  # sun is 0: backwards too
             "0,,5 * * * *",  # an empty list item
             "? * * * *",  # not Vixie cron
-            "0 0 L * *",  # not Vixie cron
+            "0 0 L-3 * *",  # an offset from the last day (issue 24 §4 accepts L and LW only)
         ],
     )
     def test_a_bad_expression_is_refused(self, expression: object) -> None:

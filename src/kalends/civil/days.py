@@ -32,12 +32,23 @@ class DayFilter:
 
     ``either`` selects Vixie cron's rule when both day fields are restricted:
     a day matches if it matches either field; otherwise it must match both.
+
+    The cron extensions (issue 24 §4) add days to a field: ``last_day`` and
+    ``last_workday`` (Monday-Friday) to the day-of-month field; ``last_weekdays``
+    (the last such ISO weekday of the month) and ``nth_weekdays`` ((weekday, n):
+    the n-th such weekday) to the day-of-week field. Like every day here they
+    depend only on the month's length and first weekday, so they go into the
+    same per-month tables and a plain rule's scan never looks at them.
     """
 
     days: frozenset[int] = _ALL_DAYS
     weekdays: frozenset[int] = _ALL_WEEKDAYS
     months: frozenset[int] = _ALL_MONTHS
     either: bool = False
+    last_day: bool = False
+    last_workday: bool = False
+    last_weekdays: frozenset[int] = frozenset()
+    nth_weekdays: frozenset[tuple[int, int]] = frozenset()
     _tables: dict[tuple[int, int], tuple[int, ...]] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -51,14 +62,34 @@ class DayFilter:
         key = (length, first_weekday)
         table = self._tables.get(key)
         if table is None:
+            extended = self.last_day or self.last_workday or self.last_weekdays or self.nth_weekdays
             matches = []
             for dom in range(1, length + 1):
                 weekday = (first_weekday + dom - 2) % 7 + 1
                 in_days, in_weekdays = dom in self.days, weekday in self.weekdays
+                if extended:
+                    in_days = in_days or self._extra_day(dom, length, first_weekday)
+                    in_weekdays = in_weekdays or self._extra_weekday(dom, weekday, length)
                 if (in_days or in_weekdays) if self.either else (in_days and in_weekdays):
                     matches.append(dom)
             table = self._tables[key] = tuple(matches)
         return table
+
+    def _extra_day(self, dom: int, length: int, first_weekday: int) -> bool:
+        """Whether ``dom`` is the month's last day (``L``) or last weekday (``LW``)."""
+        if self.last_day and dom == length:
+            return True
+        if self.last_workday:
+            last_weekday = (first_weekday + length - 2) % 7 + 1
+            # Saturday (6) goes back one day to Friday, Sunday (7) two.
+            return dom == length - max(0, last_weekday - 5)
+        return False
+
+    def _extra_weekday(self, dom: int, weekday: int, length: int) -> bool:
+        """Whether ``dom`` is the last (``5L``) or the n-th (``1#2``) such weekday."""
+        if weekday in self.last_weekdays and dom + 7 > length:
+            return True
+        return (weekday, (dom - 1) // 7 + 1) in self.nth_weekdays
 
     def between(self, first: int, last: int) -> Iterable[int]:
         """Matching day numbers from ``first`` to ``last`` inclusive, ascending."""

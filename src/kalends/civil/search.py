@@ -275,6 +275,10 @@ def _calendar_plan(rule: Rule, shift: bool) -> _Plan:
                 weekdays=spec.weekdays,
                 months=spec.months,
                 either=not (spec.dom_star or spec.dow_star),
+                last_day=spec.last_day,
+                last_workday=spec.last_workday,
+                last_weekdays=spec.last_weekdays,
+                nth_weekdays=spec.nth_weekdays,
             )
             if spec.wall_clock:
                 return _Wall(get_zone(zone), spec.times_of_day(), days.between, shift)
