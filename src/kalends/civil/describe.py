@@ -6,6 +6,11 @@ from its text, so equivalent spellings read the same (``0,30`` and ``*/30`` are 
 that are both restricted match a day that matches either (Vixie cron); the sentence
 says "or" then, and "if that day is" when a ``*``-led field makes them both apply.
 
+The cron extensions (issue 24 §4) are said as days of the month: ``L`` "the last
+day of the month", ``LW`` "the last weekday of the month", ``5L`` "the last Friday
+of the month", ``1#2`` "the second Monday of the month"; they join their field's
+other items with "and", and the two fields combine as plain ones do.
+
 A time skipped by a DST change runs at the end of the gap unless the rule says
 ``"gap": "skip"``; only the skip is said, and only for rules with wall times.
 """
@@ -272,8 +277,36 @@ def _cron_time(spec: CronSpec) -> tuple[str, bool]:
     return text, False
 
 
+_NTH = ("first", "second", "third", "fourth", "fifth")
+
+
+def _dom_extras(spec: CronSpec) -> list[str]:
+    """The day-of-month extensions, in the order L, LW."""
+    return [
+        text
+        for present, text in (
+            (spec.last_day, "the last day of the month"),
+            (spec.last_workday, "the last weekday of the month"),
+        )
+        if present
+    ]
+
+
+def _dow_extras(spec: CronSpec) -> list[str]:
+    """The day-of-week extensions, n-th ones first (by n, then weekday), then the last ones."""
+    nth = [
+        f"the {_NTH[n - 1]} {_DAY_NAMES[d - 1]}"
+        for d, n in sorted(spec.nth_weekdays, key=lambda p: (p[1], p[0]))
+    ]
+    last = [f"the last {_DAY_NAMES[d - 1]}" for d in sorted(spec.last_weekdays)]
+    items = nth + last
+    return [_join(items) + " of the month"] if items else []
+
+
 def _cron_days(spec: CronSpec) -> str | None:
     """The day part, Vixie's rule said as "or"; ``None`` for every day."""
+    if spec.extended:
+        return _extended_days(spec)
     dom = _field(spec.days, 1, 31, "day-of-month")
     dow = None if spec.weekdays == _ALL_WEEK else spec.weekdays
     either = not (spec.dom_star or spec.dow_star)
@@ -288,6 +321,31 @@ def _cron_days(spec: CronSpec) -> str | None:
         return f"on {dom}, or on {_named(days, names, 'day-of-week')}"
     listed = [names[d] for d in sorted(days)]
     return f"on {dom} if that day is a {_join(listed, 'or')}"
+
+
+def _extended_days(spec: CronSpec) -> str | None:
+    """The day part of an expression with extensions: each field's plain items, then its
+    extensions; ``None`` for every day."""
+    dom_full = spec.days == frozenset(range(1, 32))
+    dow_full = spec.weekdays == _ALL_WEEK
+    dom_extras, dow_extras = _dom_extras(spec), _dow_extras(spec)
+    dom_plain = None if not spec.days else _field(spec.days, 1, 31, "day-of-month")
+    dom = None if dom_full else _join([p for p in (dom_plain,) if p] + dom_extras)
+    days, names = _weekday_order(spec.weekdays)
+    dow_plain = _named(days, names, "day-of-week") if spec.weekdays else None
+    dow = None if dow_full else _join([p for p in (dow_plain,) if p] + dow_extras)
+    either = not (spec.dom_star or spec.dow_star)
+    if either and (dom is None or dow is None):
+        return None  # one field matches every day, so either matches every day
+    if dow is None:
+        return None if dom is None else f"on {dom}"
+    if dom is None:
+        return f"on {dow}"
+    if either:
+        return f"on {dom}, or on {dow}"
+    listed = [names[d] for d in sorted(days)]
+    kinds = ([f"a {_join(listed, 'or')}"] if listed else []) + dow_extras
+    return f"on {dom} if that day is {_join(kinds, 'or')}"
 
 
 def _cron(spec: CronSpec) -> str:
