@@ -46,6 +46,7 @@ from kalends.missions.runtime.base import (
 from kalends.missions.runtime.memory import MemoryRuntime
 from kalends.missions.runtime.process import ProcessRuntime
 from kalends.missions.scheduler import Scheduler, scheduled_identity
+from kalends.missions.views import iso
 from kalends.missions.wakes import WAKE_LEASE
 from kalends.storage.node_tables import passage_beats, worker_nodes
 from missions.condition_support import decide_next
@@ -247,7 +248,10 @@ class TestTakeover:
 
     def test_a_fresh_shim_beat_keeps_a_passage_of_a_dead_node_running(self, two: Two) -> None:
         sid = two.create(passage_command("t3", "gate"))
-        session = two.started_on_a(sid)["sessionId"]
+        started = two.started_on_a(sid)
+        session = started["sessionId"]
+        # Nothing observed yet: no output recorded to show.
+        assert "logTail" not in started and "recordedAt" not in started
         two.mw.clock.advance(PAST_LEASE)
         now = two.mw.clock.now()
         running = Observation(launched=True, running=True, exited=False, log_tail="working\n")
@@ -261,6 +265,8 @@ class TestTakeover:
 
         pending = two.pending(sid)
         assert (pending["status"], pending["reason"]) == ("running", None)
+        # Its output, as the shim recorded it, in the detail people read anywhere.
+        assert (pending["logTail"], pending["recordedAt"]) == ("working\n", iso(now))
 
 
 # --------------------------------------------------------------------------- silence

@@ -117,8 +117,9 @@ def show_command(
 
     The output is read from the runtime directory (--runtime-dir, KALENDS_RUNTIME_DIR or
     the default of `kalends worker`) when the passage ran on this machine; in server mode
-    the server adds the output its own runtime holds. With --json: the detail projection,
-    with "logTail" under "pending" when the output was read.
+    the server adds the output its own runtime holds; a passage of a worker node
+    elsewhere shows the output its node or shim last recorded. With --json: the detail
+    projection, with "logTail" under "pending" when the output was read.
     """
     root = None if s.server is not None else runtime_root(runtime_dir)
     doc = s.schedules.detail(s.actor, schedule)

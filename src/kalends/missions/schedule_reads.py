@@ -35,6 +35,7 @@ from kalends.missions.document import Body, Phase, check_not_past, preview_slots
 from kalends.missions.keywords import PageKeywords, StatusKeywords
 from kalends.missions.limits import MAX_PAGE, MAX_PREVIEW, ON_CHANGE_CHECK_MINUTES
 from kalends.missions.outcomes import ControlStatus, Page
+from kalends.missions.passage_beats import read_beat
 from kalends.missions.refusals import refusal_of
 from kalends.missions.requests import check_request_id, check_revision
 from kalends.missions.rows import ControlRecord, Schedule, ScheduleRead
@@ -158,7 +159,7 @@ class ScheduleReads:
         def run(conn: Connection) -> dict[str, Any]:
             actor_id = resolve_actor(conn, actor)
             row = repository.read_schedule(conn, actor_id, schedule_id)
-            return self._project(seen(row, schedule_id, Role.VIEWER))
+            return with_recorded_tail(conn, self._project(seen(row, schedule_id, Role.VIEWER)))
 
         return self._run(run, write=False)
 
@@ -496,3 +497,20 @@ def _draft(
         "slots": [_slot_json(s) for s in slots],
         "warnings": warnings,
     }
+
+
+def with_recorded_tail(conn: Connection, doc: dict[str, Any]) -> dict[str, Any]:
+    """The detail with the end of its pending passage's output as its node or shim last
+    recorded it (``pending.logTail``, and when in ``pending.recordedAt``), for a passage
+    a worker node admitted: the output of a passage on another machine, which no local
+    runtime directory holds (a server's own directory, when it holds the passage, gives
+    a fresher tail on top)."""
+    pending = doc.get("pending")
+    if not isinstance(pending, dict) or not pending.get("node") or not pending.get("admitted"):
+        return doc
+    row = read_beat(conn, str(pending["sessionId"]))
+    if row is None or row.observation is None or row.node_id != pending["node"]:
+        return doc
+    pending["logTail"] = row.observation.log_tail
+    pending["recordedAt"] = iso(row.beat_at)
+    return doc
