@@ -268,15 +268,7 @@ class Look:
         if not pending.admitted:
             presence = self.runtime.lookup(pending.session_id, pending.message_id)
             if presence is Presence.ABSENT:
-                if not dispatch_allowed(doc, pending) or not self.exists(row.workspace_path):
-                    if self._archive(row, doc, now, "failed", "not-started", None):
-                        result.not_started += 1
-                    return _AGAIN
-                try:
-                    presence = self.runtime.start(self._start_of(row, doc, pending))
-                except Exception:
-                    self._mark(row, doc, pending, now, PassageStatus.UNCERTAIN, "admission-failing")
-                    raise
+                return self._start_absent(row, doc, pending, now, result)
             if presence is Presence.PRESENT:
                 return self._admit(row, doc, pending, now, result, self.node)
             self._mark(row, doc, pending, now, PassageStatus.UNCERTAIN, "not-observed")
@@ -398,18 +390,33 @@ class Look:
         if beat.state is BeatState.ADMITTED:
             return self._admit(row, doc, pending, now, result, beat.node_id)
         # Absent: the node that reserved it proved it never started it, and never will.
+        # Only a node takes a start over from another.
+        return self._start_absent(row, doc, pending, now, result, here=self.node is not None)
+
+    def _start_absent(
+        self,
+        row: SchedulerRow,
+        doc: DocState,
+        pending: Pending,
+        now: datetime,
+        result: LookResult,
+        *,
+        here: bool = True,
+    ) -> _Again | None:
+        """A start proven never made: archived ``failed``/``not-started`` when it may no
+        longer be made (or its workspace is gone); else made here with the same identities
+        and admitted (``here``: this scheduler may make it; if not, it stays uncertain)."""
         if not dispatch_allowed(doc, pending) or not self.exists(row.workspace_path):
             if self._archive(row, doc, now, "failed", "not-started", None):
                 result.not_started += 1
             return _AGAIN
-        if self.node is None:  # only a node takes a start over from another
-            self._mark(row, doc, pending, now, PassageStatus.UNCERTAIN, "not-observed")
-            return None
-        try:
-            presence = self.runtime.start(self._start_of(row, doc, pending))
-        except Exception:
-            self._mark(row, doc, pending, now, PassageStatus.UNCERTAIN, "admission-failing")
-            raise
+        presence = Presence.UNKNOWN
+        if here:
+            try:
+                presence = self.runtime.start(self._start_of(row, doc, pending))
+            except Exception:
+                self._mark(row, doc, pending, now, PassageStatus.UNCERTAIN, "admission-failing")
+                raise
         if presence is Presence.PRESENT:
             return self._admit(row, doc, pending, now, result, self.node)
         self._mark(row, doc, pending, now, PassageStatus.UNCERTAIN, "not-observed")
