@@ -22,6 +22,7 @@ from uuid import UUID
 
 from sqlalchemy.engine import Connection
 
+from kalends.civil import Slot
 from kalends.errors import KalendsError, TooLarge
 from kalends.missions import service as docs
 from kalends.missions.config_condition import Condition
@@ -32,6 +33,8 @@ from kalends.missions.gate import Blocked, Observed, Reading, gate
 from kalends.missions.gate_reads import BLOCKED_RETRY, READ_POLL, SourceReads
 from kalends.missions.gate_records import GateOutcome, source_key
 from kalends.missions.leases import SetWake, set_wakes
+from kalends.missions.ledger import Entry, Reason, end_entries, launch_entries, skip_entries
+from kalends.missions.ledger_writes import record
 from kalends.missions.limits import MAX_DOCUMENT_BYTES
 from kalends.missions.looks import LookResult, fallback_at
 from kalends.missions.passages import admission, log_passage, reservation, start_of
@@ -54,6 +57,8 @@ class _Reserve:
     row: SchedulerRow
     doc: DocState
     body: Body
+    entries: tuple[Entry, ...] = ()
+    """The ledger rows its write records when it applies."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,7 +68,7 @@ class _Gated:
     wake: DueWake
     row: SchedulerRow
     doc: DocState
-    slot: datetime
+    slot: Slot
 
 
 def _condition(g: _Gated) -> Condition:
@@ -135,7 +140,7 @@ class Batch:
         """What the read makes of the slot: a reservation with its proof (it joins
         ``reserves``), or a skipped or blocked slot (a write in ``writes``, the wake set to
         the next slot, or to a later read of a blocked source)."""
-        body, outcome = gate(g.doc, g.slot, now, reading)
+        body, outcome = gate(g.doc, g.slot.at, now, reading)
         if outcome is not GateOutcome.BLOCKED and not _fits(g, body, now):
             # The read's observation and proof would take the document over its ceiling:
             # block the slot (shown, read again later) rather than refuse it on every look.
@@ -146,24 +151,32 @@ class Batch:
                 detail="the observation and its proof would take the document over its "
                 f"{MAX_DOCUMENT_BYTES}-byte ceiling",
             )  # fmt: skip
-            body, outcome = gate(g.doc, g.slot, now, too_large)
+            body, outcome = gate(g.doc, g.slot.at, now, too_large)
         if outcome is GateOutcome.LAUNCHED:
             body = _by_node(body, self.node)
-            reserves.append(_Reserve(wake=g.wake, row=g.row, doc=g.doc, body=body))
+            assert body.pending is not None
+            entries = launch_entries(g.doc.config, g.doc.body, g.slot, body.pending.passage_id, now)
+            reserves.append(
+                _Reserve(wake=g.wake, row=g.row, doc=g.doc, body=body, entries=tuple(entries))
+            )
             return
         if outcome is GateOutcome.BLOCKED:
             last = g.doc.body.gates[-1] if g.doc.body.gates else None
             again = now + BLOCKED_RETRY
             if not (
                 last is not None
-                and last.slot == g.slot
+                and last.slot == g.slot.at
                 and last.outcome is outcome
                 and last.reason == body.gates[-1].reason
             ):
                 writes.append(_Reserve(wake=g.wake, row=g.row, doc=g.doc, body=body))
             wakes.append(SetWake(schedule_id=g.wake.schedule_id, armed=g.wake.armed, due=again))
             return
-        writes.append(_Reserve(wake=g.wake, row=g.row, doc=g.doc, body=body))
+        said = body.gates[-1].detail if body.gates else ""
+        entries = skip_entries(g.doc.config, g.doc.body, g.slot, Reason.CONDITION_FALSE, said)
+        writes.append(
+            _Reserve(wake=g.wake, row=g.row, doc=g.doc, body=body, entries=tuple(entries))
+        )
         after = decide(replace(g.doc, body=body), now)
         until = (
             after.until
@@ -185,6 +198,7 @@ class Batch:
         wakes: list[SetWake] = []
         reserves: list[_Reserve] = []
         gated: list[_Gated] = []
+        ended: list[tuple[UUID, Entry]] = []  # the ledger rows of schedules that end
         exists: dict[str, bool] = {}
         for wake in due:
             row = rows.get(wake.schedule_id)
@@ -203,14 +217,25 @@ class Batch:
                 slow.append(wake)
                 continue
             if isinstance(decision, Launch) and doc.config.condition is not None:
-                gated.append(_Gated(wake=wake, row=row, doc=doc, slot=decision.slot.at))
+                gated.append(_Gated(wake=wake, row=row, doc=doc, slot=decision.slot))
                 continue
             if isinstance(decision, Launch):
                 body = reservation(doc, decision.slot.at, now, node=self.node)
-                reserves.append(_Reserve(wake=wake, row=row, doc=doc, body=body))
+                assert body.pending is not None
+                entries = launch_entries(
+                    doc.config, doc.body, decision.slot, body.pending.passage_id, now
+                )
+                reserves.append(
+                    _Reserve(wake=wake, row=row, doc=doc, body=body, entries=tuple(entries))
+                )
                 continue
             assert isinstance(decision, Sleep | Finished)
             until = decision.until if isinstance(decision, Sleep) else None
+            if isinstance(decision, Finished):
+                ended.extend(
+                    (wake.schedule_id, e)
+                    for e in end_entries(doc.config, doc.body, decision.reason, now)
+                )
             wakes.append(SetWake(schedule_id=wake.schedule_id, armed=wake.armed, due=until))
         reserved: list[tuple[_Reserve, int]] = []
         gate_writes: list[_Reserve] = []  # skipped or blocked slots: a document write only
@@ -220,7 +245,7 @@ class Batch:
             if is_workspace_source(condition):
                 reading = self.reads.request(
                     g.row.workspace_path, condition, g.doc.body.checkpoint(source_key(condition)),
-                    g.slot, now,
+                    g.slot.at, now,
                 )  # fmt: skip
                 if reading is None:  # being read: look again in a moment
                     wakes.append(
@@ -261,7 +286,10 @@ class Batch:
                 gate_count += 1 if i < len(gated_writes) else 0
             applied_all = docs.cas_write_many(conn, params)
             lost: list[SetWake] = []
+            ledger = list(ended)
             for i, (write, applied) in enumerate(zip(writes, applied_all, strict=True)):
+                if applied:
+                    ledger.extend((write[0].row.id, e) for e in write[0].entries)
                 if i < gate_count:
                     if not applied:  # a control came first: look again at once
                         lost.append(
@@ -286,12 +314,13 @@ class Batch:
             )
             checklists.clear()
             checklists.update(made)
+            record(conn, ledger, now)
             set_wakes(conn, self.token, [*wakes, *record_wakes, *lost])
             reserves_seen[:] = [*reserves, *record_reserves]
 
         reserves_seen: list[_Reserve] = list(reserves)
         checklists: dict[str, list[dict[str, Any]]] = {}
-        if reserves or wakes or gate_writes or records:
+        if reserves or wakes or gate_writes or records or ended:
             self.store.run(reserve)
         reserves = reserves_seen
         result.reserved += len(reserved)

@@ -41,6 +41,7 @@ from sqlalchemy import and_, or_, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql import ColumnElement
 
+from kalends.civil import Slot
 from kalends.errors import NotFound, TooLarge
 from kalends.missions import service as docs
 from kalends.missions.config import Restart
@@ -59,6 +60,8 @@ from kalends.missions.document import Body, PassageStatus, Pending, Phase, State
 from kalends.missions.gate_reads import READ_POLL, SourceReads
 from kalends.missions.gate_records import source_key
 from kalends.missions.leases import SetWake, WakeLeases
+from kalends.missions.ledger import end_entries, launch_entries
+from kalends.missions.ledger_writes import record
 from kalends.missions.passage_beats import (
     NODE_LOST,
     BeatRow,
@@ -123,6 +126,7 @@ class LookResult:
     interrupted: int = 0
     not_started: int = 0
     errors: int = 0
+    trimmed: int = 0  # slot ledger rows deleted by retention
     admissions: list[tuple[UUID, datetime, datetime]] = field(default_factory=list)
 
 
@@ -225,12 +229,15 @@ class Look:
                     )
                 return now + READ_POLL, 0
             if isinstance(decision, Launch):
-                if self._reserve(row, doc, decision.slot.at, now):
+                if self._reserve(row, doc, decision.slot, now):
                     result.reserved += 1
                 continue
             if isinstance(decision, Sleep):
                 return decision.until, 0
             assert isinstance(decision, Finished)
+            ended = [(sid, e) for e in end_entries(doc.config, doc.body, decision.reason, now)]
+            if ended:
+                self.store.run(partial(record, rows=ended, now=now))
             return None, 0
         return now, polls  # kept losing races: look again soon
 
@@ -479,17 +486,19 @@ class Look:
             watched=watched,
         )
 
-    def _reserve(self, row: SchedulerRow, doc: DocState, slot: datetime, now: datetime) -> bool:
-        """Write-ahead: the pending record, in one compare-and-swap."""
-        body = reservation(doc, slot, now, node=self.node)
+    def _reserve(self, row: SchedulerRow, doc: DocState, slot: Slot, now: datetime) -> bool:
+        """Write-ahead: the pending record, in one compare-and-swap, with its ledger rows."""
+        body = reservation(doc, slot.at, now, node=self.node)
         pending = body.pending
         assert pending is not None
+        entries = launch_entries(doc.config, doc.body, slot, pending.passage_id, now)
 
         def checklist(conn: Connection) -> None:
             write_reserved(
                 conn, schedule_id=row.id, workspace_id=row.workspace_id, config=doc.config,
                 pending=pending, now=now,
             )  # fmt: skip
+            record(conn, [(row.id, e) for e in entries], now)
 
         if not self._cas(row, doc, body, now, also=checklist):
             return False

@@ -40,6 +40,7 @@ from kalends.errors import InvalidInput, KalendsError, StorageError
 from kalends.missions.batch import Batch
 from kalends.missions.gate_reads import SourceReads
 from kalends.missions.leases import WakeLeases
+from kalends.missions.ledger_writes import Trimmer
 from kalends.missions.looks import Look, LookResult
 from kalends.missions.node_runtime import NodeRuntime
 from kalends.missions.passages import log_passage, scheduled_identity, settle_outcome
@@ -107,6 +108,7 @@ class Scheduler:
         self._reads = SourceReads()
         self._look = Look(store, runtime, self._leases, exists, self._watch, self._reads, node=node)
         self._batch = Batch(store, runtime, self.token, exists, self._watch, self._reads, node=node)
+        self._trimmer = Trimmer(store)
 
     # --- the loop ------------------------------------------------------------------------
 
@@ -139,6 +141,10 @@ class Scheduler:
                 ),
                 failures=wake.failures,
             )
+        try:
+            result.trimmed = self._trimmer.maybe(now)
+        except StorageError as exc:  # (retention waits for the next pass)
+            log.warning("scheduler %s: could not trim the slot ledger: %s", self.owner, exc)
         return result
 
     def run(

@@ -46,6 +46,8 @@ from kalends.missions.controls import Action, Applied, DocState, apply, edit_ref
 from kalends.missions.document import Body, Phase, State, check_not_past, with_checkpoint
 from kalends.missions.gate_records import Checkpoint, source_key
 from kalends.missions.keywords import ControlKeywords, RequestKeywords
+from kalends.missions.ledger import Entry, play_entries, stop_entries
+from kalends.missions.ledger_writes import record
 from kalends.missions.limits import MAX_SCHEDULES
 from kalends.missions.outcomes import ControlOutcome, ControlStatus, Page, Receipt
 from kalends.missions.refusals import refusal_of
@@ -423,6 +425,7 @@ class ScheduleService(ScheduleReads):
                         conn, schedule_id=row.id, workspace_id=row.workspace_id,
                         config=applied.config, pending=applied.body.pending, now=now,
                     )  # fmt: skip
+                record(conn, [(row.id, e) for e in _passed_by(act, doc, now)], now)
             except repository.Raced:
                 # Another writer came first: perhaps with this very request.
                 raced = repository.control_record(conn, row.id, request_id)
@@ -550,6 +553,19 @@ class ScheduleService(ScheduleReads):
             repeated=True,
             schedule=self._project(fresh),
         )
+
+
+def _passed_by(action: Action, doc: DocState, now: datetime) -> list[Entry]:
+    """The ledger rows of the slots a control passes over at ``now``: a Play after a pause
+    or an interruption (the high-water mark moves to now), and a Stop."""
+    body = doc.body
+    if body.first_play_at is None or doc.state is State.STOPPED:
+        return []
+    if action is Action.PLAY:
+        return play_entries(doc.config, body, now, paused=doc.state is State.PAUSED)
+    if action is Action.STOP:
+        return stop_entries(doc.config, body, now)
+    return []
 
 
 def _with_baseline(

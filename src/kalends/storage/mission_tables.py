@@ -123,6 +123,10 @@ schedule_wakes = Table(
     Column("last_error_code", String(64), nullable=True),
     Column("last_error_message", Text(), nullable=True),
     Column("last_error_at", UTCDateTime(), nullable=True),
+    # The slot the last look computed as next, and the zone data it was computed with
+    # (issue 24 §3): a scheduler starting on other zone data recomputes it.
+    Column("next_slot_at", UTCDateTime(), nullable=True),
+    Column("zone_data", String(32), nullable=True),
     Index("ix_schedule_wakes_due_at", "due_at"),
     Index("ix_schedule_wakes_owner", "owner"),
     comment=(
