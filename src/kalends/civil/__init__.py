@@ -2,6 +2,7 @@
 
 from kalends.civil.cron import CronSpec, parse_cron
 from kalends.civil.describe import describe
+from kalends.civil.missing import MAX_MISSING, Missing, MissingReason, missing_slots
 from kalends.civil.rules import (
     MAX_CALENDARS,
     MAX_TIMES,
@@ -47,6 +48,7 @@ from kalends.errors import AmbiguousLocalTime, InvalidRule, NonexistentLocalTime
 
 __all__ = [
     "MAX_CALENDARS",
+    "MAX_MISSING",
     "MAX_TIMES",
     "MAX_WINDOW_SLOTS",
     "MIN_EVERY_SECONDS",
@@ -65,6 +67,8 @@ __all__ = [
     "GapPolicy",
     "Immediate",
     "InvalidRule",
+    "Missing",
+    "MissingReason",
     "Monthly",
     "NonexistentLocalTime",
     "Rule",
@@ -78,6 +82,7 @@ __all__ = [
     "format_local",
     "get_zone",
     "latest_due",
+    "missing_slots",
     "next_instants",
     "next_slot",
     "next_slots",
