@@ -292,6 +292,15 @@ class TestCrowding:
             if "group" in (mark.get("class") or ""):
                 assert title_of(mark).startswith(f"{count:,} {mark.get('data-outcome')} slots, ")
         assert added == Counter(r["outcome"] for r in rows)
+        # a group says the first and last instant it stands for, and groups keep time's order
+        launched = [m for m in drawn if m.get("data-outcome") == "launched"]
+        spans = [
+            (m.get("data-from") or m.get("data-at") or "", m.get("data-to") or "") for m in launched
+        ]
+        assert all(a <= b for a, b in spans if b)
+        xs = [mark_x(m) for m in launched]
+        assert [s for s, _ in spans] == sorted(s for s, _ in spans)
+        assert all(a < b for a, b in pairwise(xs))
         for outcome in ("skipped", "coalesced", "moved"):
             reasons = {m.get("data-reason") for m in drawn if m.get("data-outcome") == outcome}
             assert reasons == {"paused"}
@@ -562,6 +571,7 @@ class TestPage:
             assert outcome in text
         assert "Legend" in text and "summary row" in text and "DST" in text
         assert "12 slots: 10 launched, 2 skipped (paused 2)." in text
+        assert parsed.tags["h1"] == 1 and 'class="heading"' not in html  # named once
 
     def test_the_counts_table_has_a_row_per_outcome_and_reason(self) -> None:
         rows = daily(YEAR_START, 3) + daily(YEAR_START, 2, outcome="skipped", reason="paused")
@@ -624,6 +634,19 @@ class TestBadInput:
     def test_a_window_over_a_century_is_refused(self) -> None:
         with pytest.raises(InvalidInput, match="100 years"):
             svg_of([], end=YEAR_START + timedelta(days=40_000))
+
+    @pytest.mark.parametrize(
+        "window",
+        [
+            (datetime(1, 1, 1, tzinfo=UTC), datetime(1, 6, 1, tzinfo=UTC)),  # year 1
+            (datetime(9999, 1, 1, tzinfo=UTC), datetime(9999, 6, 1, tzinfo=UTC)),  # year 9999
+        ],
+    )
+    def test_a_window_at_the_calendars_ends_is_refused(
+        self, window: tuple[datetime, datetime]
+    ) -> None:
+        with pytest.raises(InvalidInput, match="within the years"):
+            svg_of([], start=window[0], end=window[1])
 
     @pytest.mark.parametrize("zone", ["Mars/Olympus_Mons", "EST5EDT", "", "+02:00"])
     def test_an_unknown_zone_is_the_engines_unknown_zone(self, zone: str) -> None:

@@ -64,6 +64,8 @@ __all__ = [
     "COLOURS",
     "COLUMN_PX",
     "DEFAULT_WIDTH",
+    "FIRST_YEAR",
+    "LAST_YEAR",
     "MAX_DETAIL_CHARS",
     "MAX_MARKS",
     "MAX_WIDTH",
@@ -101,6 +103,9 @@ BAR_HEIGHT = 10
 MIN_BAR_WIDTH = 2.0
 # kalends decision: issue 24 asks for a day to ten years; beyond a century is refused.
 MAX_WINDOW = timedelta(days=36_525)
+# A window's wall times, a zone's offset away, must stay inside the calendar datetime keeps.
+FIRST_YEAR = 2
+LAST_YEAR = 9998
 
 
 def mark_budget(width: int) -> int:
@@ -129,6 +134,10 @@ def _shape(outcome: str, cx: float, cy: float, r: float) -> str:
     return f'<polygon points="{said}"/>'
 
 
+def _iso(at: datetime) -> str:
+    return at.isoformat().replace("+00:00", "Z")
+
+
 def _paint(outcome: str) -> str:
     colour = COLOURS[outcome]
     return f'fill="{colour}" stroke="{colour}"'
@@ -143,7 +152,7 @@ def _single_title(row: Row) -> str:
     if row.passage_id:
         lines.append(f"passage {row.passage_id}")
     if row.other_at is not None:
-        lines.append(f"before new zone data: {row.other_at.isoformat().replace('+00:00', 'Z')}")
+        lines.append(f"before new zone data: {_iso(row.other_at)}")
     return "\n".join(lines)
 
 
@@ -185,7 +194,7 @@ def _marks(frame: Frame, outcome: str, rows: Sequence[Row]) -> Iterator[str]:
         first, last = group[0], group[-1]
         reason = xml_text(_reason_attr(group))
         if len(group) == 1:
-            at = first.at.isoformat().replace("+00:00", "Z")
+            at = _iso(first.at)
             yield (
                 f'<g class="mark" data-outcome="{outcome}" data-reason="{reason}" '
                 f'data-count="1" data-at="{at}"><title>{xml_text(_single_title(first))}</title>'
@@ -199,7 +208,8 @@ def _marks(frame: Frame, outcome: str, rows: Sequence[Row]) -> Iterator[str]:
         )
         yield (
             f'<g class="mark group" data-outcome="{outcome}" data-reason="{reason}" '
-            f'data-count="{len(group)}"><title>{xml_text(title)}</title>'
+            f'data-count="{len(group)}" data-from="{_iso(first.at)}" data-to="{_iso(last.at)}">'
+            f"<title>{xml_text(title)}</title>"
             f"{_shape(outcome, cx, cy, GROUP_RADIUS)}</g>"
         )
 
@@ -261,6 +271,10 @@ def _window(start: datetime, end: datetime) -> tuple[datetime, datetime]:
         raise InvalidInput("start: the window's start must come before its end", field="start")
     if end - start > MAX_WINDOW:
         raise InvalidInput("end: a timeline spans at most 100 years", field="end")
+    if start.year < FIRST_YEAR or end.year > LAST_YEAR:
+        raise InvalidInput(
+            f"start: a timeline lies within the years {FIRST_YEAR} to {LAST_YEAR}", field="start"
+        )
     return start, end
 
 
@@ -299,6 +313,8 @@ def _svg(
     tally: Tally,
     title: str,
     ident: str,
+    *,
+    heading: bool = True,
 ) -> str:
     desc = summary_sentence(tally.by_reason, tally.outside)
     parts = [
@@ -308,9 +324,12 @@ def _svg(
         f'font-family="system-ui, sans-serif">',
         f'<title id="{ident}-title">{xml_text(title)}</title>',
         f'<desc id="{ident}-desc">{xml_text(desc)}</desc>',
-        f'<text class="heading" x="{MARGIN_LEFT}" y="18" fill="currentColor" font-size="14" '
-        f'font-weight="600">{xml_text(title)}</text>',
     ]
+    if heading:
+        parts.append(
+            f'<text class="heading" x="{MARGIN_LEFT}" y="18" fill="currentColor" '
+            f'font-size="14" font-weight="600">{xml_text(title)}</text>'
+        )
     parts.extend(_lanes(frame, tally))
     parts.extend(axis(frame))
     parts.extend(dst_lines(frame))
@@ -367,8 +386,9 @@ _PAGE_STYLE = """\
 :root { color-scheme: light dark; }
 body { font: 15px/1.45 system-ui, sans-serif; margin: 1.5rem; background: #fff; color: #111; }
 @media (prefers-color-scheme: dark) { body { background: #111; color: #eee; } }
-figure { margin: 1rem 0; overflow-x: auto; }
-svg.timeline { max-width: 100%; height: auto; }
+figure { margin: 1rem 0; }
+.scroll { overflow-x: auto; }
+svg.timeline { max-width: 100%; min-width: 45rem; height: auto; }
 ul.legend { list-style: none; padding: 0; display: flex; flex-wrap: wrap; gap: .5rem 1.5rem; }
 ul.legend svg { vertical-align: middle; }
 table { border-collapse: collapse; margin-top: 1rem; }
@@ -436,7 +456,8 @@ def timeline_html(
     and reason; no script, nothing loaded from elsewhere. Bad input as :func:`timeline_svg`."""
     _check_title(title)
     frame, singles, summaries, tally = _prepare(rows, start, end, zone, DEFAULT_WIDTH)
-    svg = _svg(frame, singles, summaries, tally, title, "timeline")
+    # The page's own heading names it; the drawing does not say it twice.
+    svg = _svg(frame, singles, summaries, tally, title, "timeline", heading=False)
     first, last = wall_text(frame.zone, frame.start), wall_text(frame.zone, frame.end)
     window = f"From {shown(first)} to {shown(last)}, local time in {zone}."
     return (
@@ -445,6 +466,7 @@ def timeline_html(
         f"<title>{xml_text(title)}</title>\n<style>\n{_PAGE_STYLE}\n</style>\n</head>\n<body>\n"
         f"<main>\n<h1>{xml_text(title)}</h1>\n<p>{xml_text(window)}</p>\n"
         f"<p>{xml_text(summary_sentence(tally.by_reason, tally.outside))}</p>\n"
-        f"<figure>\n{svg}\n</figure>\n{_legend()}\n{_counts_table(tally)}\n</main>\n"
+        '<figure><div class="scroll" tabindex="0" role="region" aria-label="Timeline">\n'
+        f"{svg}\n</div></figure>\n{_legend()}\n{_counts_table(tally)}\n</main>\n"
         "</body>\n</html>\n"
     )

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
+from xml.sax.saxutils import escape
 
 from kalends.civil import Zone
 from kalends.civil.zones import Resolution, local_seconds, to_naive_datetime
@@ -33,10 +34,7 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 def xml_text(value: str) -> str:
     """``value`` as XML character data (also safe inside double-quoted attributes)."""
-    value = _NOT_XML.sub("\ufffd", value)
-    return (
-        value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
-    )
+    return escape(_NOT_XML.sub("\ufffd", value), {'"': "&quot;"})
 
 
 def num(value: float) -> str:
@@ -181,15 +179,16 @@ def ticks(frame: Frame) -> list[tuple[datetime, str]]:
                 label = f"{year}" if step >= 12 else f"{year}-{month + 1:02d}"
                 walls.append((datetime(year, month + 1, 1), label))
             index += 1
-    ticks: list[tuple[datetime, str]] = []
+    found: list[tuple[datetime, str]] = []
     for wall, label in walls:
+        # An hour the clocks skip gets no tick; a midnight they skip, the first instant after.
         second = instant_of_wall(tz, wall, skip_gap=span <= timedelta(days=2))
         if second is None:
             continue
         at = datetime.fromtimestamp(second, UTC)
-        if frame.start <= at <= frame.end and (not ticks or ticks[-1][0] < at):
-            ticks.append((at, label))
-    return ticks
+        if frame.start <= at <= frame.end and (not found or found[-1][0] < at):
+            found.append((at, label))
+    return found
 
 
 def axis(frame: Frame) -> Iterator[str]:
