@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
 from functools import lru_cache
 from typing import NamedTuple
@@ -62,8 +62,8 @@ from kalends.civil.search import (
     _origin,
     _Wall,
 )
-from kalends.civil.values import format_time_of_day, format_wall, instant_seconds
-from kalends.civil.zones import DAY, EPOCH_ORDINAL, Resolution, Zone
+from kalends.civil.values import instant_seconds
+from kalends.civil.zones import DAY, EPOCH_ORDINAL, NAIVE_EPOCH, Resolution, Zone
 from kalends.errors import InvalidInput
 
 # kalends' decision: a century of an elapsed cron rule minute by minute in a zone
@@ -239,6 +239,7 @@ def _gap_rows(
         if offsets[period] <= offsets[period - 1]:
             continue
         low, high = zone.local_ends[period - 1], zone.local_starts[period]
+        gap = _Gap(zone, period)
         for day in source.days(low // DAY, (high - 1) // DAY):
             base = day * DAY
             for time in source.times:
@@ -247,7 +248,7 @@ def _gap_rows(
                     continue
                 if wall >= high:
                     break
-                kind, at, gap_end = zone.resolve(wall)
+                kind, _, gap_end = zone.resolve(wall)
                 if kind is not Resolution.GAP or gap_end != period:  # pragma: no cover
                     continue
                 if source.elapsed:
@@ -258,7 +259,7 @@ def _gap_rows(
                     continue
                 else:
                     reason = MissingReason.DST_GAP
-                rows.append(_gap_row(zone, period, at, wall, reason))
+                rows.append(gap.row(wall, reason))
                 if len(rows) >= limit:
                     return rows
     return rows
@@ -276,28 +277,43 @@ def _produced_elsewhere(source: _Source, sources: tuple[_Source, ...], day: int,
     )
 
 
-def _gap_row(zone: Zone, period: int, at: int, wall: int, reason: MissingReason) -> Missing:
-    local = format_wall(wall)
-    if reason is MissingReason.DAY_MISSING:
-        detail = f"{local[:10]} does not exist in {zone.name}"
-    else:
-        change = zone.transition_into(period)
-        before, after = format_wall(change.local_before), format_wall(change.local_after)
-        if before[:10] == after[:10] == local[:10]:
-            jump = f"{_clock(change.local_before)} to {_clock(change.local_after)}"
+class _Gap:
+    """The rows of one gap: they share its end instant and the words for its jump."""
+
+    __slots__ = ("after", "at", "before", "name")
+
+    def __init__(self, zone: Zone, period: int) -> None:
+        self.name = zone.name
+        self.at = _fromtimestamp(zone.starts[period], UTC)
+        self.before = _local_text(zone.local_ends[period - 1])
+        self.after = _local_text(zone.local_starts[period])
+
+    def row(self, wall: int, reason: MissingReason) -> Missing:
+        local = _local_text(wall)
+        date_text = local[:10]
+        if reason is MissingReason.DAY_MISSING:
+            detail = f"{date_text} does not exist in {self.name}"
         else:
-            jump = (
-                f"{before[:10]} {_clock(change.local_before)} "
-                f"to {after[:10]} {_clock(change.local_after)}"
+            before, after = self.before, self.after
+            if before[:10] == after[:10] == date_text:
+                jump = f"{_clock(before)} to {_clock(after)}"
+            else:
+                jump = f"{before[:10]} {_clock(before)} to {after[:10]} {_clock(after)}"
+            detail = (
+                f"{_clock(local)} does not exist in {self.name} on {date_text}: "
+                f"clocks jump from {jump}"
             )
-        detail = (
-            f"{_clock(wall)} does not exist in {zone.name} on {local[:10]}: clocks jump from {jump}"
-        )
-    return Missing(_fromtimestamp(at, UTC), local, zone.name, reason, detail)
+        return Missing(self.at, local, self.name, reason, detail)
 
 
-def _clock(wall: int) -> str:
-    return format_time_of_day(wall % DAY)
+def _local_text(wall: int) -> str:
+    """``YYYY-MM-DDTHH:MM:SS``; ``isoformat`` pads every year to four digits."""
+    return (NAIVE_EPOCH + timedelta(0, wall)).isoformat()
+
+
+def _clock(local: str) -> str:
+    """The time of day of a ``_local_text``, seconds shown only when not zero."""
+    return local[11:16] if local[17:19] == "00" else local[11:19]
 
 
 def _month_rows(source: _Source, day: int, after: int, until: int, limit: int) -> list[Missing]:
