@@ -15,7 +15,7 @@ from uuid import UUID
 from sqlalchemy.engine import Connection
 
 from kalends.auth import Privilege, require_privilege
-from kalends.civil import Slot, describe, format_local
+from kalends.civil import Slot, check_zone_name, describe, format_local
 from kalends.errors import (
     ControlConflict,
     DatabaseBusy,
@@ -33,15 +33,27 @@ from kalends.missions.controls import Action, DocState, edit_refusal, refusal
 from kalends.missions.decide import Launch, decide
 from kalends.missions.document import Body, Phase, check_not_past, preview_slots
 from kalends.missions.keywords import PageKeywords, StatusKeywords
+from kalends.missions.ledger_reads import (
+    LEDGER_PAGE,
+    check_limit,
+    check_window,
+    decode_cursor,
+    empty_counts,
+    explain,
+    ledger_page,
+    parse_wall_time,
+)
 from kalends.missions.limits import MAX_PAGE, MAX_PREVIEW, ON_CHANGE_CHECK_MINUTES
 from kalends.missions.outcomes import ControlStatus, Page
 from kalends.missions.passage_beats import read_beat
 from kalends.missions.refusals import refusal_of
 from kalends.missions.requests import check_request_id, check_revision
+from kalends.missions.reservation_writes import passage_zone
 from kalends.missions.rows import ControlRecord, Schedule, ScheduleRead
 from kalends.missions.stored_documents import doc_of
 from kalends.missions.views import iso, project, project_tombstone
 from kalends.missions.workspaces import check_within, workspace_role
+from kalends.missions.zone_change_reads import read_zone_changes
 from kalends.storage.unit_of_work import Store
 
 __all__ = ["ScheduleReads", "edited_config", "present", "schedule_id_of", "seen", "unseen"]
@@ -159,7 +171,13 @@ class ScheduleReads:
         def run(conn: Connection) -> dict[str, Any]:
             actor_id = resolve_actor(conn, actor)
             row = repository.read_schedule(conn, actor_id, schedule_id)
-            return with_recorded_tail(conn, self._project(seen(row, schedule_id, Role.VIEWER)))
+            doc = with_recorded_tail(conn, self._project(seen(row, schedule_id, Role.VIEWER)))
+            if row is not None and row.phase != Phase.TOMBSTONE:
+                # Only when new zone data moved a slot lately: a list item stays the same.
+                changes = read_zone_changes(conn, schedule_id, self.store.clock.now())
+                if changes:
+                    doc["zoneChanges"] = changes
+            return doc
 
         return self._run(run, write=False)
 
@@ -218,6 +236,111 @@ class ScheduleReads:
             doc = doc_of(row)
             slots = preview_slots(doc.config, doc.body, self.store.clock.now(), count)
             return [_slot_json(s) for s in slots]
+
+        return self._run(run, write=False)
+
+    def ledger(
+        self,
+        actor: UUID | str,
+        schedule: UUID | str,
+        *,
+        workspace: UUID | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        after: str | None = None,
+        limit: int = LEDGER_PAGE,
+    ) -> dict[str, Any]:
+        """The slot ledger's rows overlapping ``[start, end)`` (issue 24 §1), at most
+        ``limit`` ascending by slot after the cursor ``after``, with ``nextAfter`` and the
+        window's counts (:func:`~kalends.missions.ledger_reads.ledger_page`). A deleted
+        schedule's ledger is empty. With ``workspace``, only of a schedule of that
+        workspace (checked first)."""
+        if workspace is not None:
+            return self._within(
+                actor,
+                workspace,
+                schedule,
+                lambda: self.ledger(
+                    actor, schedule, start=start, end=end, after=after, limit=limit
+                ),
+                write=False,
+            )
+        size = check_limit(limit)
+        first, last = check_window(start, end)
+        cursor = None if after is None else decode_cursor(after)
+        schedule_id = schedule_id_of(schedule)
+
+        def run(conn: Connection) -> dict[str, Any]:
+            actor_id = resolve_actor(conn, actor)
+            row = seen(
+                repository.read_schedule(conn, actor_id, schedule_id), schedule_id, Role.VIEWER
+            )
+            answer: dict[str, Any] = {
+                "missionId": str(schedule_id),
+                "zone": "UTC",
+                "from": iso(first),
+                "to": iso(last),
+                "items": [],
+                "nextAfter": None,
+                "counts": empty_counts(),
+            }
+            if row.phase == Phase.TOMBSTONE:
+                return answer
+            answer["zone"] = passage_zone(doc_of(row).config)
+            items, following, counts = ledger_page(
+                conn, schedule_id, start=first, end=last, after=cursor, limit=size
+            )
+            answer.update(items=items, nextAfter=following, counts=counts)
+            return answer
+
+        return self._run(run, write=False)
+
+    def why(
+        self,
+        actor: UUID | str,
+        schedule: UUID | str,
+        at: str,
+        *,
+        zone: str | None = None,
+        workspace: UUID | None = None,
+    ) -> dict[str, Any]:
+        """Why the slot at the wall time ``at`` (in ``zone``, else the policy's zone) did or
+        did not run: the ledger row that records it, else what the policy and the document
+        say (:func:`~kalends.missions.ledger_reads.explain`). A deleted schedule is not
+        found. With ``workspace``, only of a schedule of that workspace (checked first)."""
+        if workspace is not None:
+            return self._within(
+                actor,
+                workspace,
+                schedule,
+                lambda: self.why(actor, schedule, at, zone=zone),
+                write=False,
+            )
+        wall = parse_wall_time(at)
+        named = None if zone is None else check_zone_name(zone)
+        schedule_id = schedule_id_of(schedule)
+
+        def run(conn: Connection) -> dict[str, Any]:
+            actor_id = resolve_actor(conn, actor)
+            row = seen(
+                repository.read_schedule(conn, actor_id, schedule_id), schedule_id, Role.VIEWER
+            )
+            if row.phase == Phase.TOMBSTONE:
+                raise NotFound(f"schedule: schedule {schedule_id} is deleted", field="schedule")
+            doc = doc_of(row)
+            now = self.store.clock.now()
+            live = (
+                row.wake_owner is not None and row.wake_lease is not None and row.wake_lease > now
+            )
+            return explain(
+                conn,
+                schedule_id,
+                doc,
+                wall,
+                named or passage_zone(doc.config),
+                now,
+                scheduler_live=live,
+            )
 
         return self._run(run, write=False)
 
