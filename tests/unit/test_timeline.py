@@ -376,6 +376,30 @@ class TestDst:
         end = datetime(2027, 10, 1, tzinfo=UTC)
         assert marks(draw([], start=start, end=end, zone=BERLIN), "dst") == []
 
+    def test_crowded_lines_shorten_their_labels_and_then_keep_them_in_their_tips(self) -> None:
+        start = datetime(2027, 1, 1, tzinfo=UTC)
+        five = marks(draw([], start=start, end=start + timedelta(days=5 * 365), zone=BERLIN), "dst")
+        assert len(five) == 10
+        assert {"".join(t.text or "" for t in g.iter(f"{NS}text")) for g in five} == {
+            "+1h",
+            "\u22121h",
+        }
+        ten = marks(draw([], start=start, end=start + timedelta(days=10 * 365), zone=BERLIN), "dst")
+        assert len(ten) == 20
+        assert all(list(g.iter(f"{NS}text")) == [] for g in ten)
+        assert all(title_of(g).startswith("DST ") for g in ten)
+
+    def test_a_half_hour_change_says_its_minutes(self) -> None:
+        start = datetime(2027, 1, 1, tzinfo=UTC)
+        lines = marks(
+            draw([], start=start, end=start + timedelta(days=365), zone="Australia/Lord_Howe"),
+            "dst",
+        )
+        assert ["".join(t.text or "" for t in g.iter(f"{NS}text")) for g in lines] == [
+            "DST \u221230m 2027-04-04",
+            "DST +30m 2027-10-03",
+        ]
+
     def test_the_fall_back_title_says_the_repeated_hour(self) -> None:
         start = datetime(2027, 11, 6, tzinfo=UTC)
         (line,) = marks(draw([], start=start, end=start + timedelta(days=2)), "dst")
@@ -390,6 +414,11 @@ class TestAxis:
     def test_a_year_is_ticked_by_month_in_local_time(self) -> None:
         labels = tick_labels(draw([]))
         assert labels == [f"2027-{m:02d}" for m in range(1, 13)] + ["2028-01"]
+
+    def test_a_decade_is_ticked_by_years(self) -> None:
+        start = datetime(2027, 1, 1, 5, tzinfo=UTC)
+        labels = tick_labels(draw([], start=start, end=start + timedelta(days=3653)))
+        assert labels == [str(year) for year in range(2027, 2038)]
 
     def test_a_month_is_ticked_by_days(self) -> None:
         start = datetime(2027, 3, 1, 5, tzinfo=UTC)
