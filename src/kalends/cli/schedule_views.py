@@ -436,6 +436,8 @@ def detail_view(doc: Mapping[str, Any], *, wide: bool = False) -> Group:
     row("rule", Text(json.dumps(doc["policy"], ensure_ascii=False), style="dim"))
     row("ends", end_text(doc.get("end")))
     row("next slot", local_text(doc.get("nextDueAt"), zone))
+    for change in doc.get("zoneChanges") or []:
+        row("zone rules changed", str(change.get("detail")))
     if doc.get("firstPlayAt"):
         row("first Play", local_text(doc["firstPlayAt"], zone))
     row("counters", _counters_text(doc))

@@ -183,7 +183,10 @@ class Batch:
             if isinstance(after, Sleep)
             else (now if isinstance(after, Launch) else None)
         )
-        wakes.append(SetWake(schedule_id=g.wake.schedule_id, armed=g.wake.armed, due=until))
+        slot = after.next_slot if isinstance(after, Sleep) else None
+        wakes.append(
+            SetWake(schedule_id=g.wake.schedule_id, armed=g.wake.armed, due=until, next_slot=slot)
+        )
 
     def run(
         self,
@@ -236,7 +239,10 @@ class Batch:
                     (wake.schedule_id, e)
                     for e in end_entries(doc.config, doc.body, decision.reason, now)
                 )
-            wakes.append(SetWake(schedule_id=wake.schedule_id, armed=wake.armed, due=until))
+            slot = decision.next_slot if isinstance(decision, Sleep) else None
+            wakes.append(
+                SetWake(schedule_id=wake.schedule_id, armed=wake.armed, due=until, next_slot=slot)
+            )
         reserved: list[tuple[_Reserve, int]] = []
         gate_writes: list[_Reserve] = []  # skipped or blocked slots: a document write only
         for g in gated:

@@ -19,6 +19,7 @@ from uuid import UUID
 from sqlalchemy import bindparam, delete, or_, select, update
 from sqlalchemy.engine import Connection
 
+from kalends.civil.zone_data import zone_data_version
 from kalends.missions.wakes import MAX_SLEEP, error_delay
 from kalends.storage.mission_tables import schedule_wakes
 from kalends.storage.unit_of_work import Store, for_update
@@ -46,6 +47,8 @@ _SET_WAKE = (
         last_error_code=None,
         last_error_message=None,
         last_error_at=None,
+        next_slot_at=bindparam("slot"),
+        zone_data=bindparam("zd"),
     )
 )
 _DROP_WAKE = delete(_W).where(
@@ -90,24 +93,38 @@ class Claimed:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SetWake:
     """After a look: the wake is next due at ``due`` (``None``: nothing left, drop it),
-    unless a control armed it since the look read ``armed``."""
+    unless a control armed it since the look read ``armed``. ``next_slot``: the next slot
+    the look computed (a Sleep), kept with the zone data's version (issue 24 §3); any
+    other look clears both."""
 
     schedule_id: UUID
     armed: int
     due: datetime | None
     polls: int = 0
+    next_slot: datetime | None = None
 
 
 def set_wakes(conn: Connection, token: str, wakes: Iterable[SetWake]) -> None:
-    """Write each wake's next due instant (clearing its lastError), or drop it."""
+    """Write each wake's next due instant (clearing its lastError) and next slot with
+    the zone data's version (read once per process), or drop it."""
     sets: list[dict[str, Any]] = []
     drops: list[dict[str, Any]] = []
+    version = zone_data_version()
     for wake in wakes:
         fence = {"sid": wake.schedule_id, "me": token, "seen": wake.armed}
         if wake.due is None:
             drops.append(fence)
         else:
-            sets.append({**fence, "due": wake.due, "p": wake.polls})
+            slot = wake.next_slot
+            sets.append(
+                {
+                    **fence,
+                    "due": wake.due,
+                    "p": wake.polls,
+                    "slot": slot,
+                    "zd": None if slot is None else version,
+                }
+            )
     if sets:
         conn.execute(_SET_WAKE, sets)
     if drops:

@@ -183,14 +183,23 @@ class Look:
         self, sid: UUID, armed: int, polls: int, now: datetime, result: LookResult
     ) -> None:
         """Look at the schedule, then set its wake (fenced by ``armed``)."""
-        due, new_polls = self.look(sid, polls, now, result)
-        self.leases.set(SetWake(schedule_id=sid, armed=armed, due=due, polls=new_polls))
+        slept: list[datetime] = []
+        due, new_polls = self.look(sid, polls, now, result, slept)
+        slot = slept[-1] if slept else None
+        self.leases.set(
+            SetWake(schedule_id=sid, armed=armed, due=due, polls=new_polls, next_slot=slot)
+        )
 
     def look(
-        self, sid: UUID, polls: int, now: datetime, result: LookResult
+        self,
+        sid: UUID,
+        polls: int,
+        now: datetime,
+        result: LookResult,
+        slept: list[datetime] | None = None,
     ) -> tuple[datetime | None, int]:
         """Look at one schedule; when to look again (``None``: nothing left) and the
-        pending-fallback step."""
+        pending-fallback step. A Sleep appends its next slot to ``slept``."""
         for _ in range(_ROUNDS):
             row = self._read(sid)
             doc = None if row is None else row.document()
@@ -233,6 +242,8 @@ class Look:
                     result.reserved += 1
                 continue
             if isinstance(decision, Sleep):
+                if slept is not None:
+                    slept.append(decision.next_slot)
                 return decision.until, 0
             assert isinstance(decision, Finished)
             ended = [(sid, e) for e in end_entries(doc.config, doc.body, decision.reason, now)]

@@ -36,6 +36,7 @@ from uuid import UUID
 
 from sqlalchemy.engine import Connection
 
+from kalends.civil.zone_data import zone_data_version
 from kalends.errors import InvalidInput, KalendsError, StorageError
 from kalends.missions.batch import Batch
 from kalends.missions.gate_reads import SourceReads
@@ -47,6 +48,7 @@ from kalends.missions.passages import log_passage, scheduled_identity, settle_ou
 from kalends.missions.runtime.base import Runtime
 from kalends.missions.scheduler_rows import DueWake, SchedulerRow, due_wakes, read_schedules
 from kalends.missions.wakes import EVENT_DEBOUNCE, WAKE_LEASE
+from kalends.missions.zone_changes import recompute_changed
 from kalends.storage.unit_of_work import Store
 
 __all__ = [
@@ -109,6 +111,7 @@ class Scheduler:
         self._look = Look(store, runtime, self._leases, exists, self._watch, self._reads, node=node)
         self._batch = Batch(store, runtime, self.token, exists, self._watch, self._reads, node=node)
         self._trimmer = Trimmer(store)
+        self._zones_checked = False
 
     # --- the loop ------------------------------------------------------------------------
 
@@ -117,8 +120,14 @@ class Scheduler:
         result = LookResult()
         now = self.store.clock.now()
         self._leases.renew(now)
+        if not self._zones_checked:
+            self._zone_changes(now)
+            self._zones_checked = True
         taken = self._leases.claim(now, CLAIM_BATCH)
         result.claimed = len(taken)
+        over = [c.schedule_id for c in taken if c.takeover]
+        if over:  # (recorded under other zone data by a scheduler that died)
+            self._zone_changes(now, over)
         for claimed in taken:
             if claimed.takeover:
                 sid = claimed.schedule_id
@@ -146,6 +155,14 @@ class Scheduler:
         except StorageError as exc:  # (retention waits for the next pass)
             log.warning("scheduler %s: could not trim the slot ledger: %s", self.owner, exc)
         return result
+
+    def _zone_changes(self, now: datetime, only: list[UUID] | None = None) -> None:
+        """Recompute the next slots recorded under other zone data (issue 24 §3): every
+        free wake once at start, then the wakes this scheduler takes over."""
+        version = zone_data_version()
+        moved = recompute_changed(self.store, now, version, token=self.token, only=only)
+        if moved:
+            log.info("scheduler %s: zone data %s moved %d slot(s)", self.owner, version, moved)
 
     def run(
         self,
