@@ -629,6 +629,24 @@ def _history(m: Matrix, _c: Column) -> Call:
     return Call(_schedule(m, mission, "/history"), after=after)
 
 
+def _ledger(m: Matrix, _c: Column) -> Call:
+    mission = _readable(m)["mission"]
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        assert (reply.json()["missionId"], reply.json()["nextAfter"]) == (mission, None)
+
+    return Call(_schedule(m, mission, "/ledger"), params={"limit": 5}, after=after)
+
+
+def _why(m: Matrix, _c: Column) -> Call:
+    mission = _readable(m)["mission"]
+
+    def after(reply: Reply, _client: TestClient) -> None:
+        assert reply.json()["at"] == "2027-03-14T02:30:00"
+
+    return Call(_schedule(m, mission, "/why"), params={"at": "2027-03-14T02:30"}, after=after)
+
+
 def _passage_log(m: Matrix, _c: Column) -> Call:
     found = _readable(m)
 
@@ -656,6 +674,8 @@ SCHEDULES = [
     Row("preview", "GET", SCHEDULE + "/preview", read(), _preview),
     Row("preview draft", "POST", SCHEDULED + "/preview", write(), _preview_draft),
     Row("history", "GET", SCHEDULE + "/history", read(), _history),
+    Row("ledger", "GET", SCHEDULE + "/ledger", read(), _ledger),
+    Row("why", "GET", SCHEDULE + "/why", read(), _why),
     Row("passage log", "GET", PASSAGE_LOG, read(), _passage_log),
 ]
 
@@ -1382,6 +1402,8 @@ def test_a_schedule_is_found_under_its_own_workspace_only(api: ApiWorld) -> None
             ("GET", _schedule(m, mission, "/requests/play-000001", workspace=workspace), None),
             ("GET", _schedule(m, mission, "/preview", workspace=workspace), None),
             ("GET", _schedule(m, mission, "/history", workspace=workspace), None),
+            ("GET", _schedule(m, mission, "/ledger", workspace=workspace), None),
+            ("GET", _schedule(m, mission, "/why?at=2027-03-14T09:00", workspace=workspace), None),
             (
                 "GET",
                 f"/api/workspaces/{workspace}/missions/{mission}/passages/psg_matrix/log",

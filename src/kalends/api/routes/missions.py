@@ -13,10 +13,16 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from kalends.api.dispatch import DispatchedRoute
-from kalends.api.routes import passage_log, schedule_by_id, schedules, workspaces
+from kalends.api.routes import (
+    passage_log,
+    schedule_by_id,
+    schedule_ledger,
+    schedules,
+    workspaces,
+)
 
 __all__ = ["router"]
 
 router = APIRouter(route_class=DispatchedRoute)
-for _module in (workspaces, schedules, passage_log, schedule_by_id):
+for _module in (workspaces, schedules, schedule_ledger, passage_log, schedule_by_id):
     router.include_router(_module.router)
