@@ -90,6 +90,7 @@ ROWS = [
     Row("POST", "/theme", post("/theme", theme="dark"), every(303, anon=SIGN_IN, forged=403)),
     Row("GET", "/w/{workspace}/schedules", get(W), member_read()),
     Row("GET", "/w/{workspace}/schedules/{schedule}", get(S), member_read()),
+    Row("GET", "/w/{workspace}/schedules/{schedule}/ledger", get(S + "/ledger"), member_read()),
     Row(
         "GET",
         "/w/{workspace}/schedules/{schedule}/requests/{request_id}",

@@ -34,6 +34,7 @@ from kalends.missions import ControlStatus, Workspace
 from kalends.missions.controls import Action
 from kalends.missions.limits import MAX_PAGE
 from kalends.supervision import UNIT_NAME, State
+from kalends.web.ledger_display import HistoryRow, nominal_text
 from kalends.web.pages_questions import waiting_questions
 from kalends.web.pages_tasks import due_today
 from kalends.web.render import WebRoute, instant, instant_text, render
@@ -48,6 +49,7 @@ from kalends.web.schedule_display import (
     sentence,
     why_not_now,
 )
+from kalends.web.schedule_ledger import WhyValues, history, ledger_values, why_values
 from kalends.web.session import CSRF_FIELD, Viewer, check_csrf, viewer
 from kalends.web.workspace_scope import find_workspace
 
@@ -286,6 +288,11 @@ def _detail_values(
     status = None
     if request_id:
         status = schedules.control_status(who.actor, schedule, request_id, workspace=ws.id)
+    rows: list[HistoryRow] = []
+    older = False
+    if doc.get("kind") != "tombstone":
+        reads = who.context.services.schedules
+        rows, older = history(reads, who.actor, schedule, ws.id, doc.get("results") or [])
     return {
         "title": str(doc.get("title") or "Schedule"),
         "nav_workspaces": nav,
@@ -298,6 +305,10 @@ def _detail_values(
         "status": status,
         "conflict": None,
         "gates": why_not_now(doc, who.context.services.store.clock.now()),
+        "history": rows,
+        "history_older": older,
+        **WhyValues().values(),
+        "nominal_text": nominal_text,
         "badge": badge,
         "outcome_badge": outcome_badge,
         "sentence": sentence,
@@ -313,15 +324,43 @@ def schedule_page(
     schedule: UUID,
     request_id: Annotated[str | None, Query(alias="request", max_length=64)] = None,
     supervision: Annotated[str | None, Query(alias=SUPERVISION_PARAM)] = None,
+    at: Annotated[str | None, Query()] = None,
 ) -> Response:
-    """One schedule: state and controls, schedule card, Upcoming, History, Why not now?,
+    """One schedule: state and controls, schedule card, Upcoming, History (with the
+    ledger's slots between the passages), Why not now?, Why didn't it run? (``?at=`` a
+    wall time in the schedule's zone: the answer, or its refusal with status 422),
     Technical details; with ``?request=ID``, that control's exact status, and with
     ``&supervision=STATE`` too, the note of :func:`supervision_note`."""
     who = viewer(request)
     ws, nav = find_workspace(who, workspace)
     values = _detail_values(who, ws, nav, schedule, request_id)
     values["supervision_note"] = supervision_note(supervision, values["status"])
-    return render(request, "schedule.html", values, who=who)
+    status = 200
+    if values["doc"].get("kind") != "tombstone":
+        why = why_values(who.context.services.schedules, who.actor, schedule, ws.id, at)
+        values.update(why.values())
+        status = why.status
+    return render(request, "schedule.html", values, who=who, status=status)
+
+
+@router.get("/w/{workspace}/schedules/{schedule}/ledger")
+def ledger_page(
+    request: Request,
+    workspace: UUID,
+    schedule: UUID,
+    after: Annotated[str | None, Query(max_length=400)] = None,
+    start: Annotated[str | None, Query(alias="from")] = None,
+    end: Annotated[str | None, Query(alias="to")] = None,
+) -> Response:
+    """A schedule's full slot ledger: counts by outcome and reason over the window, the
+    rows a page at a time in slot order (``?after=`` the cursor), and a GET form that
+    narrows the window to days in the schedule's zone (``?from=DAY&to=DAY``); a refused
+    day or cursor is said in the page with status 422."""
+    who = viewer(request)
+    ws, nav = find_workspace(who, workspace)
+    values, status = ledger_values(who, ws, schedule, after=after, start=start, end=end)
+    values["nav_workspaces"] = nav
+    return render(request, "ledger.html", values, who=who, status=status)
 
 
 @router.post("/w/{workspace}/schedules/{schedule}/control")
