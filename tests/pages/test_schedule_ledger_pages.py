@@ -221,6 +221,67 @@ class TestHistory:
         assert "1500 slots from" in ledger
         assert "<strong>1500</strong> slots" in ledger  # the counts sum the slots
 
+    def test_it_shows_the_newest_page_of_a_crowded_period_and_says_where_the_rest_is(
+        self, pages: Pages
+    ) -> None:
+        _at(pages, "2027-03-12T12:00:00")
+        sid = pages.schedule("alice", "Hourly")
+        start = datetime(2027, 3, 1, 0, 0, tzinfo=UTC)
+        _write(pages, sid, [_skipped(start + timedelta(hours=h)) for h in range(250)])
+        client = pages.sign_in("alice")
+        history = _history(client.get(f"/w/{pages.world.home.id}/schedules/{sid}").text)
+        rows = _rows(history)
+        assert len(rows) == 200
+        newest, oldest = start + timedelta(hours=249), start + timedelta(hours=50)
+        assert f'datetime="{newest:%Y-%m-%dT%H:%M:%S}Z"' in rows[0]
+        assert f'datetime="{oldest:%Y-%m-%dT%H:%M:%S}Z"' in rows[-1]
+        assert "Older slots of this period are in the" in history
+
+    def test_every_reason_is_said_in_words_and_a_moved_slot_says_both_instants(
+        self, pages: Pages
+    ) -> None:
+        _at(pages, "2027-03-12T12:00:00")
+        sid = pages.schedule("alice", "Nightly")
+        day = datetime(2027, 3, 1, 12, 0, tzinfo=UTC)
+        words = {
+            Reason.PAUSED: "Skipped — paused",
+            Reason.STOPPED: "Skipped — stopped",
+            Reason.QUOTA: "Skipped — quota used up",
+            Reason.END_BOUND: "Skipped — end bound reached",
+            Reason.CONDITION_FALSE: "Skipped — condition unchanged",
+            Reason.PENDING_PASSAGE: "Skipped — passage pending",
+            Reason.NO_SCHEDULER: "Skipped — no scheduler was running",
+        }
+        entries = [_skipped(day + timedelta(days=n), r) for n, r in enumerate(words)]
+        moved_to, moved_from = (
+            datetime(2027, 3, 20, 17, tzinfo=UTC),
+            datetime(2027, 3, 20, 16, tzinfo=UTC),
+        )
+        entries.append(
+            Entry(
+                key="2027-03-20T17:00:00Z",
+                at=moved_to,
+                local="2027-03-20T12:00:00",
+                zone=NEW_YORK,
+                outcome=Outcome.MOVED,
+                reason=Reason.ZONE_RULES_CHANGED,
+                other_at=moved_from,
+                detail="new zone data moved it",
+            )
+        )
+        _write(pages, sid, entries)
+        client = pages.sign_in("alice")
+        history = _history(client.get(f"/w/{pages.world.home.id}/schedules/{sid}").text)
+        rows = _rows(history)
+        assert len(rows) == len(entries)
+        for n, said in enumerate(words.values()):
+            assert said in rows[-1 - n], (said, rows[-1 - n])
+        moved = rows[0]
+        assert '<span aria-hidden="true">⇄</span> Moved</span>' in moved
+        assert "Moved by new zone rules (was" in moved
+        assert '<time datetime="2027-03-20T16:00:00Z">' in moved
+        assert '<time datetime="2027-03-20T17:00:00Z">' in moved
+
 
 class TestLedgerPage:
     def test_it_counts_pages_with_the_cursor_and_filters_by_day(self, pages: Pages) -> None:
