@@ -14,6 +14,7 @@ import builtins
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol, Unpack
 from uuid import UUID
 
@@ -23,6 +24,7 @@ from kalends.errors import InvalidInput, NotFound
 from kalends.identity import Role
 from kalends.missions import Action, ControlOutcome, ControlStatus, Member, Receipt, Workspace
 from kalends.missions.keywords import ControlKeywords, PageKeywords, RequestKeywords, StatusKeywords
+from kalends.missions.ledger_reads import LEDGER_PAGE
 from kalends.missions.limits import MAX_PAGE
 from kalends.missions.outcomes import Page
 
@@ -208,6 +210,40 @@ class HttpSchedules:
         answer = self.wire.get(route, expectedRevision=kw.get("expected_revision"), action=act)
         return ControlStatus.from_json(answer)
 
+    def ledger(
+        self,
+        actor: UUID | str,
+        schedule: UUID | str,
+        *,
+        workspace: UUID | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        after: str | None = None,
+        limit: int = LEDGER_PAGE,
+    ) -> dict[str, Any]:
+        window = {
+            "from": None if start is None else _instant(start, "from"),
+            "to": None if end is None else _instant(end, "to"),
+        }
+        answer: dict[str, Any] = self.wire.get(
+            self._route(schedule, workspace, "ledger"), after=after, limit=limit, **window
+        )
+        return answer
+
+    def why(
+        self,
+        actor: UUID | str,
+        schedule: UUID | str,
+        at: str,
+        *,
+        zone: str | None = None,
+        workspace: UUID | None = None,
+    ) -> dict[str, Any]:
+        answer: dict[str, Any] = self.wire.get(
+            self._route(schedule, workspace, "why"), at=at, zone=zone
+        )
+        return answer
+
 
 def _mission(schedule: UUID | str) -> str:
     """A schedule's ID as the API spells it; anything else is refused before a request."""
@@ -217,6 +253,13 @@ def _mission(schedule: UUID | str) -> str:
         return str(UUID(schedule.strip()))
     except ValueError:
         raise InvalidInput(f"schedule: not a mission ID: {schedule!r}", field="schedule") from None
+
+
+def _instant(value: datetime, field: str) -> str:
+    """An aware instant as the API takes it (a naive one is refused before a request)."""
+    if value.utcoffset() is None:
+        raise InvalidInput(f"{field}: an aware instant is required, got {value!r}", field=field)
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _absolute(path: str) -> str:

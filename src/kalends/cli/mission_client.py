@@ -20,6 +20,7 @@ from __future__ import annotations
 import builtins
 import os
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any, Protocol, TypeVar, Unpack
 from uuid import UUID
 
@@ -27,6 +28,7 @@ from kalends.cli.session import Reporter
 from kalends.identity import Role
 from kalends.missions import Action, ControlOutcome, ControlStatus, Member, Receipt, Workspace
 from kalends.missions.keywords import ControlKeywords, PageKeywords, RequestKeywords, StatusKeywords
+from kalends.missions.ledger_reads import LEDGER_PAGE
 from kalends.missions.outcomes import Page
 
 __all__ = ["MissionSession", "SchedulesClient", "WorkspacesClient"]
@@ -151,6 +153,33 @@ class SchedulesClient(Protocol):
         self, actor: UUID | str, schedule: UUID | str, request_id: str, **kw: Unpack[StatusKeywords]
     ) -> ControlStatus:
         """The exact status of a control by its request ID; a read only."""
+        ...
+
+    def ledger(
+        self,
+        actor: UUID | str,
+        schedule: UUID | str,
+        *,
+        workspace: UUID | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        after: str | None = None,
+        limit: int = LEDGER_PAGE,
+    ) -> dict[str, Any]:
+        """One page of the slot ledger's rows overlapping ``[start, end)``, with the
+        window's counts."""
+        ...
+
+    def why(
+        self,
+        actor: UUID | str,
+        schedule: UUID | str,
+        at: str,
+        *,
+        zone: str | None = None,
+        workspace: UUID | None = None,
+    ) -> dict[str, Any]:
+        """Why the slot at the wall time ``at`` did or did not run."""
         ...
 
 

@@ -27,6 +27,7 @@ from kalends.cli.commands import session_command
 from kalends.cli.remote import SERVER_MODE_HELP
 from kalends.cli.schedule_controls import CONTROL_COMMANDS, control_status_command
 from kalends.cli.schedule_edits import create_command, edit_command, receipt_command
+from kalends.cli.schedule_ledger import ledger_command, why_command
 from kalends.cli.schedule_reads import ls_command, preview_command, show_command
 from kalends.cli.schedule_views import detail_view
 from kalends.cli.session import EXIT_CODES_HELP, LOCAL_MODE_HELP, group_help
@@ -54,6 +55,8 @@ _COMMANDS: dict[str, Callable[..., Any]] = {
     "ls": ls_command,
     "show": show_command,
     "preview": preview_command,
+    "ledger": ledger_command,
+    "why": why_command,
     "control-status": control_status_command,
     "receipt": receipt_command,
     **CONTROL_COMMANDS,
@@ -73,6 +76,8 @@ for _name in (
     "edit",
     "rm",
     "preview",
+    "ledger",
+    "why",
     "control-status",
     "receipt",
 ):
