@@ -8,6 +8,7 @@ daylight saving time starting two weeks later, as the integration test compiles)
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -174,6 +175,25 @@ class TestRecompute:
         assert recompute_changed(mw.store, mw.clock.now(), NEW) == 0
         assert ledger(mw) == rows
         assert {sid: wake(mw, sid) for sid in four.all} == wakes
+
+    def test_two_schedulers_starting_at_once_record_the_move_once(
+        self, mw: MissionWorld, four: Schedules
+    ) -> None:
+        both = threading.Barrier(2)
+        counts: list[int] = []
+
+        def start() -> None:
+            both.wait()
+            counts.append(recompute_changed(mw.store, mw.clock.now(), NEW))
+
+        threads = [threading.Thread(target=start) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+        assert sorted(counts) == [0, 1]
+        assert len(ledger(mw)) == 1
+        assert wake(mw, four.moving).zone_data == NEW
 
     def test_the_next_look_launches_at_the_new_instant(
         self, mw: MissionWorld, four: Schedules
