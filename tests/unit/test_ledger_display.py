@@ -33,7 +33,7 @@ def row(slot: str, outcome: str, reason: str | None = None, **kw: Any) -> dict[s
         "slots": kw.pop("slots", 1),
         "through": kw.pop("through", None),
         "otherAt": kw.pop("otherAt", None),
-        "decidedAt": "2027-03-20T00:00:00Z",
+        "decidedAt": kw.pop("decidedAt", slot),
         **kw,
     }
 
@@ -130,7 +130,21 @@ class TestLedgerLine:
             first.dst == "01:30 happened twice on 2027-11-07 (clocks went back) — ran at the first"
         )
         plain = ledger_line(row("2027-03-15T06:30:00Z", "launched"))
-        assert plain.dst is None and plain.why == ""
+        assert plain.dst is None and plain.why == "" and plain.detail is None
+
+    def test_a_catch_up_launch_says_how_late_it_came_from_its_instants(self) -> None:
+        late = ledger_line(
+            row(
+                "2027-03-18T06:30:00Z",
+                "launched",
+                decidedAt="2027-03-18T12:00:04.996549Z",
+                detail="launched 5 h after its slot (caught up at 2027-03-18T12:00:04.996549Z)",
+            )
+        )
+        assert late.detail == "launched 5 h 30 min after its slot (caught up)"
+        # within a minute of its slot a launch is on time
+        on_time = row("2027-03-18T06:30:00Z", "launched", decidedAt="2027-03-18T06:30:59Z")
+        assert ledger_line(on_time).detail is None
 
     def test_a_moved_slot_keeps_the_instant_it_had(self) -> None:
         moved = ledger_line(

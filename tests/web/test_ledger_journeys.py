@@ -55,6 +55,18 @@ def _settled(server: Server, sid: str, count: int, within: float = 30.0) -> dict
         time.sleep(0.25)
 
 
+def no_sideways_scroll(page: Page) -> None:
+    """At a phone's width (390 px) the page needs no sideways scrolling."""
+    before = page.viewport_size
+    page.set_viewport_size({"width": WIDTHS[1], "height": VIEWPORT_HEIGHT})
+    try:
+        wide = page.evaluate("() => document.documentElement.scrollWidth")
+        assert wide <= WIDTHS[1], f"{page.url} is {wide} px wide at {WIDTHS[1]} px"
+    finally:
+        if before is not None:
+            page.set_viewport_size(before)
+
+
 def _at(server: Server, when: str) -> None:
     server.shift_to(datetime.fromisoformat(when).replace(tzinfo=UTC))
 
@@ -131,6 +143,7 @@ def test_history_shows_the_dst_gap_and_the_coalesced_slots_inline(
     expect(rows.nth(4).locator(".badge")).to_have_text(re.compile("Skipped"))
     check_axe_both(page, "schedule with its ledger in History")
     screenshot(page, "ledger-history")
+    no_sideways_scroll(page)
 
 
 def test_why_answers_for_the_missing_half_past_two_with_script_on(
@@ -148,6 +161,7 @@ def test_why_answers_for_the_missing_half_past_two_with_script_on(
     expect(page.get_by_label(re.compile("^Date and time"))).to_have_value("2027-03-14T02:30")
     check_axe_both(page, "why (a DST gap)")
     screenshot(page, "ledger-why")
+    no_sideways_scroll(page)
     # A coalesced slot names the catch-up passage it was folded into.
     page.get_by_label(re.compile("^Date and time")).fill("2027-03-16T02:30")
     page.get_by_role("button", name="Explain this time").click()
@@ -201,6 +215,7 @@ def test_the_full_ledger_counts_filters_and_pages(signed_in: Page, nightly: dict
     expect(rows.nth(0)).to_contain_text("2027-03-13")  # earliest first
     check_axe_both(page, "ledger")
     screenshot(page, "ledger-page")
+    no_sideways_scroll(page)
     page.get_by_label("From").fill("2027-03-14")
     page.get_by_label("To (included)").fill("2027-03-14")
     page.get_by_role("button", name="Show").click()

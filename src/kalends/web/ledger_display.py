@@ -144,8 +144,10 @@ def ledger_line(row: Mapping[str, Any]) -> LedgerLine:
         why = _SKIPPED_SAID.get(reason, words)
     elif outcome == "moved":
         why = "moved by new zone rules"
-    elif reason == "dst-shifted":
-        why, detail = "", None  # (the DST note says it)
+    elif outcome == "launched":
+        # The row's own sentence says the DST shift (the note says it here) and how late a
+        # catch-up came with a UTC instant; the page says it from the row's instants.
+        why, detail = ("" if reason == "dst-shifted" else words), _late(row)
     else:
         why = words
     if summary_of(row) or reason == "no-scheduler":
@@ -162,6 +164,14 @@ def ledger_line(row: Mapping[str, Any]) -> LedgerLine:
         was=was,
         nominal=nominal,
     )
+
+
+def _late(row: Mapping[str, Any]) -> str | None:
+    """How long after its slot a launch was decided, when it was a catch-up."""
+    slot, decided = _instant(row.get("slot")), _instant(row.get("decidedAt"))
+    if slot is None or decided is None or decided - slot <= LATE_AFTER:
+        return None
+    return f"launched {_span(decided - slot)} after its slot (caught up)"
 
 
 def summary_of(row: Mapping[str, Any]) -> bool:
