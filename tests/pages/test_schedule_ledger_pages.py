@@ -347,6 +347,23 @@ class TestLedgerPage:
                 control = reply.text.split(f'id="{field}"', 1)[1].split(">", 1)[0]
                 assert 'aria-invalid="true"' in control and "aria-describedby=" in control
 
+    def test_a_deleted_schedules_ledger_is_empty_and_says_so(self, pages: Pages) -> None:
+        sid = _across_dst_and_an_outage(pages)
+        rev = _doc(pages, sid)["revision"]
+        pages.world.services.schedules.control(
+            _alice(pages), sid, "delete", request_id="req-ledger-delete-1", expected_revision=rev
+        )
+        client = pages.sign_in("alice")
+        page = f"/w/{pages.world.home.id}/schedules/{sid}"
+        ledger = client.get(page + "/ledger")
+        assert ledger.status_code == 200
+        assert "This schedule was deleted" in ledger.text
+        assert "its ledger went with it" in ledger.text
+        detail = client.get(page, params={"at": "2027-03-14T02:30"})
+        assert detail.status_code == 200
+        assert "This schedule was deleted" in detail.text
+        assert "Why didn't it run?" not in detail.text
+
 
 class TestWhy:
     def test_the_form_answers_for_a_dst_gap_a_coalesced_slot_and_a_time_that_is_no_slot(
