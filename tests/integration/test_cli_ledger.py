@@ -184,6 +184,9 @@ class TestLedger:
             # Not a date nor a wall time.
             (["--from", "last tuesday"], "from", "expected a date YYYY-MM-DD"),
             (["--to", "2027-02-30"], "to", "not a calendar date"),
+            (["--from", "2027-05-02T25:00"], "from", "not a valid date and time"),
+            # Outside the civil engine's years.
+            (["--to", "9999-12-31"], "to", "outside the dates slots are computed for"),
             # An unknown zone.
             (["--from", "2027-05-01", "--zone", "Mars/Olympus"], "zone", ""),
             # Page sizes and cursors.

@@ -612,6 +612,53 @@ class TestWhyUnrecorded:
         assert answer["instant"] == "2027-10-31T00:30:00Z"
         assert "the earlier of the two" in answer["sentence"]
 
+    def test_a_repeated_wall_time_that_is_a_slot_only_in_its_later_pass_says_so(
+        self, mw: MissionWorld
+    ) -> None:
+        # Every two hours from 23:30 UTC: 01:30 UTC (02:30 CET, the later pass) is a slot,
+        # 00:30 UTC (02:30 CEST, the earlier) is not.
+        sid = _played(
+            mw, {"kind": "every", "minutes": 120}, datetime(2027, 10, 30, 23, 30, tzinfo=UTC)
+        )
+        answer = mw.schedules.why(mw.carol.id, sid, "2027-10-31T02:30", zone="Europe/Berlin")
+        assert answer["instant"] == "2027-10-31T01:30:00Z"
+        assert answer["verdict"] == "not-yet"
+        assert "this is the later of the two, 2027-10-31T01:30:00Z" in answer["sentence"]
+
+    def test_a_row_of_the_later_pass_of_a_repeated_hour_answers_for_it(
+        self, mw: MissionWorld, daily: UUID
+    ) -> None:
+        later = datetime(2027, 10, 31, 1, 30, tzinfo=UTC)
+        _record(
+            mw,
+            daily,
+            Entry(
+                key="2027-10-31T01:30:00Z",
+                at=later,
+                local="2027-10-31T02:30:00",
+                zone="Europe/Berlin",
+                outcome=Outcome.SKIPPED,
+                reason=Reason.STOPPED,
+            ),
+        )
+        answer = mw.schedules.why(mw.carol.id, daily, "2027-10-31T02:30")
+        assert answer["verdict"] == "skipped"
+        assert answer["instant"] == "2027-10-31T01:30:00Z"
+        assert "the schedule was stopped" in answer["sentence"]
+        assert "this is the later of the two" in answer["sentence"]
+
+    def test_a_due_slot_of_a_stopped_schedule_past_its_recorded_ones_is_undecided(
+        self, mw: MissionWorld
+    ) -> None:
+        sid = _played(mw, DAILY, _at(2027, 5, 1, 10))
+        _control(mw, sid, "stop")
+        mw.clock.set(_at(2027, 5, 5, 12))
+        # Stop recorded the next slot, the 2nd, as stopped; the 4th has no row.
+        assert mw.schedules.why(mw.carol.id, sid, "2027-05-02T09:00")["verdict"] == "skipped"
+        answer = mw.schedules.why(mw.carol.id, sid, "2027-05-04T09:00")
+        assert answer["verdict"] == "undecided"
+        assert answer["sentence"].endswith("is due and not decided yet: the schedule is stopped.")
+
     @pytest.mark.parametrize("verdict", VERDICTS)
     def test_every_verdict_is_one_of_the_documented_ones(self, verdict: str) -> None:
         # The documented list the web and the CLI read: each has a test above.
@@ -643,6 +690,12 @@ class TestWhyBadInput:
             ("2027-05-03T24:00", None, "at", "not a time of day"),
             # A month that does not exist.
             ("2027-13-03T09:00", None, "at", "not a calendar date"),
+            # Outside the civil engine's years.
+            ("0001-01-01T00:00", None, "at", "outside the dates slots are computed for"),
+            ("9999-12-31T23:59", None, "at", "outside the dates slots are computed for"),
+            ("0000-01-01T00:00", None, "at", "outside the dates"),
+            # Day zero.
+            ("2027-05-00T09:00", None, "at", "not a calendar date"),
             # A zone nobody has.
             ("2027-05-03T09:00", "Mars/Olympus", "zone", ""),
             ("2027-05-03T09:00", "", "zone", ""),

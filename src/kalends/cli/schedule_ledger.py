@@ -12,7 +12,7 @@ or a repeated hour is read as its first existing instant.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Annotated, Any
 
 import typer
@@ -35,6 +35,8 @@ __all__ = ["ledger_command", "why_command"]
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _LOCAL = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$")
+# The civil engine's range (kalends.civil.search), with a day's margin for any zone.
+_FIRST, _LAST = date(1, 1, 3), date(9999, 12, 29)
 
 ZoneOption = Annotated[
     str | None,
@@ -56,18 +58,9 @@ def _bound(text: str, zone: str, option: str, *, end: bool) -> datetime:
     second included). A wall time the zone skips or repeats is its first instant."""
     given = text.strip()
     if _DATE.match(given):
-        try:
-            day = datetime.strptime(given, "%Y-%m-%d")
-        except ValueError:
-            raise InvalidInput(f"{option}: {text!r} is not a calendar date", field=option) from None
-        wall, step = (day + timedelta(days=1), timedelta(0)) if end else (day, timedelta(0))
+        parse, step = "%Y-%m-%d", timedelta(days=1) if end else timedelta(0)
     elif _LOCAL.match(given):
-        try:
-            wall = datetime.fromisoformat(given)
-        except ValueError:
-            raise InvalidInput(
-                f"{option}: {text!r} is not a valid date-time", field=option
-            ) from None
+        parse = "%Y-%m-%dT%H:%M:%S" if given.count(":") == 2 else "%Y-%m-%dT%H:%M"
         step = timedelta(seconds=1) if end else timedelta(0)
     else:
         raise InvalidInput(
@@ -75,10 +68,26 @@ def _bound(text: str, zone: str, option: str, *, end: bool) -> datetime:
             f"in {zone}, got {text!r}",
             field=option,
         )
+    try:
+        wall = datetime.strptime(given, parse)
+    except ValueError:
+        what = "a calendar date" if parse == "%Y-%m-%d" else "a valid date and time"
+        raise InvalidInput(f"{option}: {text!r} is not {what}", field=option) from None
+    if not _FIRST <= wall.date() <= _LAST:
+        raise InvalidInput(
+            f"{option}: {text!r} is outside the dates slots are computed for ({_FIRST} to {_LAST})",
+            field=option,
+        )
     tz = get_zone(zone, "zone")
     seconds = local_seconds(wall)
     tz.cover(seconds)
     _, instant, _ = tz.resolve(seconds)
+    # A date's end is the next day's first instant, found in the zone the same way.
+    if step == timedelta(days=1):
+        following = local_seconds(wall + step)
+        tz.cover(following)
+        _, instant, _ = tz.resolve(following)
+        return to_utc_datetime(instant)
     return to_utc_datetime(instant) + step
 
 

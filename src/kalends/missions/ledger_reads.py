@@ -89,6 +89,8 @@ VERDICTS = (
 _WALL = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _SECOND = timedelta(seconds=1)
+# The civil engine's range (kalends.civil.search), with a day's margin for any zone.
+_FIRST_DAY, _LAST_DAY = "0001-01-03", "9999-12-29"
 
 _REASONS: dict[str, str] = {
     Reason.PAUSED: "the schedule was paused",
@@ -209,6 +211,12 @@ def parse_wall_time(text: object, field: str = "at") -> WallTime:
         if not 1 <= month <= 12 or not 1 <= day <= 31:
             raise InvalidInput(f"{field}: {text!r} is not a calendar date", field=field) from None
         value = None  # 2027-02-31: a monthly slot on a day the month lacks may name it
+    if not _FIRST_DAY <= normal[:10] <= _LAST_DAY:
+        raise InvalidInput(
+            f"{field}: {text!r} is outside the dates slots are computed for "
+            f"({_FIRST_DAY} to {_LAST_DAY})",
+            field=field,
+        )
     return WallTime(normal, value)
 
 
