@@ -125,7 +125,8 @@ class Entry:
 
 
 def iso(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    """An instant as the ledger says it: UTC to the second (slots are whole seconds)."""
+    return value.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def local_text(value: datetime) -> str:
