@@ -186,17 +186,20 @@ def ledger_command(
     ] = False,
     wide: WideOption = False,
 ) -> None:
-    """Show a schedule's slots as they were decided: launched, coalesced, skipped, moved.
+    """Show a schedule's slots as decided: launched, coalesced, skipped, moved.
 
-    One row per slot: launched (its passage), coalesced (missed, then folded into a later
-    catch-up passage), skipped (with the reason: paused, stopped, end-bound, quota,
-    condition-false, pending-passage, no-scheduler, dst-gap, day-missing), or moved by
-    new zone rules. A long outage's oldest slots share one summary row. The counts of
-    the whole window end the output. --from and --to take a date or a wall time in the
-    schedule's zone (or --zone); --to is included; a window spans at most 10 years. The
-    ledger keeps each schedule's last 1,000 rows or 90 days, whichever is more. With
-    --json: {"missionId", "zone", "from", "to", "items", "nextAfter", "counts"}, every
-    page's items together with --all.
+    One row per slot: launched (its passage), coalesced (missed, then folded
+    into a later catch-up passage), skipped with its reason (paused, stopped,
+    end-bound, quota, condition-false, pending-passage, no-scheduler, dst-gap,
+    day-missing), or moved by new zone rules. A long outage's oldest slots
+    share one summary row. The counts of the whole window end the output.
+
+    --from and --to take a date or a wall time in the schedule's zone (or
+    --zone); --to is included; a window spans at most 10 years. The ledger
+    keeps each schedule's last 1,000 rows or 90 days, whichever is more.
+
+    With --json: {"missionId", "zone", "from", "to", "items", "nextAfter",
+    "counts"}; with --all, every page's items together.
     """
     size = LEDGER_PAGE if limit is None else whole(limit, "limit")
     named = None if zone is None else check_zone_name(zone)
@@ -282,13 +285,16 @@ def why_command(
 ) -> None:
     """Say why the slot at a wall time did or did not run.
 
-    The answer is one sentence: the slot's recorded outcome and reason (launched,
-    coalesced into a catch-up passage, skipped: paused, dst-gap, no-scheduler, ...) with
-    its passage and how it settled; or, with no row, whether the time is a slot at all
-    (and the nearest ones), still to come, before the first Play, no longer kept, or due
-    and not decided yet (and why). A wall time in a DST gap or a repeated hour is said
-    so. --at is read in the schedule's zone unless --zone. With --json: {"at", "zone",
-    "instant", "verdict", "sentence", "row", "passage", "nearest"}.
+    One sentence: the slot's recorded outcome and reason (launched, coalesced
+    into a catch-up passage, skipped: paused, dst-gap, no-scheduler, ...) with
+    its passage and how it settled; or, with no row, whether the time is a
+    slot at all (and the nearest ones), still to come, before the first Play,
+    no longer kept, or due and not decided yet (and why). A wall time in a DST
+    gap or a repeated hour is said so. --at is read in the schedule's zone
+    unless --zone.
+
+    With --json: {"at", "zone", "instant", "verdict", "sentence", "row",
+    "passage", "nearest"}.
     """
     answer = s.schedules.why(s.actor, schedule, at, zone=zone)
     if s.json_output:
