@@ -101,8 +101,9 @@ class Progress:
 class Simulation:
     """What a simulation found: the ledger ``rows`` (the reads' JSON shape, ascending by
     slot), ``counts`` by outcome and reason (summing summary rows' slots), the
-    DST-affected rows, the passages launched, completed, failed and still running at the
-    window's end, the scheduler rounds run and the wall time taken."""
+    DST-affected rows, the passages launched, completed, failed, interrupted (by a control
+    or the scheduler before their end) and still running at the window's end, the
+    scheduler rounds run and the wall time taken."""
 
     mission_id: str
     zone: str
@@ -231,7 +232,6 @@ def simulate(
             rows = run.rows()
         finally:
             store.close()
-    launched, failed, completed, running = run.passage_counts()
     return Simulation(
         mission_id=str(run.sid),
         zone=passage_zone(config_from_json(prepared)),
@@ -239,12 +239,7 @@ def simulate(
         end=checked.end,
         rows=rows,
         counts=_counts(rows),
-        passages={
-            "launched": launched,
-            "completed": completed,
-            "failed": failed,
-            "running": running,
-        },
+        passages=run.passage_counts(),
         rounds=run.rounds,
         seconds=timer.monotonic() - began,
         notes=notes + run.notes,
@@ -284,6 +279,7 @@ class _Passage:
     end: datetime
     failed: bool
     done: bool = False
+    interrupted: bool = False
 
 
 class _Run:
@@ -307,6 +303,7 @@ class _Run:
         self.rng = random.Random(options.seed)
         self.runtime = MemoryRuntime(clock=clock, instant=False)
         self.passages: dict[str, _Passage] = {}
+        self.running: set[str] = set()
         self.harvested: dict[str, tuple[datetime, str, dict[str, Any]]] = {}
         self.notes: list[str] = []
         self.rounds = 0
@@ -400,12 +397,17 @@ class _Run:
         )
 
     def _end_passages(self, now: datetime) -> None:
+        for session in list(self.running):
+            if self.runtime.observe(session).exited:  # (ended by a control first)
+                self.running.discard(session)
+                self.passages[session].done = self.passages[session].interrupted = True
         ended = sorted(
-            (p.end, session) for session, p in self.passages.items() if not p.done and p.end <= now
+            (self.passages[s].end, s) for s in self.running if self.passages[s].end <= now
         )
         for _, session in ended:
             passage = self.passages[session]
             passage.done = True
+            self.running.discard(session)
             outcome = "failed" if passage.failed else "completed"
             self.runtime.report(session, outcome, f"simulated: {outcome}")
             self.runtime.finish(session, status=1 if passage.failed else 0)
@@ -458,6 +460,7 @@ class _Run:
             duration = self.options.durations.draw(self.rng)
             failed = self.rng.random() < self.options.fail_rate
             self.passages[session] = _Passage(end=started + duration, failed=failed)
+            self.running.add(session)
 
     def _sid(self) -> UUID:
         assert self.sid is not None
@@ -487,7 +490,7 @@ class _Run:
 
     def _next(self, now: datetime) -> datetime | None:
         """The next instant something happens, or ``None`` when nothing ever will."""
-        candidates = [p.end for p in self.passages.values() if not p.done]
+        candidates = [self.passages[s].end for s in self.running]
         if self.boundaries:
             candidates.append(self.boundaries[0][0])
         wake = self.seen = self._wake()
@@ -517,7 +520,7 @@ class _Run:
             and wake.failures == 0
             and wake.next_slot_at is not None
             and wake.next_slot_at > due
-            and all(p.done for p in self.passages.values())
+            and not self.running
         )
         if sleeping:
             # The hourly ceiling of a sleep: the rounds until the next slot find nothing.
@@ -549,7 +552,13 @@ class _Run:
         self.harvest()
         return [row for _, _, row in sorted(self.harvested.values())]
 
-    def passage_counts(self) -> tuple[int, int, int, int]:
-        done = [p for p in self.passages.values() if p.done]
+    def passage_counts(self) -> dict[str, int]:
+        done = [p for p in self.passages.values() if p.done and not p.interrupted]
         failed = sum(1 for p in done if p.failed)
-        return len(self.passages), failed, len(done) - failed, len(self.passages) - len(done)
+        return {
+            "launched": len(self.passages),
+            "completed": len(done) - failed,
+            "failed": failed,
+            "interrupted": sum(1 for p in self.passages.values() if p.interrupted),
+            "running": len(self.running),
+        }

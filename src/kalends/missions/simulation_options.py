@@ -131,13 +131,14 @@ def parse_durations(text: object, field: str = "duration") -> Durations:
             kind=DurationKind.UNIFORM, low=_bounded(low, field), high=_bounded(high, field)
         )
     try:
-        return Durations(low=_bounded(parse_span(value, field), field))
+        fixed = parse_span(value, field)
     except InvalidInput:
         raise InvalidInput(
             f"{field}: expected 40m (always), 30m-2h (uniform between) or exp:40m "
             f"(exponential with that mean), got {text!r}",
             field=field,
         ) from None
+    return Durations(low=_bounded(fixed, field))
 
 
 def _bounded(value: timedelta, field: str) -> timedelta:
