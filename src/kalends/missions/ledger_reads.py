@@ -541,7 +541,7 @@ def _fold(ask: _Ask, earlier: datetime, later: datetime) -> dict[str, Any]:
     the pass that is a slot."""
     for which, instant in (("earlier", earlier), ("later", later)):
         row = _row_at(ask.conn, ask.schedule_id, instant)
-        if row is not None:
+        if row is not None and (row["slots"] == 1 or _is_slot(ask, instant)):
             answer = _answer(ask, "", "", instant=instant, row=row, nearest=_nearest(ask, instant))
             answer["sentence"] = _twice(answer["sentence"], ask, which, instant)
             return answer
