@@ -427,7 +427,8 @@ def _row_sentence(ask: _Ask, row: dict[str, Any], settled: dict[str, Any] | None
     if row["slots"] > 1:
         slot += f" is one of {row['slots']} slots summarised in one row, and"
     why = _REASONS.get(reason, reason) if reason else None
-    said = f"; {detail}" if detail else ""
+    # (an outage's detail says what its reason's words say)
+    said = f"; {detail}" if detail and reason != Reason.NO_SCHEDULER else ""
     if outcome == Outcome.LAUNCHED:
         text = f"{slot} launched passage {passage}"
         if why is not None:
