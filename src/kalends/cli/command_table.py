@@ -44,6 +44,7 @@ COMMANDS: dict[str, Command] = {
     "profile": Command("profiles", "profile_app", group=True),
     "node": Command("nodes", "node_app", group=True),
     "worker": Command("worker", "worker_command", group=False),
+    "simulate": Command("simulate", "simulate_command", group=False),
     "report": Command("report", "report_command", group=False),
     "say": Command("say", "say_command", group=False),
     "ask": Command("ask", "ask_command", group=False),
