@@ -119,7 +119,7 @@ class TestRealProcess:
         root = ET.parse(tmp_path / "year.svg").getroot()
         marks = [g for g in root.iter(f"{NS}g") if "mark" in (g.get("class") or "").split()]
         assert len(marks) == 6
-        assert sorted(m.get("data-outcome") for m in marks) == ["launched"] * 5 + ["skipped"]
+        assert sorted(m.get("data-outcome", "") for m in marks) == ["launched"] * 5 + ["skipped"]
         page = (tmp_path / "year.html").read_text()
         assert page.startswith("<!DOCTYPE html>") and "Nightly backup (simulated)" in page
         assert "<svg" in page
