@@ -26,8 +26,25 @@ nonexistent or duplicate times on one rule avoids them on another only by luck).
 Every difference is listed with a reason (capped in the table output; complete in
 ``--json``).
 
+One slot per call: a scheduler computes one slot per wake, from an instant it stored
+(the last slot), so a second table times ``count`` successive calls, each starting from
+the previous call's result, the rule parsed once per run as a scheduler keeps it:
+
+- kalends: ``next_slot(rule, previous, origin=start)`` (a full slot per call).
+- cronsim, fresh (the scheduler's way, and the per-call target of issue 25):
+  ``next(CronSim(expr, previous))``, a new iterator from the stored instant per call.
+- cronsim, kept: ``next(it)`` on one iterator kept between calls (it carries its
+  position, so no scheduler restarting from a stored instant can use it that way).
+- croniter, fresh: ``croniter(expr, previous).get_next(datetime)`` per call.
+- APScheduler 3: ``get_next_fire_time(previous, previous)`` on one trigger (its triggers
+  keep no state between calls, so this is also its batch method).
+- dateutil is left out: its ``rrule.after`` walks from ``dtstart`` on every call.
+
+Each side's instants are compared with kalends' batch ``next_slots``; kalends' per-call
+instants must equal them exactly.
+
 Run from the repository root: ``python bench/recurrence.py [--json] [--count N]
-[--repeat R]``.
+[--repeat R] [--no-per-call]``.
 """
 
 from __future__ import annotations
@@ -340,6 +357,119 @@ def _kalends_version() -> str:
         return "?"
 
 
+# --------------------------------------------------------------------------- one slot per call
+
+
+def _kalends_per_call(rule: BenchRule) -> Produce:
+    from kalends.civil import next_slot, parse_rule  # noqa: PLC0415
+
+    data = rule.kalends
+
+    def produce(count: int) -> list[datetime]:
+        parsed = parse_rule(data)
+        out: list[datetime] = []
+        append = out.append
+        after = START
+        for _ in range(count):
+            slot = next_slot(parsed, after, origin=START)
+            if slot is None:
+                break
+            after = slot.at
+            append(after)
+        return out
+
+    return produce
+
+
+def _cronsim_fresh(expr: str, zone: ZoneInfo) -> Produce:
+    def produce(count: int) -> list[datetime]:
+        out: list[datetime] = []
+        append = out.append
+        previous = START.astimezone(zone)
+        for _ in range(count):
+            previous = next(CronSim(expr, previous))
+            append(previous)
+        return out
+
+    return produce
+
+
+def _cronsim_kept(expr: str, zone: ZoneInfo) -> Produce:
+    def produce(count: int) -> list[datetime]:
+        it = CronSim(expr, START.astimezone(zone))
+        return [next(it) for _ in range(count)]
+
+    return produce
+
+
+def _croniter_fresh(expr: str, zone: ZoneInfo) -> Produce:
+    def produce(count: int) -> list[datetime]:
+        out: list[datetime] = []
+        append = out.append
+        previous = START.astimezone(zone)
+        for _ in range(count):
+            previous = croniter(expr, previous).get_next(datetime)
+            append(previous)
+        return out
+
+    return produce
+
+
+def _per_call_peers(rule: BenchRule) -> list[Runner]:
+    zone = ZoneInfo(rule.zone)
+    out: list[Runner] = []
+    if rule.cron is not None:
+        out.append(
+            Runner("cronsim", _cronsim_fresh(rule.cron, zone), "next(CronSim(expr, previous))")
+        )
+        out.append(Runner("cronsim", _cronsim_kept(rule.cron, zone), "next(it), it kept"))
+        out.append(
+            Runner(
+                "croniter",
+                _croniter_fresh(rule.cron, zone),
+                "croniter(expr, previous).get_next()",
+            )
+        )
+    # APScheduler's triggers keep no state: its batch loop already asks once per slot.
+    for runner in _peers(rule):
+        if runner.library == "apscheduler":
+            out.append(Runner("apscheduler", runner.produce, "get_next_fire_time(prev, prev)"))
+    return out
+
+
+def run_per_call(
+    rule: BenchRule, count: int, repeat: int, reference: Sequence[RefSlot] | None
+) -> list[Row]:
+    """Times one slot per call, each call from the previous slot, for kalends and peers."""
+    zone = ZoneInfo(rule.zone)
+    rows: list[Row] = []
+    try:
+        t = _time(_kalends_per_call(rule), count, repeat)
+    except Exception as exc:
+        rows.append(Row("kalends", "next_slot(rule, previous)", error=_err(exc)))
+    else:
+        row = _row("kalends", "next_slot(rule, previous)", t)
+        if reference is not None:
+            row.dst_correct = [s.at for s in reference] == list(t.result)
+            if not row.dst_correct:
+                row.note = "DIFFERS from next_slots (batch)!"
+        rows.append(row)
+    for runner in _per_call_peers(rule):
+        try:
+            tp = _time(runner.produce, count, repeat)
+        except Exception as exc:
+            rows.append(Row(runner.library, runner.note, error=_err(exc)))
+            continue
+        row = _row(runner.library, runner.note, tp)
+        if reference is not None:
+            cmp = compare(reference, tp.result, zone, rule.wall_times, runner.library)
+            row.dst_correct = cmp.dst_correct
+            row.differences = cmp.differences
+            row.note = cmp.note
+        rows.append(row)
+    return rows
+
+
 # --------------------------------------------------------------------------- timing
 
 
@@ -545,6 +675,8 @@ class RuleResult:
     rows: list[Row]
     fastest: Row | None = None
     fastest_dst_correct: Row | None = None
+    per_call: list[Row] = field(default_factory=list)
+    """One slot per call (empty when not measured)."""
 
     def kalends(self, variant: str) -> Row | None:
         found = [r for r in self.rows if r.library == "kalends" and r.variant == variant]
@@ -556,12 +688,26 @@ class RuleResult:
             return None
         return k.slots_per_s / peer.slots_per_s
 
+    def per_call_row(self, library: str, variant_prefix: str = "") -> Row | None:
+        found = [
+            r
+            for r in self.per_call
+            if r.library == library and r.variant.startswith(variant_prefix) and r.slots_per_s
+        ]
+        return found[0] if found else None
+
+    def per_call_ratio(self, peer: Row | None) -> float | None:
+        k = self.per_call_row("kalends")
+        if k is None or peer is None or not k.slots_per_s or not peer.slots_per_s:
+            return None
+        return k.slots_per_s / peer.slots_per_s
+
 
 def _err(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def run_rule(rule: BenchRule, count: int, repeat: int) -> RuleResult:
+def run_rule(rule: BenchRule, count: int, repeat: int, per_call: bool = True) -> RuleResult:
     zone = ZoneInfo(rule.zone)
     rows: list[Row] = []
     reference: list[RefSlot] | None = None
@@ -609,6 +755,8 @@ def run_rule(rule: BenchRule, count: int, repeat: int) -> RuleResult:
         rows.append(row)
 
     result = RuleResult(rule, rows)
+    if per_call:
+        result.per_call = run_per_call(rule, count, repeat, reference)
     peers = [r for r in rows if r.library != "kalends" and r.slots_per_s]
     if peers:
         result.fastest = max(peers, key=lambda r: r.slots_per_s or 0.0)
@@ -741,14 +889,107 @@ def print_table(results: Sequence[RuleResult], count: int, repeat: int, elapsed:
                 print(f"    ... and {more} more (--json lists all)")
     if not shown:
         print("  none")
+    if any(res.per_call for res in results):
+        print_per_call(results, count)
     print()
     print(f"total wall time {elapsed:.1f}s")
+
+
+def print_per_call(results: Sequence[RuleResult], count: int) -> None:
+    """The one-slot-per-call table, its ratios and its differences."""
+    print()
+    print(
+        f"One slot per call: {count:,} calls, each from the previous call's slot (a scheduler's "
+        "wake), rule parsed once per run; instants compared with kalends' batch next_slots:"
+    )
+    header = ("rule", "library", "each call", "slots/s", "same instants", "diffs", "kalends/this")
+    body: list[tuple[str, ...]] = []
+    for res in results:
+        for i, row in enumerate(res.per_call):
+            body.append(
+                (
+                    f"{res.rule.key} {res.rule.label}" if i == 0 else "",
+                    row.library,
+                    row.variant,
+                    "error" if row.error else _fmt_rate(row.slots_per_s),
+                    _fmt_flag(row.dst_correct),
+                    str(len(row.differences)) if row.dst_correct is not None else "",
+                    "" if row.library == "kalends" else _fmt_ratio(res.per_call_ratio(row)),
+                )
+            )
+    print("\n".join(grid(header, body, {3, 5, 6})))
+
+    print()
+    print(
+        "kalends next_slot per call / cronsim per call. Issue 25's target (>= 10x) is the "
+        "first ratio: a fresh CronSim from the stored instant per call, as a scheduler would:"
+    )
+    header2 = (
+        "rule",
+        "kalends next_slot/s",
+        "cronsim fresh/s",
+        "ratio (target)",
+        "cronsim kept/s",
+        "ratio (kept)",
+    )
+    body2: list[tuple[str, ...]] = []
+    for res in results:
+        k = res.per_call_row("kalends")
+        fresh = res.per_call_row("cronsim", "next(CronSim")
+        kept = res.per_call_row("cronsim", "next(it)")
+        body2.append(
+            (
+                res.rule.key,
+                _fmt_rate(k.slots_per_s if k else None),
+                _fmt_rate(fresh.slots_per_s if fresh else None),
+                _fmt_ratio(res.per_call_ratio(fresh)),
+                _fmt_rate(kept.slots_per_s if kept else None),
+                _fmt_ratio(res.per_call_ratio(kept)),
+            )
+        )
+    print("\n".join(grid(header2, body2, {1, 2, 3, 4, 5})))
+
+    shown = False
+    for res in results:
+        for row in res.per_call:
+            if not (row.error or row.differences or row.note):
+                continue
+            if not shown:
+                print()
+                print("Differences per call (as UTC instants, against kalends' batch next_slots):")
+                shown = True
+            head = f"  rule {res.rule.key} {res.rule.label} - {row.library} {row.variant}"
+            if row.error:
+                print(f"{head}: {row.error}")
+                continue
+            extra = f" [{row.note}]" if row.note else ""
+            print(f"{head}: {len(row.differences)} difference(s){extra}")
+            for text in row.differences[:DIFF_LINES_SHOWN]:
+                print(f"    {text}")
+            if len(row.differences) > DIFF_LINES_SHOWN:
+                more = len(row.differences) - DIFF_LINES_SHOWN
+                print(f"    ... and {more} more (--json lists all)")
 
 
 def _row_json(row: Row | None) -> dict[str, Any] | None:
     if row is None:
         return None
     return {"library": row.library, "variant": row.variant, "slots_per_s": row.slots_per_s}
+
+
+def _result_json(row: Row) -> dict[str, Any]:
+    return {
+        "library": row.library,
+        "variant": row.variant,
+        "slots_per_s": row.slots_per_s,
+        "best_s": row.best_s,
+        "warmup_s": row.warmup_s,
+        "produced": row.produced,
+        "dst_correct": row.dst_correct,
+        "differences": row.differences,
+        "note": row.note,
+        "error": row.error or None,
+    }
 
 
 def to_json(results: Sequence[RuleResult], count: int, repeat: int, elapsed: float) -> str:
@@ -776,21 +1017,16 @@ def to_json(results: Sequence[RuleResult], count: int, repeat: int, elapsed: flo
                     }
                     for variant in ("next_instants", "next_slots")
                 },
-                "results": [
-                    {
-                        "library": row.library,
-                        "variant": row.variant,
-                        "slots_per_s": row.slots_per_s,
-                        "best_s": row.best_s,
-                        "warmup_s": row.warmup_s,
-                        "produced": row.produced,
-                        "dst_correct": row.dst_correct,
-                        "differences": row.differences,
-                        "note": row.note,
-                        "error": row.error or None,
-                    }
-                    for row in res.rows
-                ],
+                "results": [_result_json(row) for row in res.rows],
+                "per_call": {
+                    "ratio_over_cronsim_fresh": res.per_call_ratio(
+                        res.per_call_row("cronsim", "next(CronSim")
+                    ),
+                    "ratio_over_cronsim_kept": res.per_call_ratio(
+                        res.per_call_row("cronsim", "next(it)")
+                    ),
+                    "results": [_result_json(row) for row in res.per_call],
+                },
             }
             for res in results
         ],
@@ -814,13 +1050,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"timed runs per library, best kept (default {DEFAULT_REPEAT})",
     )
     parser.add_argument(
+        "--no-per-call",
+        dest="per_call",
+        action="store_false",
+        help="skip the one-slot-per-call table",
+    )
+    parser.add_argument(
         "--rule", action="append", metavar="KEY", help="only this rule (1-5); may be repeated"
     )
     args = parser.parse_args(argv)
 
     rules = [r for r in _rules() if not args.rule or r.key in args.rule]
     t0 = time.perf_counter()
-    results = [run_rule(rule, args.count, args.repeat) for rule in rules]
+    results = [run_rule(rule, args.count, args.repeat, args.per_call) for rule in rules]
     wrong = judge_methods(results)
     elapsed = time.perf_counter() - t0
     if args.json:
