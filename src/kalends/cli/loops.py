@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable
 
 from kalends.bootstrap import Store, open_waker
+from kalends.clock import FileClock
 from kalends.missions.runtime.process import ProcessRuntime
 from kalends.reminders.transports import Transport
 from kalends.reminders.worker import WORKER_BATCH, BatchReport, DeliveryWorker
@@ -112,7 +113,10 @@ def start_scheduler(
             waker = open_waker(store.engine, MISSIONS_CHANNEL)
             try:
                 on_state(SCHEDULER, True)
-                scheduler.run(stop, wait=waker.wait)
+                wait: Callable[[float, threading.Event], bool] = waker.wait
+                if isinstance(store.clock, FileClock):  # (a testing and simulation aid)
+                    wait = store.clock.waiting(wait)
+                scheduler.run(stop, wait=wait)
             finally:
                 waker.close()
         except Exception:

@@ -56,6 +56,7 @@ from kalends.cli.passage_isolation import (
 )
 from kalends.cli.serve_options import check_base_url
 from kalends.cli.session import DatabaseOption, report_error
+from kalends.clock import clock_from_environment
 from kalends.config import mask_password, resolve_runtime_dir
 from kalends.errors import InvalidInput, KalendsError
 from kalends.missions.runtime.process import ProcessRuntime
@@ -299,7 +300,8 @@ def worker_command(
         sender = _transport(transport)
         fmt = check_log_format(log_format)
         beats_url = None if api_url is None else _api_url(api_url)
-        store = open_store(database)
+        # A testing and simulation aid: KALENDS_CLOCK_FILE names a file that sets the time.
+        store = open_store(database, clock=clock_from_environment())
     except KalendsError as exc:
         report_error(exc, json_output)
     if beats_url is None and schedules:
