@@ -93,13 +93,32 @@ class TestRealProcess:
         lines = done.stdout.splitlines()
         assert max(len(line) for line in lines) <= 80, done.stdout
         text = done.stdout
-        assert "Simulated policy: simulated in America/New_York" in text
-        assert "window  2027-03-10 00:00 to 2027-03-20 00:00 (10 days)" in text
+        assert "Simulated policy: simulated, slots in America/New_York" in text
+        assert "window  2027-03-10 00:00 to 2027-03-20 00:00 America/New_York (10 days)" in text
         assert "passages  9 launched: 0 completed, 9 failed" in text
         assert "DST-affected slots (1)" in text
         assert "2027-03-14 02:30   skipped   dst-gap" in text
         assert "first slot  2027-03-10 02:30  launched" in text
         assert "last slot   2027-03-19 02:30  launched" in text
+
+    def test_a_long_title_wraps_within_80_columns_and_the_window_is_in_the_zone_given(
+        self, tmp_path: Path
+    ) -> None:
+        config = {
+            "title": ("A rather long title " * 3).strip(),
+            "policy": {"kind": "every", "hours": 12},
+        }
+        (tmp_path / "config.json").write_text(json.dumps(config))
+        done = kalends(
+            "--config", str(tmp_path / "config.json"), "--from", "2027-01-01", "--to",
+            "2027-01-03", "--zone", "Europe/Berlin", "--duration", "25h", "--fail-rate", "0.5",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert max(len(line) for line in done.stdout.splitlines()) <= 80, done.stdout
+        assert "window  2027-01-01 00:00 to 2027-01-03 00:00 Europe/Berlin (2 days)" in done.stdout
+        assert "simulated, slots in\nUTC" in done.stdout  # (wrapped)
+        assert "first slot  2027-01-01 11:00  launched" in done.stdout  # 12:00 in Berlin
+        assert "pending-passage" in done.stdout
 
     def test_a_configuration_file_with_its_quota_and_the_drawings(self, tmp_path: Path) -> None:
         config = {

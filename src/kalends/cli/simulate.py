@@ -32,8 +32,10 @@ __all__ = ["simulate_command"]
 
 # How many DST-affected slots the text output lists (--json lists every one).
 SHOWN_DST_ROWS = 20
-# A run longer than this (seconds of wall time) reports its progress on stderr.
+# A run longer than this (seconds of wall time) reports its progress on stderr, a line
+# at most every PROGRESS_EVERY seconds.
 PROGRESS_AFTER = 2.0
+PROGRESS_EVERY = 5.0
 DEFAULT_WINDOW = timedelta(days=365)
 
 _WITHIN_UNITS = (("days", 86_400), ("hours", 3_600), ("minutes", 60))
@@ -325,9 +327,12 @@ def simulate_command(
             exact=exact,
         )
         began = wall.monotonic()
+        printed = [began]
 
         def progress(p: Any) -> None:
-            if wall.monotonic() - began >= PROGRESS_AFTER:
+            at = wall.monotonic()
+            if at - began >= PROGRESS_AFTER and at - printed[0] >= PROGRESS_EVERY:
+                printed[0] = at
                 error_console.print(
                     f"simulating: {p.fraction:4.0%} to {p.at:%Y-%m-%d %H:%M}Z, "
                     f"{p.launched:,} passage(s)",
@@ -352,7 +357,7 @@ def simulate_command(
     if json_output:
         emit_json(result.to_json())
         return
-    _print(result, title)
+    _print(result, title, in_zone)
 
 
 def _seed(text: str) -> int:
@@ -379,14 +384,14 @@ def _write(path: Path, content: str) -> None:
         raise InvalidInput(f"cannot write {str(path)!r}: {exc.strerror}") from exc
 
 
-def _print(result: Any, title: str) -> None:
+def _print(result: Any, title: str, zone: str) -> None:
+    """The summary; the window in ``zone`` (the times given), the slots in the policy's."""
     days = (result.end - result.start).total_seconds() / 86_400
-    console.print(Text(f"{title}: simulated in {result.zone}", style="bold"), soft_wrap=True)
+    console.print(Text(f"{title}: simulated, slots in {result.zone}", style="bold"))
     console.print(
-        f"window  {_wall(result.start, result.zone)} to {_wall(result.end, result.zone)} "
+        f"window  {_wall(result.start, zone)} to {_wall(result.end, zone)} {zone} "
         f"({_days(days)} days)",
         highlight=False,
-        soft_wrap=True,
     )
     counts = result.counts
     table = Table(box=box.SIMPLE_HEAD, title="slots", title_justify="left")
@@ -402,14 +407,12 @@ def _print(result: Any, title: str) -> None:
             table.add_row("", reason, f"{n:,}")
     console.print(table)
     p = result.passages
-    console.print(
-        f"passages  {p['launched']:,} launched: {p['completed']:,} completed, "
-        f"{p['failed']:,} failed, "
-        + (f"{p['interrupted']:,} interrupted, " if p["interrupted"] else "")
-        + f"{p['running']:,} still running at the end",
-        highlight=False,
-        soft_wrap=True,
-    )
+    ended = [f"{p['completed']:,} completed", f"{p['failed']:,} failed"]
+    if p["interrupted"]:
+        ended.append(f"{p['interrupted']:,} interrupted")
+    if p["running"]:
+        ended.append(f"{p['running']:,} running at the end")
+    console.print(f"passages  {p['launched']:,} launched: " + ", ".join(ended), highlight=False)
     dst = result.dst
     if dst:
         shown = Table(
@@ -437,7 +440,7 @@ def _print(result: Any, title: str) -> None:
         said = row["outcome"] + (f" ({row['reason']})" if row["reason"] else "")
         console.print(f"{label}  {_local_text(row['local'])}  {said}", highlight=False)
     for note in result.notes:
-        console.print(Text(f"note: {note}", style="dim"), soft_wrap=True)
+        console.print(Text(f"note: {note}", style="dim"))
     console.print(
         Text(f"took {result.seconds:.1f} s ({result.rounds:,} scheduler rounds)", style="dim")
     )

@@ -76,7 +76,7 @@ __all__ = [
 MAX_SIMULATION_ROUNDS = 1_200_000
 # How many steps of the loop pass between two progress reports, and between two harvests
 # of the ledger rows written (see :meth:`_Run.harvest`).
-PROGRESS_EVERY = 2_000
+PROGRESS_EVERY = 100
 HARVEST_EVERY = 200
 DST_REASONS = frozenset({Reason.DST_GAP, Reason.DST_SHIFTED, Reason.DAY_MISSING})
 _HARMLESS = {"command": ["true"]}
