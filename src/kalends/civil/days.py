@@ -52,11 +52,15 @@ class DayFilter:
     _tables: dict[tuple[int, int], tuple[int, ...]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    _every_day: bool = field(default=False, init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        full = self.days == _ALL_DAYS and self.weekdays == _ALL_WEEKDAYS
+        object.__setattr__(self, "_every_day", full and self.months == _ALL_MONTHS)
 
     @property
     def every_day(self) -> bool:
-        full = self.days == _ALL_DAYS and self.weekdays == _ALL_WEEKDAYS
-        return full and self.months == _ALL_MONTHS
+        return self._every_day
 
     def _month_table(self, length: int, first_weekday: int) -> tuple[int, ...]:
         key = (length, first_weekday)
@@ -94,7 +98,7 @@ class DayFilter:
     def between(self, first: int, last: int) -> Iterable[int]:
         """Matching day numbers from ``first`` to ``last`` inclusive, ascending."""
         first, last = max(first, _FIRST_DAY), min(last, _LAST_DAY)
-        if self.every_day:
+        if self._every_day:
             return range(first, last + 1)
         return self._scan(first, last)
 

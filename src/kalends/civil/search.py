@@ -9,6 +9,7 @@ period the wall clock runs in step with real time.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
@@ -34,6 +35,7 @@ from kalends.civil.rules import (
 from kalends.civil.values import instant_seconds
 from kalends.civil.zones import (
     DAY,
+    EPOCH,
     EPOCH_ORDINAL,
     NAIVE_EPOCH,
     Resolution,
@@ -54,6 +56,9 @@ FIRST_SECOND = (date(1, 1, 2).toordinal() - EPOCH_ORDINAL) * DAY
 LAST_SECOND = (date(9999, 12, 30).toordinal() - EPOCH_ORDINAL) * DAY
 
 _fromtimestamp = datetime.fromtimestamp
+_new_tuple = tuple.__new__
+_SECOND = timedelta(seconds=1)
+_FAR_PAST = -(2**62)
 
 
 class DstNote(StrEnum):
@@ -81,6 +86,11 @@ class _Plan:
         """Slots with ``after < at < end``, ascending, at most ``count``."""
         raise NotImplementedError
 
+    def first(self, after: int, end: int) -> Raw | None:
+        """The first slot with ``after < at < end``: exactly ``generate(after, end, 1)``."""
+        found = self.generate(after, end, 1)
+        return found[0] if found else None
+
 
 class _Single(_Plan):
     def __init__(self, raw: Raw | None) -> None:
@@ -89,6 +99,10 @@ class _Single(_Plan):
     def generate(self, after: int, end: int, count: int) -> list[Raw]:
         raw = self.raw
         return [raw] if raw is not None and after < raw[0] < end and count > 0 else []
+
+    def first(self, after: int, end: int) -> Raw | None:
+        raw = self.raw
+        return raw if raw is not None and after < raw[0] < end else None
 
 
 class _Every(_Plan):
@@ -100,6 +114,11 @@ class _Every(_Plan):
         first = origin + max(1, (after - origin) // step + 1) * step
         stop = min(end, first + count * step)
         return [(u, u, "UTC", None) for u in range(first, stop, step)]
+
+    def first(self, after: int, end: int) -> Raw | None:
+        origin, step = self.origin, self.step
+        first = origin + max(1, (after - origin) // step + 1) * step
+        return (first, first, "UTC", None) if first < end else None
 
 
 class _Wall(_Plan):
@@ -160,6 +179,62 @@ class _Wall(_Plan):
                     return out
         return out
 
+    def first(self, after: int, end: int) -> Raw | None:
+        """``generate(after, end, 1)`` without scanning the wall times before ``after``'s.
+
+        Let ``p`` be the period holding ``after`` and ``w`` its wall time. When the next
+        period shows no wall time up to ``w`` (no overlap ahead), every wall time up to
+        ``w`` resolves at or before ``after``: one of an earlier period, or in a gap before
+        ``p``, resolves before ``starts[p]``; one of ``p`` is ``after`` or earlier, or the
+        earlier pass of a repeat. So the scan starts just after ``w`` on ``w``'s own day
+        instead of two days back, and yields the same first slot.
+        """
+        zone, times = self.zone, self.times
+        if end >= zone.covered:
+            zone.cover(end)
+        starts = zone.starts
+        p = bisect_right(starts, after) - 1
+        offset = zone.offsets[p]
+        # Wall times that resolve exactly into ``after``'s period, as generate caches them.
+        low, high = zone.exact_lows[p], zone.exact_highs[p]
+        after_wall = after + offset
+        if after_wall >= high:
+            skip_wall = _FAR_PAST  # an overlap ahead: scan as generate does
+            first_day = after_wall // DAY - 2
+        else:
+            skip_wall = after_wall
+            first_day = after_wall // DAY
+            if after_wall % DAY >= times[-1]:
+                first_day += 1  # no time of after's own day comes later
+        last_day = (end + zone.offset_at(end)) // DAY + 1
+        for day in self.days(first_day, last_day):
+            base = day * DAY
+            day_times = times
+            if base <= skip_wall:
+                day_times = times[bisect_right(times, skip_wall - base) :]
+            for t in day_times:
+                wall = base + t
+                if low <= wall < high:
+                    at, shown, note = wall - offset, wall, None
+                else:
+                    kind, at, q = zone.resolve(wall)
+                    if kind is Resolution.EXACT:
+                        low, high = zone.exact_lows[q], zone.exact_highs[q]
+                        offset = zone.offsets[q]
+                        shown, note = wall, None
+                    elif kind is Resolution.FOLD:
+                        shown, note = wall, DstNote.EARLIER
+                    elif self.shift and zone.day_exists(day):
+                        shown, note = zone.local_starts[q], DstNote.SHIFTED
+                    else:
+                        continue
+                if at <= after:
+                    continue
+                if at >= end:
+                    return None
+                return (at, shown, zone.name, note)
+        return None
+
 
 class _ElapsedCron(_Plan):
     """Every instant whose own wall time matches: gaps never match, repeats match twice."""
@@ -214,6 +289,15 @@ class _Union(_Plan):
             if len(out) >= count:
                 break
         return out
+
+    def first(self, after: int, end: int) -> Raw | None:
+        # generate(after, end, 1) keeps the earliest slot of the first plan to give it.
+        best: Raw | None = None
+        for plan in self.plans:
+            raw = plan.first(after, end)
+            if raw is not None and (best is None or raw[0] < best[0]):
+                best = raw
+        return best
 
 
 # --- compiling rules ----------------------------------------------------------------
@@ -330,9 +414,75 @@ def next_instants(
 
 
 def next_slot(rule: Rule, after: datetime, *, origin: datetime | None = None) -> Slot | None:
-    """The first slot strictly after ``after``, or ``None`` within 100 years."""
-    found = next_slots(rule, after, 1, origin=origin)
-    return found[0] if found else None
+    """The first slot strictly after ``after``, or ``None`` within 100 years.
+
+    The same slot as ``next_slots(rule, after, 1, origin=origin)``, found by the path a
+    scheduler takes once per wake: the rule's plan kept between calls, one slot sought.
+    """
+    after_s = _seconds(after, "after")
+    end = min(after_s + SEARCH_BOUND_SECONDS, LAST_SECOND)
+    raw = _kept_plan(rule, origin, after_s).first(after_s, end)
+    if raw is None:
+        return None
+    at, shown, zone, note = raw
+    return _new_tuple(
+        Slot, (_fromtimestamp(at, UTC), NAIVE_EPOCH + timedelta(0, shown), zone, note)
+    )
+
+
+def _seconds(instant: datetime, field: str) -> int:
+    """:func:`instant_seconds`, with a shortcut for the UTC datetimes slots carry."""
+    if instant.__class__ is datetime and instant.tzinfo is UTC:
+        return (instant - EPOCH) // _SECOND
+    return instant_seconds(instant, field)
+
+
+# Plans kept between single-slot calls, by the rule object's identity (the entry holds
+# the rule, so its id stays its own while the entry lives). Calendar plans do not
+# depend on the origin; the others are kept per origin.
+_KEPT_PLANS = 16_384
+_plans: dict[int, tuple[Rule, _Plan | None]] = {}
+_origin_plans: dict[tuple[int, int], tuple[Rule, _Plan]] = {}
+
+
+def _kept_plan(rule: Rule, origin: datetime | None, after_s: int) -> _Plan:
+    if origin is None or (origin.__class__ is datetime and origin.tzinfo is UTC):
+        origin_s = None  # valid; converted only if the plan needs it
+    else:
+        origin_s = instant_seconds(origin, "origin")
+    key = id(rule)
+    entry = _plans.get(key)
+    if entry is None or entry[0] is not rule:
+        if len(_plans) >= _KEPT_PLANS:
+            _plans.clear()
+        entry = _plans[key] = (rule, None if _uses_origin(rule) else _compile(rule, 0))
+    plan = entry[1]
+    if plan is not None:
+        return plan
+    if origin is None:
+        return _compile(rule, after_s)
+    if origin_s is None:
+        origin_s = (origin - EPOCH) // _SECOND
+    found = _origin_plans.get((key, origin_s))
+    if found is not None and found[0] is rule:
+        return found[1]
+    if len(_origin_plans) >= _KEPT_PLANS:
+        _origin_plans.clear()
+    plan = _compile(rule, origin_s)
+    _origin_plans[key, origin_s] = (rule, plan)
+    return plan
+
+
+def _uses_origin(rule: Rule) -> bool:
+    """Whether :func:`_compile` reads the origin for this rule."""
+    match rule:
+        case Immediate() | After() | Every() | CompletionRelative():
+            return True
+        case Daily(interval_days=interval) if interval is not None:
+            return True
+        case Calendars(calendars=calendars):
+            return any(_uses_origin(c) for c in calendars)
+    return False
 
 
 def slots_between(

@@ -64,6 +64,9 @@ class Zone:
         "_footer",
         "_horizon",
         "_lock",
+        "covered",
+        "exact_highs",
+        "exact_lows",
         "local_ends",
         "local_starts",
         "name",
@@ -88,6 +91,9 @@ class Zone:
         self._horizon = datetime.fromtimestamp(self.starts[-1], UTC).year if transitions else 1800
         self.local_starts: list[int] = []
         self.local_ends: list[int] = []
+        self.exact_lows: list[int] = []
+        self.exact_highs: list[int] = []
+        self.covered = 0
         self._extend(_INITIAL_HORIZON_YEAR)
 
     def _append(self, at: int, offset: int) -> None:
@@ -106,9 +112,16 @@ class Zone:
                     self._append(at, offset)
         self._horizon = max(self._horizon, year + 1)
         starts, offsets = self.starts, self.offsets
-        self.local_starts = [s + o for s, o in zip(starts, offsets, strict=True)]
-        self.local_ends = [s + o for s, o in zip(starts[1:], offsets, strict=False)]
-        self.local_ends.append(_FAR_FUTURE)
+        local_starts = self.local_starts = [s + o for s, o in zip(starts, offsets, strict=True)]
+        local_ends = self.local_ends = [s + o for s, o in zip(starts[1:], offsets, strict=False)]
+        local_ends.append(_FAR_FUTURE)
+        # Period i alone shows the wall times exact_lows[i] <= w < exact_highs[i].
+        self.exact_lows = [local_starts[0], *map(max, local_starts[1:], local_ends)]
+        self.exact_highs = [*map(min, local_ends, local_starts[1:]), local_ends[-1]]
+        # cover(u) has nothing to do for every u below this second.
+        self.covered = (
+            _FAR_FUTURE if self._horizon > _MAX_YEAR else (self._horizon - 1972) * 365 * DAY
+        )
 
     def cover(self, utc_second: int) -> None:
         """Makes sure the periods reach past ``utc_second`` (plus a year of margin)."""
