@@ -168,6 +168,9 @@ class TestRealProcess:
             # more than ten years
             (("--policy", NEW_YORK_SKIP, "--from", "2027-01-01", "--to", "2037-01-03"),
              "at most 10 years"),
+            # a year of every minute: too many slots
+            (("--policy", '{"kind":"cron","expression":"* * * * *","zone":"UTC"}', "--from",
+              "2027-01-01", "--to", "2028-01-01"), "the window holds more than 110,000 slots"),
             # the window backwards
             (("--policy", NEW_YORK_SKIP, "--from", "2027-02-01", "--to", "2027-01-01"),
              "the window ends before it starts"),

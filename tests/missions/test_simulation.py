@@ -273,6 +273,19 @@ class TestProgressAndBounds:
         with pytest.raises(SimulationTooLong, match="more than 20 scheduler rounds"):
             _run(DAILY, _at(2027, 5, 1), _at(2027, 6, 1))
 
+    @pytest.mark.parametrize(
+        "policy",
+        [
+            {"kind": "cron", "expression": "* * * * *", "zone": "UTC"},  # 525,600 a year
+            {"kind": "cron", "expression": "*/4 * * * *", "zone": "UTC"},  # 131,400
+        ],
+    )
+    def test_a_window_with_too_many_slots_is_refused_before_it_starts(
+        self, policy: dict[str, Any]
+    ) -> None:
+        with pytest.raises(SimulationTooLong, match="more than 110,000 slots"):
+            _run(policy, _at(2027, 1, 1), _at(2028, 1, 1))
+
     def test_the_temporary_database_is_removed_afterwards(self) -> None:
         root = Path(tempfile.gettempdir())
         before = set(root.glob("kalends-simulation-*"))

@@ -42,9 +42,10 @@ from sqlalchemy.engine import Connection
 
 from kalends.auth.grants import Privilege
 from kalends.bootstrap import Services, build
+from kalends.civil import next_slots
 from kalends.clock import Clock, FakeClock, SystemClock
 from kalends.errors import InvalidInput, KalendsError
-from kalends.missions.config import config_from_json
+from kalends.missions.config import Config, config_from_json
 from kalends.missions.leases import WakeLeases
 from kalends.missions.ledger import Reason, iso
 from kalends.missions.ledger_reads import empty_counts, row_json
@@ -60,6 +61,7 @@ from kalends.storage.unit_of_work import Store
 
 __all__ = [
     "DST_REASONS",
+    "MAX_SIMULATED_SLOTS",
     "MAX_SIMULATION_ROUNDS",
     "PROGRESS_EVERY",
     "Progress",
@@ -70,10 +72,16 @@ __all__ = [
     "simulation_config",
 ]
 
-# kalends decision: a simulation runs at most 1,200,000 scheduler rounds (a year of a
-# one-minute policy takes about 1,050,000 with its settlements; every round costs a few
-# milliseconds), and stops with an error naming a shorter window beyond that.
-MAX_SIMULATION_ROUNDS = 1_200_000
+# kalends decision: a simulation covers at most 110,000 slots (a year of every five
+# minutes is 105,120), refused before it starts. Each slot costs the real scheduler two
+# rounds (the launch and, 3 s later, the settlement) of about 5-15 ms on SQLite, so the
+# largest simulation takes some tens of minutes.
+MAX_SIMULATED_SLOTS = 110_000
+# kalends decision: and at most 500,000 scheduler rounds, for long passages that the
+# scheduler looks at every 5 minutes while they run; beyond, the run stops with an error.
+MAX_SIMULATION_ROUNDS = 500_000
+# How many slots one engine call enumerates while the window's slots are counted.
+_COUNT_CHUNK = 4_096
 # How many steps of the loop pass between two progress reports, and between two harvests
 # of the ledger rows written (see :meth:`_Run.harvest`).
 PROGRESS_EVERY = 100
@@ -218,6 +226,7 @@ def simulate(
     :class:`~kalends.errors.InvalidInput` before anything runs."""
     checked = options.checked()
     prepared, notes = simulation_config(config, checked)
+    _check_slots(config_from_json(prepared), checked)
     timer = wall or SystemClock()
     began = timer.monotonic()
     with tempfile.TemporaryDirectory(prefix="kalends-simulation-") as tmp:
@@ -243,6 +252,25 @@ def simulate(
         rounds=run.rounds,
         seconds=timer.monotonic() - began,
         notes=notes + run.notes,
+    )
+
+
+def _check_slots(config: Config, options: SimulationOptions) -> None:
+    """Refuse a window holding more than :data:`MAX_SIMULATED_SLOTS` slots."""
+    if config.one_shot:
+        return
+    cursor, counted = options.start, 0
+    while counted <= MAX_SIMULATED_SLOTS:
+        found = next_slots(config.policy, cursor, _COUNT_CHUNK, origin=options.start)
+        inside = [s for s in found if s.at < options.end]
+        counted += len(inside)
+        if len(inside) < _COUNT_CHUNK:
+            return
+        cursor = inside[-1].at
+    raise SimulationTooLong(
+        f"to: the window holds more than {MAX_SIMULATED_SLOTS:,} slots of this policy; "
+        "a simulation runs at most that many: simulate a shorter window",
+        field="to",
     )
 
 
