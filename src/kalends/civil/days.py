@@ -7,6 +7,7 @@ computed once per such pair and reused for every month of the century.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
@@ -19,6 +20,8 @@ _ALL_WEEKDAYS = frozenset(range(1, 8))
 _MONTH_LENGTHS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 _FIRST_DAY = date(1, 1, 1).toordinal() - EPOCH_ORDINAL
 _LAST_DAY = date(9999, 12, 31).toordinal() - EPOCH_ORDINAL
+# Months whose matching days a filter keeps (about two centuries); then it starts over.
+_KEPT_MONTHS = 2_400
 
 
 def iso_weekday(day: int) -> int:
@@ -53,6 +56,9 @@ class DayFilter:
         default_factory=dict, compare=False, repr=False
     )
     _every_day: bool = field(default=False, init=False, compare=False, repr=False)
+    _months: dict[int, tuple[int, tuple[int, ...]]] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         full = self.days == _ALL_DAYS and self.weekdays == _ALL_WEEKDAYS
@@ -102,28 +108,54 @@ class DayFilter:
             return range(first, last + 1)
         return self._scan(first, last)
 
-    def _scan(self, first: int, last: int) -> Iterator[int]:
-        start = date.fromordinal(first + EPOCH_ORDINAL)
-        year, month, from_dom = start.year, start.month, start.day
-        month_start = first - from_dom + 1
-        months = self.months
+    def first_from(self, first: int, last: int) -> int | None:
+        """The first matching day from ``first`` to ``last`` inclusive, or ``None``."""
+        first, last = max(first, _FIRST_DAY), min(last, _LAST_DAY)
+        if first > last:
+            return None
+        if self._every_day:
+            return first
+        months = self._months
+        month_start = first - date.fromordinal(first + EPOCH_ORDINAL).day + 1
         while month_start <= last:
-            length = _MONTH_LENGTHS[month - 1]
-            if month == 2 and year % 4 == 0 and (year % 100 != 0 or year % 400 == 0):
-                length = 29
-            if month in months:
-                for dom in self._month_table(length, iso_weekday(month_start)):
-                    if dom < from_dom:
-                        continue
-                    day = month_start + dom - 1
-                    if day > last:
-                        return
-                    yield day
-            month_start += length
-            from_dom = 1
-            month += 1
-            if month == 13:
-                year, month = year + 1, 1
+            following, days = months.get(month_start) or self._month(month_start)
+            if days and days[-1] >= first:
+                day = days[bisect_left(days, first)]
+                return day if day <= last else None
+            month_start = following
+        return None
+
+    def _scan(self, first: int, last: int) -> Iterator[int]:
+        months = self._months
+        start = date.fromordinal(first + EPOCH_ORDINAL)
+        month_start = first - start.day + 1
+        while month_start <= last:
+            entry = months.get(month_start)
+            if entry is None:
+                entry = self._month(month_start)
+            following, days = entry
+            i = bisect_left(days, first) if days and days[0] < first else 0
+            for day in days[i:] if i else days:
+                if day > last:
+                    return
+                yield day
+            month_start = following
+
+    def _month(self, month_start: int) -> tuple[int, tuple[int, ...]]:
+        """The next month's first day and the matching day numbers of this month."""
+        start = date.fromordinal(month_start + EPOCH_ORDINAL)
+        year, month = start.year, start.month
+        length = _MONTH_LENGTHS[month - 1]
+        if month == 2 and year % 4 == 0 and (year % 100 != 0 or year % 400 == 0):
+            length = 29
+        days: tuple[int, ...] = ()
+        if month in self.months:
+            table = self._month_table(length, iso_weekday(month_start))
+            days = tuple(month_start + dom - 1 for dom in table)
+        if len(self._months) >= _KEPT_MONTHS:
+            self._months.clear()
+        entry = self._months[month_start] = (month_start + length, days)
+        return entry
 
 
 def every_nth(anchor: int, step: int, first: int, last: int) -> range:

@@ -9,7 +9,7 @@ period the wall clock runs in step with real time.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
@@ -128,10 +128,13 @@ class _Wall(_Plan):
         self,
         zone: Zone,
         times: tuple[int, ...],
-        days: Callable[[int, int], Iterable[int]],
+        days: Callable[[int, int], Iterable[int]] | DayFilter,
         shift: bool,
     ) -> None:
-        self.zone, self.times, self.days, self.shift = zone, times, days, shift
+        self.zone, self.times, self.shift = zone, times, shift
+        # A day filter is also asked for one day at a time by ``first``.
+        self.filter = days if isinstance(days, DayFilter) else None
+        self.days = days.between if isinstance(days, DayFilter) else days
 
     def generate(self, after: int, end: int, count: int) -> list[Raw]:
         zone, times, shift, name = self.zone, self.times, self.shift, self.zone.name
@@ -206,14 +209,20 @@ class _Wall(_Plan):
             first_day = after_wall // DAY
             if after_wall % DAY >= times[-1]:
                 first_day += 1  # no time of after's own day comes later
-        last_day = (end + zone.offset_at(end)) // DAY + 1
-        for day in self.days(first_day, last_day):
+        last_day = (end + zone.offsets[bisect_right(starts, end) - 1]) // DAY + 1
+        n = len(times)
+        day_filter = self.filter
+        if day_filter is None:
+            days = iter(self.days(first_day, last_day))
+            day = next(days, None)
+        else:
+            day = day_filter.first_from(first_day, last_day)
+        while day is not None:
             base = day * DAY
-            day_times = times
-            if base <= skip_wall:
-                day_times = times[bisect_right(times, skip_wall - base) :]
-            for t in day_times:
-                wall = base + t
+            i = bisect_right(times, skip_wall - base) if base <= skip_wall else 0
+            while i < n:
+                wall = base + times[i]
+                i += 1
                 if low <= wall < high:
                     at, shown, note = wall - offset, wall, None
                 else:
@@ -233,6 +242,10 @@ class _Wall(_Plan):
                 if at >= end:
                     return None
                 return (at, shown, zone.name, note)
+            if day_filter is None:
+                day = next(days, None)
+            else:
+                day = day_filter.first_from(day + 1, last_day)
         return None
 
 
@@ -266,6 +279,32 @@ class _ElapsedCron(_Plan):
                         return out
             if period_end >= end:
                 return out
+            p += 1
+
+    def first(self, after: int, end: int) -> Raw | None:
+        """``generate(after, end, 1)``, each day's first time found by bisection."""
+        zone, times, between = self.zone, self.times, self.days.between
+        if end >= zone.covered:
+            zone.cover(end)
+        starts, offsets = zone.starts, zone.offsets
+        last_period = len(starts) - 1
+        n = len(times)
+        p = bisect_right(starts, after + 1) - 1
+        while True:
+            offset = offsets[p]
+            period_end = starts[p + 1] if p < last_period else end
+            low = max(after + 1, starts[p]) + offset
+            high = min(period_end, end) + offset
+            for day in between(low // DAY, (high - 1) // DAY):
+                base = day * DAY
+                i = bisect_left(times, low - base) if base < low else 0
+                if i < n:
+                    wall = base + times[i]
+                    if wall >= high:
+                        break  # every later wall time of the period is past it too
+                    return (wall - offset, wall, zone.name, None)
+            if period_end >= end:
+                return None
             p += 1
 
 
@@ -348,11 +387,11 @@ def _calendar_plan(rule: Rule, shift: bool) -> _Plan:
             weekdays = (
                 frozenset(rule.days) if isinstance(rule, Weekdays) else frozenset(range(1, 8))
             )
-            return _Wall(get_zone(zone), (time,), DayFilter(weekdays=weekdays).between, shift)
+            return _Wall(get_zone(zone), (time,), DayFilter(weekdays=weekdays), shift)
         case Times(times=times, zone=zone):
-            return _Wall(get_zone(zone), tuple(sorted(set(times))), DayFilter().between, shift)
+            return _Wall(get_zone(zone), tuple(sorted(set(times))), DayFilter(), shift)
         case Monthly(day=day, time=time, zone=zone):
-            return _Wall(get_zone(zone), (time,), DayFilter(days=frozenset({day})).between, shift)
+            return _Wall(get_zone(zone), (time,), DayFilter(days=frozenset({day})), shift)
         case Cron(spec=spec, zone=zone):
             days = DayFilter(
                 days=spec.days,
@@ -365,7 +404,7 @@ def _calendar_plan(rule: Rule, shift: bool) -> _Plan:
                 nth_weekdays=spec.nth_weekdays,
             )
             if spec.wall_clock:
-                return _Wall(get_zone(zone), spec.times_of_day(), days.between, shift)
+                return _Wall(get_zone(zone), spec.times_of_day(), days, shift)
             return _ElapsedCron(get_zone(zone), spec.times_of_day(), days)
     raise TypeError(f"not a calendar rule: {rule!r}")  # pragma: no cover
 
@@ -419,9 +458,22 @@ def next_slot(rule: Rule, after: datetime, *, origin: datetime | None = None) ->
     The same slot as ``next_slots(rule, after, 1, origin=origin)``, found by the path a
     scheduler takes once per wake: the rule's plan kept between calls, one slot sought.
     """
-    after_s = _seconds(after, "after")
-    end = min(after_s + SEARCH_BOUND_SECONDS, LAST_SECOND)
-    raw = _kept_plan(rule, origin, after_s).first(after_s, end)
+    # The shortcuts of _seconds and _kept_plan, inlined: this runs once per wake.
+    if after.__class__ is datetime and after.tzinfo is UTC:
+        after_s = (after - EPOCH) // _SECOND
+    else:
+        after_s = instant_seconds(after, "after")
+    entry = _plans.get(id(rule))
+    if (
+        entry is not None
+        and entry[0] is rule
+        and entry[1] is not None
+        and (origin is None or (origin.__class__ is datetime and origin.tzinfo is UTC))
+    ):
+        plan = entry[1]
+    else:
+        plan = _kept_plan(rule, origin, after_s)
+    raw = plan.first(after_s, min(after_s + SEARCH_BOUND_SECONDS, LAST_SECOND))
     if raw is None:
         return None
     at, shown, zone, note = raw
