@@ -481,9 +481,8 @@ class _Run:
                 return
 
     def _admitted(self, now: datetime) -> None:
-        for session in self.runtime.sessions():
-            if session in self.passages:
-                continue
+        # (the runtime lists its sessions in the order they were admitted)
+        for session in self.runtime.sessions()[len(self.passages) :]:
             started = self.runtime.observe(session).started_at or now
             duration = self.options.durations.draw(self.rng)
             failed = self.rng.random() < self.options.fail_rate
