@@ -464,14 +464,16 @@ def next_slot(rule: Rule, after: datetime, *, origin: datetime | None = None) ->
     else:
         after_s = instant_seconds(after, "after")
     entry = _plans.get(id(rule))
+    plan = None
     if (
         entry is not None
         and entry[0] is rule
-        and entry[1] is not None
         and (origin is None or (origin.__class__ is datetime and origin.tzinfo is UTC))
     ):
         plan = entry[1]
-    else:
+        if plan is None and origin is not None:
+            plan = entry[2].get((origin - EPOCH) // _SECOND)
+    if plan is None:
         plan = _kept_plan(rule, origin, after_s)
     raw = plan.first(after_s, min(after_s + SEARCH_BOUND_SECONDS, LAST_SECOND))
     if raw is None:
@@ -493,8 +495,8 @@ def _seconds(instant: datetime, field: str) -> int:
 # the rule, so its id stays its own while the entry lives). Calendar plans do not
 # depend on the origin; the others are kept per origin.
 _KEPT_PLANS = 16_384
-_plans: dict[int, tuple[Rule, _Plan | None]] = {}
-_origin_plans: dict[tuple[int, int], tuple[Rule, _Plan]] = {}
+_KEPT_ORIGINS = 64
+_plans: dict[int, tuple[Rule, _Plan | None, dict[int, _Plan]]] = {}
 
 
 def _kept_plan(rule: Rule, origin: datetime | None, after_s: int) -> _Plan:
@@ -507,22 +509,21 @@ def _kept_plan(rule: Rule, origin: datetime | None, after_s: int) -> _Plan:
     if entry is None or entry[0] is not rule:
         if len(_plans) >= _KEPT_PLANS:
             _plans.clear()
-        entry = _plans[key] = (rule, None if _uses_origin(rule) else _compile(rule, 0))
-    plan = entry[1]
-    if plan is not None:
-        return plan
+        plan = None if _uses_origin(rule) else _compile(rule, 0)
+        entry = _plans[key] = (rule, plan, {})
+    if entry[1] is not None:
+        return entry[1]
     if origin is None:
         return _compile(rule, after_s)
     if origin_s is None:
         origin_s = (origin - EPOCH) // _SECOND
-    found = _origin_plans.get((key, origin_s))
-    if found is not None and found[0] is rule:
-        return found[1]
-    if len(_origin_plans) >= _KEPT_PLANS:
-        _origin_plans.clear()
-    plan = _compile(rule, origin_s)
-    _origin_plans[key, origin_s] = (rule, plan)
-    return plan
+    by_origin = entry[2]
+    found = by_origin.get(origin_s)
+    if found is None:
+        if len(by_origin) >= _KEPT_ORIGINS:
+            by_origin.clear()
+        found = by_origin[origin_s] = _compile(rule, origin_s)
+    return found
 
 
 def _uses_origin(rule: Rule) -> bool:
