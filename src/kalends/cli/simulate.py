@@ -148,7 +148,7 @@ def simulate_command(
     mission: Annotated[
         str | None,
         typer.Argument(
-            metavar="[SCHEDULE]",
+            metavar="SCHEDULE",
             help="A schedule's ID: simulate its configuration (nothing is written to it).",
             show_default=False,
         ),
@@ -282,13 +282,13 @@ def simulate_command(
     database: DatabaseOption = None,
     server: ServerOption = None,
 ) -> None:
-    """Simulate a schedule over a window: the real scheduler and controls on a fake clock.
+    """Simulate a schedule over a window: the real scheduler on a fake clock.
 
-    Prints the slot ledger's counts by outcome and reason, the DST-affected slots, the
-    first and last slots and the passages; with --json the full ledger:
-    {"counts", "passages", "dst", "first", "last", "items": [ledger rows], ...}.
-    Outages and pauses outside the window are clipped to it. SCHEDULE is read in local
-    or server mode (--as, --database, --server) and nothing is written to it.
+    Prints the ledger's counts by outcome and reason, the DST-affected
+    slots, the first and last slots and the passages. With --json: the
+    whole ledger, {"counts", "passages", "dst", "first", "last", "items"}.
+    Outages and pauses outside the window are clipped to it. SCHEDULE is
+    read as a viewer in local or server mode; nothing is written to it.
     """
     from kalends.civil import get_zone  # noqa: PLC0415
     from kalends.missions.simulation import policy_zone, simulate  # noqa: PLC0415
