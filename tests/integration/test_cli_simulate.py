@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import OWNER, Remote, serve_workspace, snapshot_of
 from sqlalchemy import select
 from typer.testing import CliRunner
 
@@ -326,3 +327,44 @@ class TestASchedule:
         assert result.exit_code == code, (result.stdout, result.stderr)
         assert result.stderr.startswith("error: ") and message in result.stderr.lower()
         assert _snapshot(services) == before
+
+
+# --- a schedule read from a server --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Remote, str]]:
+    """A running server; its owner's schedule in the served workspace, which bob edits."""
+    for remote in serve_workspace(tmp_path_factory, "simulated", Remote):
+        services = open_services(remote.database)
+        try:
+            services.grants.grant(OWNER, "run")
+            config = {
+                "title": "Night shift",
+                "profile": {"command": ["make", "night"]},
+                "policy": json.loads(NEW_YORK_SKIP),
+            }
+            receipt = services.schedules.create(
+                OWNER, remote.workspace, config, request_id="create-0001"
+            )
+        finally:
+            services.store.close()
+        yield remote, str(receipt.mission_id)
+
+
+def test_a_schedule_read_from_a_server_simulates_as_it_does_locally(
+    served: tuple[Remote, str],
+) -> None:
+    remote, sid = served
+    url = f"sqlite:///{remote.database}"
+    before = snapshot_of(url)
+    over_http = remote.rjson("simulate", sid, *MARCH, who="bob")
+    local = remote.local("simulate", sid, *MARCH, "--json")
+    assert local.exit_code == 0, (local.stdout, local.stderr)
+    here = json.loads(local.stdout)
+    said = [(r["slot"], r["outcome"], r["reason"]) for r in over_http["items"]]
+    assert said == [(r["slot"], r["outcome"], r["reason"]) for r in here["items"]]
+    assert over_http["counts"]["reasons"] == {"dst-gap": 1}
+    assert snapshot_of(url) == before
+    missing = remote.remote("simulate", "00000000-0000-0000-0000-000000000000", *MARCH, who="bob")
+    assert missing.exit_code == 1 and "no schedule" in missing.stderr
