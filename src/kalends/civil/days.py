@@ -59,6 +59,10 @@ class DayFilter:
     _months: dict[int, tuple[int, tuple[int, ...]]] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )
+    # The month first_from read last: (its first day, the next month's, its matching days).
+    _last_month: list[tuple[int, int, tuple[int, ...]]] = field(
+        default_factory=lambda: [(1, 0, ())], init=False, compare=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         full = self.days == _ALL_DAYS and self.weekdays == _ALL_WEEKDAYS
@@ -115,31 +119,43 @@ class DayFilter:
             return None
         if self._every_day:
             return first
-        months = self._months
+        month_start, following, days = self._last_month[0]
+        if month_start <= first < following and days and days[-1] >= first:
+            day = days[bisect_left(days, first)]
+            return day if day <= last else None
         month_start = first - date.fromordinal(first + EPOCH_ORDINAL).day + 1
+        months = self._months
         while month_start <= last:
             following, days = months.get(month_start) or self._month(month_start)
             if days and days[-1] >= first:
+                self._last_month[0] = (month_start, following, days)
                 day = days[bisect_left(days, first)]
                 return day if day <= last else None
             month_start = following
         return None
 
     def _scan(self, first: int, last: int) -> Iterator[int]:
-        months = self._months
         start = date.fromordinal(first + EPOCH_ORDINAL)
-        month_start = first - start.day + 1
+        year, month, from_dom = start.year, start.month, start.day
+        month_start = first - from_dom + 1
+        months = self.months
         while month_start <= last:
-            entry = months.get(month_start)
-            if entry is None:
-                entry = self._month(month_start)
-            following, days = entry
-            i = bisect_left(days, first) if days and days[0] < first else 0
-            for day in days[i:] if i else days:
-                if day > last:
-                    return
-                yield day
-            month_start = following
+            length = _MONTH_LENGTHS[month - 1]
+            if month == 2 and year % 4 == 0 and (year % 100 != 0 or year % 400 == 0):
+                length = 29
+            if month in months:
+                for dom in self._month_table(length, iso_weekday(month_start)):
+                    if dom < from_dom:
+                        continue
+                    day = month_start + dom - 1
+                    if day > last:
+                        return
+                    yield day
+            month_start += length
+            from_dom = 1
+            month += 1
+            if month == 13:
+                year, month = year + 1, 1
 
     def _month(self, month_start: int) -> tuple[int, tuple[int, ...]]:
         """The next month's first day and the matching day numbers of this month."""

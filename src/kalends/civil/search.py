@@ -54,6 +54,8 @@ DEFAULT_GAP = GapPolicy.SHIFT
 # Instants a datetime can hold in any zone: a day inside the years 1 to 9999.
 FIRST_SECOND = (date(1, 1, 2).toordinal() - EPOCH_ORDINAL) * DAY
 LAST_SECOND = (date(9999, 12, 30).toordinal() - EPOCH_ORDINAL) * DAY
+FIRST_DAY = date(1, 1, 1).toordinal() - EPOCH_ORDINAL
+LAST_DAY = date(9999, 12, 31).toordinal() - EPOCH_ORDINAL
 
 _fromtimestamp = datetime.fromtimestamp
 _new_tuple = tuple.__new__
@@ -134,6 +136,7 @@ class _Wall(_Plan):
         self.zone, self.times, self.shift = zone, times, shift
         # A day filter is also asked for one day at a time by ``first``.
         self.filter = days if isinstance(days, DayFilter) else None
+        self.every_day = self.filter is not None and self.filter.every_day
         self.days = days.between if isinstance(days, DayFilter) else days
 
     def generate(self, after: int, end: int, count: int) -> list[Raw]:
@@ -215,6 +218,8 @@ class _Wall(_Plan):
         if day_filter is None:
             days = iter(self.days(first_day, last_day))
             day = next(days, None)
+        elif self.every_day and FIRST_DAY <= first_day <= last_day <= LAST_DAY:
+            day = first_day  # what first_from answers, without the call
         else:
             day = day_filter.first_from(first_day, last_day)
         while day is not None:
@@ -283,7 +288,7 @@ class _ElapsedCron(_Plan):
 
     def first(self, after: int, end: int) -> Raw | None:
         """``generate(after, end, 1)``, each day's first time found by bisection."""
-        zone, times, between = self.zone, self.times, self.days.between
+        zone, times, first_from = self.zone, self.times, self.days.first_from
         if end >= zone.covered:
             zone.cover(end)
         starts, offsets = zone.starts, zone.offsets
@@ -295,7 +300,9 @@ class _ElapsedCron(_Plan):
             period_end = starts[p + 1] if p < last_period else end
             low = max(after + 1, starts[p]) + offset
             high = min(period_end, end) + offset
-            for day in between(low // DAY, (high - 1) // DAY):
+            last_day = (high - 1) // DAY
+            day = first_from(low // DAY, last_day)
+            while day is not None:
                 base = day * DAY
                 i = bisect_left(times, low - base) if base < low else 0
                 if i < n:
@@ -303,6 +310,7 @@ class _ElapsedCron(_Plan):
                     if wall >= high:
                         break  # every later wall time of the period is past it too
                     return (wall - offset, wall, zone.name, None)
+                day = first_from(day + 1, last_day)
             if period_end >= end:
                 return None
             p += 1
@@ -475,7 +483,10 @@ def next_slot(rule: Rule, after: datetime, *, origin: datetime | None = None) ->
             plan = entry[2].get((origin - EPOCH) // _SECOND)
     if plan is None:
         plan = _kept_plan(rule, origin, after_s)
-    raw = plan.first(after_s, min(after_s + SEARCH_BOUND_SECONDS, LAST_SECOND))
+    end = after_s + SEARCH_BOUND_SECONDS
+    if end > LAST_SECOND:  # noqa: PLR1730 - cheaper than min() here
+        end = LAST_SECOND
+    raw = plan.first(after_s, end)
     if raw is None:
         return None
     at, shown, zone, note = raw
