@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kalends.civil import Slot, next_slot, next_slots, parse_rule
+from kalends.civil.days import DayFilter
 from kalends.civil.rules import Rule
 
 from .test_oracle_agreement import Scenario, any_kind, scenarios
@@ -86,3 +87,45 @@ class TestOneSlotPerCallAgreesWithTheBatch:
         first, second = parse_rule(s.rule), parse_rule(s.rule)
         after = s.after.astimezone(UTC)
         assert next_slot(first, after, origin=s.origin) == next_slot(second, after, origin=s.origin)
+
+
+day_filters = st.builds(
+    DayFilter,
+    days=st.frozensets(st.integers(1, 31), min_size=1),
+    weekdays=st.frozensets(st.integers(1, 7), min_size=1),
+    months=st.frozensets(st.integers(1, 12), min_size=1),
+    either=st.booleans(),
+    last_day=st.booleans(),
+    last_workday=st.booleans(),
+    last_weekdays=st.frozensets(st.integers(1, 7), max_size=2),
+    nth_weekdays=st.frozensets(st.tuples(st.integers(1, 7), st.integers(1, 5)), max_size=2),
+)
+# Day numbers from 1 AD to 9999 (the engine's whole range), around 1970-2100 mostly.
+day_numbers = st.integers(-719_162, 2_932_896) | st.integers(0, 47_500)
+
+
+class TestDayFiltersOneDayAtATime:
+    @given(day_filters, st.lists(st.tuples(day_numbers, st.integers(0, 800)), max_size=6))
+    def test_first_from_is_the_first_day_the_scan_gives(
+        self, days: DayFilter, queries: list[tuple[int, int]]
+    ) -> None:
+        # Several queries on one filter, so its remembered month is read as well as set.
+        for first, span in queries:
+            scanned = next(iter(days.between(first, first + span)), None)
+            assert days.first_from(first, first + span) == scanned
+
+    @given(day_filters, day_numbers, st.integers(0, 3))
+    def test_walking_from_each_day_found_gives_the_scans_days(
+        self, days: DayFilter, first: int, gap: int
+    ) -> None:
+        # As a scheduler walks: each query starts just after (or a little after) the last
+        # day found, across month ends, where the remembered month stops answering.
+        last = first + 400
+        scanned = list(days.between(first, last))
+        start = first
+        while True:
+            found = days.first_from(start, last)
+            assert found == next((d for d in scanned if d >= start), None)
+            if found is None:
+                break
+            start = found + 1 + gap

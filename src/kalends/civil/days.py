@@ -20,8 +20,8 @@ _ALL_WEEKDAYS = frozenset(range(1, 8))
 _MONTH_LENGTHS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 _FIRST_DAY = date(1, 1, 1).toordinal() - EPOCH_ORDINAL
 _LAST_DAY = date(9999, 12, 31).toordinal() - EPOCH_ORDINAL
-# Months whose matching days a filter keeps (about two centuries); then it starts over.
-_KEPT_MONTHS = 2_400
+# Days in 400 Gregorian years: the calendar repeats after them, weekdays included.
+_CYCLE = 146_097
 
 
 def iso_weekday(day: int) -> int:
@@ -56,10 +56,11 @@ class DayFilter:
         default_factory=dict, compare=False, repr=False
     )
     _every_day: bool = field(default=False, init=False, compare=False, repr=False)
+    # (length, matching days of month) by a month's first day within the 400-year cycle.
     _months: dict[int, tuple[int, tuple[int, ...]]] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )
-    # The month first_from read last: (its first day, the next month's, its matching days).
+    # The month first_from answered from last: (its first day, the next month's, its days).
     _last_month: list[tuple[int, int, tuple[int, ...]]] = field(
         default_factory=lambda: [(1, 0, ())], init=False, compare=False, repr=False
     )
@@ -119,19 +120,19 @@ class DayFilter:
             return None
         if self._every_day:
             return first
-        month_start, following, days = self._last_month[0]
-        if month_start <= first < following and days and days[-1] >= first:
-            day = days[bisect_left(days, first)]
+        month_start, following, doms = self._last_month[0]
+        if month_start <= first < following and doms and doms[-1] > first - month_start:
+            day = month_start - 1 + doms[bisect_left(doms, first - month_start + 1)]
             return day if day <= last else None
         month_start = first - date.fromordinal(first + EPOCH_ORDINAL).day + 1
         months = self._months
         while month_start <= last:
-            following, days = months.get(month_start) or self._month(month_start)
-            if days and days[-1] >= first:
-                self._last_month[0] = (month_start, following, days)
-                day = days[bisect_left(days, first)]
+            length, doms = months.get(month_start % _CYCLE) or self._month(month_start)
+            if doms and doms[-1] > first - month_start:
+                self._last_month[0] = (month_start, month_start + length, doms)
+                day = month_start - 1 + doms[bisect_left(doms, first - month_start + 1)]
                 return day if day <= last else None
-            month_start = following
+            month_start += length
         return None
 
     def _scan(self, first: int, last: int) -> Iterator[int]:
@@ -158,19 +159,16 @@ class DayFilter:
                 year, month = year + 1, 1
 
     def _month(self, month_start: int) -> tuple[int, tuple[int, ...]]:
-        """The next month's first day and the matching day numbers of this month."""
+        """The length and the matching days of month of the month starting that day."""
         start = date.fromordinal(month_start + EPOCH_ORDINAL)
         year, month = start.year, start.month
         length = _MONTH_LENGTHS[month - 1]
         if month == 2 and year % 4 == 0 and (year % 100 != 0 or year % 400 == 0):
             length = 29
-        days: tuple[int, ...] = ()
+        doms: tuple[int, ...] = ()
         if month in self.months:
-            table = self._month_table(length, iso_weekday(month_start))
-            days = tuple(month_start + dom - 1 for dom in table)
-        if len(self._months) >= _KEPT_MONTHS:
-            self._months.clear()
-        entry = self._months[month_start] = (month_start + length, days)
+            doms = self._month_table(length, iso_weekday(month_start))
+        entry = self._months[month_start % _CYCLE] = (length, doms)
         return entry
 
 
