@@ -482,6 +482,8 @@ class Timing(Generic[T]):
     runs: list[float]
     result: Sequence[T]
     warmup: float
+    cpu_best: float = math.nan
+    """The least process CPU time of a timed run (other processes do not count)."""
 
 
 def _time(produce: Callable[[int], Sequence[T]], count: int, repeat: int) -> Timing[T]:
@@ -489,16 +491,20 @@ def _time(produce: Callable[[int], Sequence[T]], count: int, repeat: int) -> Tim
     result = produce(count)  # warm-up (imports, caches); its output is what gets compared
     warmup = time.perf_counter() - t0
     runs: list[float] = []
+    cpu: list[float] = []
     for _ in range(repeat):
         gc.collect()
         gc.disable()
         try:
+            c0 = time.process_time()
             t0 = time.perf_counter()
             produce(count)
             runs.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
         finally:
             gc.enable()
-    return Timing(min(runs) if runs else math.nan, runs, result, warmup)
+    best = min(runs) if runs else math.nan
+    return Timing(best, runs, result, warmup, min(cpu) if cpu else math.nan)
 
 
 # --------------------------------------------------------------------------- diffs
@@ -658,6 +664,8 @@ class Row:
     differences: list[str] = field(default_factory=list)
     note: str = ""
     error: str = ""
+    cpu_slots_per_s: float | None = None
+    """Slots per second of process CPU time (best run)."""
 
     @property
     def name(self) -> str:
@@ -666,7 +674,10 @@ class Row:
 
 def _row(library: str, variant: str, t: Timing[Any], note: str = "") -> Row:
     rate = len(t.result) / t.best if t.best and not math.isnan(t.best) else None
-    return Row(library, variant, rate, t.best, t.warmup, len(t.result), note=note)
+    cpu = len(t.result) / t.cpu_best if t.cpu_best and not math.isnan(t.cpu_best) else None
+    return Row(
+        library, variant, rate, t.best, t.warmup, len(t.result), note=note, cpu_slots_per_s=cpu
+    )
 
 
 @dataclass
@@ -696,11 +707,14 @@ class RuleResult:
         ]
         return found[0] if found else None
 
-    def per_call_ratio(self, peer: Row | None) -> float | None:
+    def per_call_ratio(self, peer: Row | None, cpu: bool = False) -> float | None:
         k = self.per_call_row("kalends")
-        if k is None or peer is None or not k.slots_per_s or not peer.slots_per_s:
+        if k is None or peer is None:
             return None
-        return k.slots_per_s / peer.slots_per_s
+        mine, theirs = (
+            (k.cpu_slots_per_s, peer.cpu_slots_per_s) if cpu else (k.slots_per_s, peer.slots_per_s)
+        )
+        return mine / theirs if mine and theirs else None
 
 
 def _err(exc: BaseException) -> str:
@@ -931,6 +945,9 @@ def print_per_call(results: Sequence[RuleResult], count: int) -> None:
         "ratio (target)",
         "cronsim kept/s",
         "ratio (kept)",
+        "CPU: kalends/s",
+        "cronsim fresh/s",
+        "ratio (target)",
     )
     body2: list[tuple[str, ...]] = []
     for res in results:
@@ -945,9 +962,16 @@ def print_per_call(results: Sequence[RuleResult], count: int) -> None:
                 _fmt_ratio(res.per_call_ratio(fresh)),
                 _fmt_rate(kept.slots_per_s if kept else None),
                 _fmt_ratio(res.per_call_ratio(kept)),
+                _fmt_rate(k.cpu_slots_per_s if k else None),
+                _fmt_rate(fresh.cpu_slots_per_s if fresh else None),
+                _fmt_ratio(res.per_call_ratio(fresh, cpu=True)),
             )
         )
-    print("\n".join(grid(header2, body2, {1, 2, 3, 4, 5})))
+    print("\n".join(grid(header2, body2, {1, 2, 3, 4, 5, 6, 7, 8})))
+    print(
+        "(slots per second of wall-clock time, best run; the last three per second of this "
+        "process's CPU time, best run, which other processes on the machine do not change)"
+    )
 
     shown = False
     for res in results:
@@ -989,6 +1013,7 @@ def _result_json(row: Row) -> dict[str, Any]:
         "differences": row.differences,
         "note": row.note,
         "error": row.error or None,
+        "cpu_slots_per_s": row.cpu_slots_per_s,
     }
 
 
@@ -1024,6 +1049,9 @@ def to_json(results: Sequence[RuleResult], count: int, repeat: int, elapsed: flo
                     ),
                     "ratio_over_cronsim_kept": res.per_call_ratio(
                         res.per_call_row("cronsim", "next(it)")
+                    ),
+                    "cpu_ratio_over_cronsim_fresh": res.per_call_ratio(
+                        res.per_call_row("cronsim", "next(CronSim"), cpu=True
                     ),
                     "results": [_result_json(row) for row in res.per_call],
                 },
