@@ -91,6 +91,7 @@ ROWS = [
     Row("GET", "/w/{workspace}/schedules", get(W), member_read()),
     Row("GET", "/w/{workspace}/schedules/{schedule}", get(S), member_read()),
     Row("GET", "/w/{workspace}/schedules/{schedule}/ledger", get(S + "/ledger"), member_read()),
+    Row("GET", "/w/{workspace}/schedules/{schedule}/simulate", get(S + "/simulate"), member_read()),
     Row(
         "GET",
         "/w/{workspace}/schedules/{schedule}/requests/{request_id}",
@@ -171,6 +172,7 @@ COVERED = (
     "kalends.web.pages_editor",
     "kalends.web.pages_missions",
     "kalends.web.pages_passages",
+    "kalends.web.pages_simulate",
 )
 TABLES_ELSEWHERE = {
     "kalends.web.pages_tasks": "test_task_page_access.py",

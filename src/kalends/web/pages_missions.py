@@ -35,6 +35,7 @@ from kalends.missions.controls import Action
 from kalends.missions.limits import MAX_PAGE
 from kalends.supervision import UNIT_NAME, State
 from kalends.web.ledger_display import HistoryRow, nominal_text
+from kalends.web.ledger_picture import Picture, recorded_year
 from kalends.web.pages_questions import waiting_questions
 from kalends.web.pages_tasks import due_today
 from kalends.web.render import WebRoute, instant, instant_text, render
@@ -290,9 +291,13 @@ def _detail_values(
         status = schedules.control_status(who.actor, schedule, request_id, workspace=ws.id)
     rows: list[HistoryRow] = []
     older = False
+    picture: Picture | None = None
+    now = who.context.services.store.clock.now()
     if doc.get("kind") != "tombstone":
         reads = who.context.services.schedules
         rows, older = history(reads, who.actor, schedule, ws.id, doc.get("results") or [])
+        title = str(doc.get("title") or "Schedule")
+        picture = recorded_year(reads, who.actor, schedule, ws.id, now=now, zone=zone, title=title)
     return {
         "title": str(doc.get("title") or "Schedule"),
         "nav_workspaces": nav,
@@ -304,9 +309,10 @@ def _detail_values(
         "can_write": _can_write(ws),
         "status": status,
         "conflict": None,
-        "gates": why_not_now(doc, who.context.services.store.clock.now()),
+        "gates": why_not_now(doc, now),
         "history": rows,
         "history_older": older,
+        "picture": picture,
         **WhyValues().values(),
         "nominal_text": nominal_text,
         "badge": badge,
