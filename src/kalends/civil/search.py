@@ -506,7 +506,7 @@ def _seconds(instant: datetime, field: str) -> int:
 # the rule, so its id stays its own while the entry lives). Calendar plans do not
 # depend on the origin; the others are kept per origin.
 _KEPT_PLANS = 16_384
-_KEPT_ORIGINS = 64
+_KEPT_ORIGINS = 8
 _plans: dict[int, tuple[Rule, _Plan | None, dict[int, _Plan]]] = {}
 
 
