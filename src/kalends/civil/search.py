@@ -466,7 +466,7 @@ def next_slot(rule: Rule, after: datetime, *, origin: datetime | None = None) ->
     The same slot as ``next_slots(rule, after, 1, origin=origin)``, found by the path a
     scheduler takes once per wake: the rule's plan kept between calls, one slot sought.
     """
-    # The shortcuts of _seconds and _kept_plan, inlined: this runs once per wake.
+    # A shortcut for the UTC datetimes slots carry, and _kept_plan's own, inlined.
     if after.__class__ is datetime and after.tzinfo is UTC:
         after_s = (after - EPOCH) // _SECOND
     else:
@@ -493,13 +493,6 @@ def next_slot(rule: Rule, after: datetime, *, origin: datetime | None = None) ->
     return _new_tuple(
         Slot, (_fromtimestamp(at, UTC), NAIVE_EPOCH + timedelta(0, shown), zone, note)
     )
-
-
-def _seconds(instant: datetime, field: str) -> int:
-    """:func:`instant_seconds`, with a shortcut for the UTC datetimes slots carry."""
-    if instant.__class__ is datetime and instant.tzinfo is UTC:
-        return (instant - EPOCH) // _SECOND
-    return instant_seconds(instant, field)
 
 
 # Plans kept between single-slot calls, by the rule object's identity (the entry holds
