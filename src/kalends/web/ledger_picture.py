@@ -54,6 +54,7 @@ def recorded_year(
 ) -> Picture | None:
     """The ledger rows of the 365 days before ``now`` drawn as a timeline; ``None`` when
     the schedule recorded no row in them."""
+    now = now.replace(second=0, microsecond=0) + timedelta(minutes=1)  # (a whole minute)
     start = now - PICTURE_SPAN
     rows: list[dict[str, Any]] = []
     after: str | None = None
