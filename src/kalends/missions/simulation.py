@@ -40,7 +40,7 @@ from uuid import UUID
 from sqlalchemy import delete, select, text
 from sqlalchemy.engine import Connection
 
-from kalends.auth.grants import Privilege
+from kalends.auth import Privilege
 from kalends.bootstrap import Services, build
 from kalends.civil import next_slots
 from kalends.clock import Clock, FakeClock, SystemClock
