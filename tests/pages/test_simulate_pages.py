@@ -27,7 +27,13 @@ from kalends.missions.simulation_options import (
 )
 from kalends.storage.testing import nothing_written
 from kalends.web import pages_simulate
-from kalends.web.pages_simulate import WEB_MAX_WINDOW, SimulateForm, options_of
+from kalends.web.pages_simulate import (
+    WEB_MAX_SLOTS,
+    WEB_MAX_WINDOW,
+    SimulateForm,
+    estimated_slots,
+    options_of,
+)
 from pages.conftest import Pages
 
 NEW_YORK = "America/New_York"
@@ -299,11 +305,33 @@ class TestBadInput:
         # (the cap lowered to one progress report, so the test stays short)
         monkeypatch.setattr(pages_simulate, "WEB_MAX_STEPS", 2_000)
         _at(pages, "2027-02-20T12:00:00")
+        sid = pages.schedule("alice", "Nightly", policy=SKIP_GAPS)
+        client = pages.sign_in("alice")
+        form = {**NY_FORM, "to": "2028-02-01"}  # (about 11 steps a day with 40 min passages)
+        with nothing_written(pages.world.services.store):
+            reply = client.get(_base(pages, sid) + "/simulate", params=form)
+        assert reply.status_code == 422
+        error = reply.text.split('id="err-to" role="alert">', 1)[1].split("</p>", 1)[0]
+        assert "2,000 steps" in error and "kalends simulate" in error
+        assert 'id="result"' not in reply.text
+
+    def test_a_window_with_too_many_slots_is_refused_before_it_runs(self, pages: Pages) -> None:
+        _at(pages, "2027-02-20T12:00:00")
         sid = pages.schedule("alice", "Busy", policy={"kind": "every", "minutes": 15})
         client = pages.sign_in("alice")
         with nothing_written(pages.world.services.store):
             reply = client.get(_base(pages, sid) + "/simulate", params=NY_FORM)
         assert reply.status_code == 422
         error = reply.text.split('id="err-to" role="alert">', 1)[1].split("</p>", 1)[0]
-        assert "2,000 steps" in error and "kalends simulate" in error
-        assert 'id="result"' not in reply.text
+        # 31 days of four slots an hour (New York's lost hour of 14 March is no slot less)
+        assert "about 2,976 slots" in error, error
+        assert f"at most {WEB_MAX_SLOTS:,}" in error and "kalends simulate" in error
+
+
+class TestTheEstimate:
+    def test_the_slots_of_a_window_are_estimated_from_the_next_ones_spacing(self) -> None:
+        first = datetime(2027, 1, 1, tzinfo=UTC)
+        hourly = [{"at": (first + timedelta(hours=n)).isoformat()} for n in range(100)]
+        assert estimated_slots(hourly, first, first + timedelta(days=2)) == 48
+        # fewer upcoming slots than the sample (an end bound soon): no estimate
+        assert estimated_slots(hourly[:99], first, first + timedelta(days=2)) is None
