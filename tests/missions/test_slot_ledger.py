@@ -342,3 +342,25 @@ def test_a_condition_that_does_not_hold_skips_its_slot(mw: MissionWorld) -> None
     ]
     assert all(r["detail"] == "the source is as at its baseline" for r in rows)
     assert runtime.sessions() == []
+
+
+def test_a_one_time_slot_is_recorded_at_its_own_wall_time(mw: MissionWorld) -> None:
+    at = {"kind": "at", "local": "2027-05-04T09:00:00", "zone": "Europe/Berlin"}
+    sid = _played(mw, at, _at(2027, 5, 3, 8))
+    driver, _ = _driver(mw)
+    driver.until(_at(2027, 5, 4, 10))
+    assert [(r["local"], r["zone"], r["outcome"]) for r in _rows(mw, sid)] == [
+        ("2027-05-04T09:00:00", "Europe/Berlin", "launched")
+    ]
+
+
+def test_a_quota_used_before_a_dst_gap_keeps_the_gap_s_row(mw: MissionWorld) -> None:
+    policy = {"kind": "daily", "time": "02:30", "zone": "America/New_York", "gap": "skip"}
+    sid = _played(mw, policy, _at(2027, 3, 12, 12, zone=NEW_YORK), end={"maxPassages": 1})
+    driver, _ = _driver(mw)
+    driver.until(_at(2027, 3, 13, 3, zone=NEW_YORK))
+    assert _said(_rows(mw, sid)) == [
+        ("2027-03-13T02:30:00", "launched", None),
+        ("2027-03-14T02:30:00", "skipped", "dst-gap"),
+        ("2027-03-15T02:30:00", "skipped", "quota"),
+    ]

@@ -25,6 +25,7 @@ from kalends.civil import (
     next_slot,
     next_slots,
     resolve_user_local,
+    wall_of,
 )
 from kalends.civil.search import DstNote, Slot
 from kalends.errors import InvalidInput
@@ -467,7 +468,12 @@ def latest_missed(config: Config, body: Body, now: datetime) -> Slot | None:
         at = one_shot_slot(config, origin)
         if at > now or (body.high_water is not None and at <= body.high_water):
             return None
-        slot: Slot | None = Slot(at, at.replace(tzinfo=None), "UTC", None)
+        policy = config.policy
+        slot: Slot | None = (
+            Slot(at, wall_of(at, policy.zone), policy.zone, None)
+            if isinstance(policy, At)
+            else Slot(at, at.replace(tzinfo=None), "UTC", None)
+        )
     else:
         slot = latest_due(config.policy, now, high_water=body.high_water, origin=origin)
     end = end_at(config, body)

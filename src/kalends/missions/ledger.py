@@ -353,10 +353,12 @@ def stop_entries(config: Config, body: Body, now: datetime) -> list[Entry]:
 def _through_next(
     config: Config, body: Body, now: datetime, reason: Reason, detail: str
 ) -> list[Entry]:
-    entries = passed_entries(config, body, now, reason=reason, detail=detail, inclusive=True)
     following = _next_after(config, body, now)
-    if following is not None:
-        entries.append(_of_slot(following, Outcome.SKIPPED, reason, detail))
+    if following is None:
+        return passed_entries(config, body, now, reason=reason, detail=detail, inclusive=True)
+    # (up to the next slot: a nominal slot the rule does not produce before it is kept too)
+    entries = passed_entries(config, body, following.at, reason=reason, detail=detail)
+    entries.append(_of_slot(following, Outcome.SKIPPED, reason, detail))
     return entries
 
 
