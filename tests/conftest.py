@@ -31,6 +31,15 @@ pytest_plugins = ["kalends.storage.testing"]
 # file left to the end keeps one worker busy while the others have nothing left to do.
 LONG_FIRST = (
     "missions/test_two_nodes.py",
+    "integration/test_simulation_vs_worker.py",
+    "missions/test_simulation.py",
+    "missions/test_ledger_reads.py",
+    "missions/test_slot_ledger.py",
+    "missions/test_ledger_crashes.py",
+    "web/test_ledger_journeys.py",
+    "web/test_simulate_journeys.py",
+    "integration/test_zone_rules_changed.py",
+    "pages/test_simulate_pages.py",
     "integration/test_worker_conditions.py",
     "supervision/test_play_supervision.py",
     "integration/test_cli_doctor.py",

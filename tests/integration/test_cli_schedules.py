@@ -894,7 +894,7 @@ class TestHelp:
         leaves = _leaves("schedule")
         assert sorted(n.split()[1] for n in leaves) == sorted(
             ["create", "ls", "show", "play", "pause", "stop", "resume", "run-now", "check",
-             "edit", "rm", "preview", "control-status", "receipt"]
+             "edit", "rm", "preview", "control-status", "receipt", "ledger", "why"]
         )  # fmt: skip
         for name, command in leaves.items():
             options = {o for p in command.params for o in getattr(p, "opts", [])}

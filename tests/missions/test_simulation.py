@@ -224,7 +224,7 @@ class TestReproducible:
         return _run(
             DAILY,
             _at(2027, 5, 1),
-            _at(2027, 5, 21),
+            _at(2027, 5, 9),
             durations=parse_durations("exp:20h"),
             fail_rate=0.5,
             seed=seed,

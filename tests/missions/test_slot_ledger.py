@@ -269,7 +269,7 @@ def test_every_nominal_slot_of_a_dst_year_has_exactly_one_row(mw: MissionWorld) 
     driver, _ = _driver(mw)
     at = start
     while at < datetime(2028, 1, 1, tzinfo=UTC):
-        at += timedelta(days=1) if at.day % 9 else timedelta(days=4)
+        at += timedelta(days=3) if at.day % 9 else timedelta(days=5)
         mw.clock.set(at)
         driver.once()
         mw.clock.set(at + timedelta(seconds=30))
