@@ -54,7 +54,6 @@ LEASE_OVER = timedelta(seconds=61)
 ROUNDS = (
     (datetime(2027, 3, 11, 9, tzinfo=UTC), 3),
     (datetime(2027, 3, 14, 8, tzinfo=UTC), 5),
-    (datetime(2027, 3, 15, 20, tzinfo=UTC), 2),
     (datetime(2027, 3, 31, 6, 40, tzinfo=UTC), 6),
 )
 

@@ -720,7 +720,7 @@ class TestWhyFromTheScheduler:
         policy = {"kind": "daily", "time": "02:30", "zone": "America/New_York", "gap": "skip"}
         sid = _played(mw, policy, _at(2027, 3, 12, 12, zone=NEW_YORK))
         driver, _ = _driver(mw)
-        driver.until(_at(2027, 3, 16, 3, zone=NEW_YORK))
+        driver.until(_at(2027, 3, 16, 3, zone=NEW_YORK), step=timedelta(minutes=30))
         answer = mw.schedules.why(mw.carol.id, sid, "2027-03-14T02:30")
         assert answer["verdict"] == "skipped"
         assert answer["row"]["reason"] == "dst-gap"
@@ -749,7 +749,7 @@ class TestWhyFromTheScheduler:
         policy = {"kind": "daily", "time": "02:30", "zone": "Europe/Berlin"}
         sid = _played(mw, policy, _at(2027, 3, 27, 12))
         driver, _ = _driver(mw)
-        driver.until(_at(2027, 3, 29, 3))
+        driver.until(_at(2027, 3, 29, 3), step=timedelta(minutes=30))
         spring = mw.schedules.why(mw.carol.id, sid, "2027-03-28T02:30")
         assert spring["verdict"] == "launched"
         assert spring["row"]["reason"] == "dst-shifted"
@@ -757,7 +757,7 @@ class TestWhyFromTheScheduler:
         assert spring["sentence"].startswith("2027-03-28T02:30:00 does not exist")
         assert "the slot moved past the gap" in spring["sentence"]
         mw.clock.set(_at(2027, 10, 30, 12))
-        driver.until(_at(2027, 11, 1, 3))
+        driver.until(_at(2027, 11, 1, 3), step=timedelta(minutes=30))
         autumn = mw.schedules.why(mw.carol.id, sid, "2027-10-31T02:30")
         assert autumn["verdict"] == "launched"
         assert autumn["row"]["note"] == "earlier-of-two"
