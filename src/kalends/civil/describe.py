@@ -47,7 +47,7 @@ MAX_LISTED_TIMES = 8
 SKIP_NOTE = "; a time missing on a DST change is skipped"
 
 _DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-_MONTH_NAMES = (
+MONTH_NAMES = (
     "January",
     "February",
     "March",
@@ -353,7 +353,7 @@ def _cron(spec: CronSpec) -> str:
     days = _cron_days(spec)
     months = None
     if spec.months != frozenset(range(1, 13)):
-        months = f"in {_named(spec.months, ('', *_MONTH_NAMES), 'month')}"
+        months = f"in {_named(spec.months, ('', *MONTH_NAMES), 'month')}"
     if days is not None:
         text += f" {days}"
     elif at_times:

@@ -45,6 +45,7 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import NamedTuple
 
+from kalends.civil.describe import MONTH_NAMES
 from kalends.civil.rules import (
     Calendars,
     CompletionRelative,
@@ -73,20 +74,6 @@ MAX_MISSING = 10_000
 _SHORTEST_MONTH = 28
 _FIRST_DAY = date(1, 1, 1).toordinal() - EPOCH_ORDINAL
 _LAST_DAY = date(9999, 12, 31).toordinal() - EPOCH_ORDINAL
-_MONTH_NAMES = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
 _fromtimestamp = datetime.fromtimestamp
 
 
@@ -342,7 +329,7 @@ def _month_rows(source: _Source, day: int, after: int, until: int, limit: int) -
                     hour, rest = divmod(time, 3600)
                     clock = f"{hour:02d}:{rest // 60:02d}:{rest % 60:02d}"
                     local = f"{year:04d}-{month:02d}-{day:02d}T{clock}"
-                    detail = f"{_MONTH_NAMES[month - 1]} {year} has no day {day}"
+                    detail = f"{MONTH_NAMES[month - 1]} {year} has no day {day}"
                     rows.append(
                         Missing(
                             _fromtimestamp(at, UTC),
