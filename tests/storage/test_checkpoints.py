@@ -152,6 +152,29 @@ class TestWhenItWakes:
             reader.close()
             checkpointer.stop()
 
+    def test_a_commit_that_lands_after_its_wake_is_still_copied_without_another_write(
+        self, sqlite_target: StorageTarget, store: Store
+    ) -> None:
+        checkpointer = Checkpointer(store.engine, delay=0.01, idle=NEVER_S).start()
+
+        def land_late(_connection: Connection) -> None:
+            # After the thread's own listener: its wake comes 300 ms before the COMMIT.
+            time.sleep(0.3)
+
+        event.listen(store.engine, "commit", land_late)
+        reader = sqlite3.connect(database_path(sqlite_target), isolation_level=None)
+        try:
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM kalends_meta").fetchone()
+            store.run(partial(add, [{"key": "late", "value": "x" * 2000}]))
+            assert eventually(lambda: held_back(checkpointer))
+            reader.execute("COMMIT")
+            assert eventually(lambda: all_copied(checkpointer))
+        finally:
+            event.remove(store.engine, "commit", land_late)
+            reader.close()
+            checkpointer.stop()
+
 
 def test_postgresql_has_no_log_to_copy(postgresql_target: StorageTarget) -> None:
     store = open_store(postgresql_target.engine())

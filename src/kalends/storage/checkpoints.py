@@ -18,6 +18,9 @@ When the thread checkpoints (kalends' decision, measured with ``bench/idle.py`` 
   :data:`CHECKPOINT_SECONDS` later, time for that commit to land and for the commits
   right behind it to join the same checkpoint. Under a steady stream of writes that is
   one checkpoint every :data:`CHECKPOINT_SECONDS`, as when it polled.
+- A write's wake that finds no commit landed since its last look (SQLite's
+  ``data_version``) came before its ``COMMIT`` landed: the log is looked at again as
+  when a checkpoint is incomplete, until that commit is seen.
 - A checkpoint that could not copy the whole log (a reader still needs old pages, or
   another checkpoint ran) is tried again after :data:`CHECKPOINT_SECONDS`, then after
   twice as long each time while nothing is written, up to :data:`IDLE_SECONDS`.
@@ -127,6 +130,8 @@ class Checkpointer:
         try:
             driver: sqlite3.Connection = raw.driver_connection
             retry: float | None = None  # the wait before the next try of an incomplete one
+            seen = _data_version(driver)  # changes when another connection commits
+            awaited = False  # a write's wake came and its commit has not been seen yet
             while True:
                 written = self._written.wait(self.idle if retry is None else retry)
                 if self._stop.is_set():
@@ -137,7 +142,17 @@ class Checkpointer:
                 if written and self._stop.wait(self.delay):
                     return
                 self._written.clear()
-                if self._checkpoint(driver):
+                if self._stop.is_set():
+                    # stop() came between the wake and the clear, which took its wake.
+                    return
+                version = _data_version(driver)
+                awaited = awaited or written
+                if version != seen:
+                    awaited, seen = False, version
+                # No commit landed since the last look while one is awaited: the COMMIT
+                # that woke the thread is still on its way (a loaded machine), so the
+                # log is looked at again as if incomplete.
+                if self._checkpoint(driver) and not awaited:
                     retry = None
                 elif written or retry is None:
                     retry = self.delay
@@ -157,3 +172,12 @@ class Checkpointer:
         self.checkpoints += 1
         self.last = (int(busy), int(frames), int(copied))
         return not busy and frames == copied
+
+
+def _data_version(driver: sqlite3.Connection) -> int | None:
+    """SQLite's count of commits by other connections as this one sees it, or ``None``."""
+    try:
+        row = driver.execute("PRAGMA data_version").fetchone()
+    except sqlite3.Error:
+        return None
+    return int(row[0])
