@@ -58,8 +58,11 @@ $(BROWSER_STAMP): | $(BIN)/python
 # third worker runs while two wait. The longest files go first (tests/conftest.py).
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 
+# Bytecode is cached even where the environment says not to (PYTHONDONTWRITEBYTECODE):
+# the tests start hundreds of kalends processes (the CLI, servers, workers), and each
+# would compile every module it imports again.
 pytest: $(DEV_STAMP) $(SYSTEM_STAMP) $(BROWSER_STAMP)
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 test: lint typecheck pytest
 

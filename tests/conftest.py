@@ -36,6 +36,7 @@ LONG_FIRST = (
     "missions/test_ledger_reads.py",
     "missions/test_slot_ledger.py",
     "missions/test_ledger_crashes.py",
+    "missions/test_burst_sigkill.py",
     "web/test_ledger_journeys.py",
     "web/test_simulate_journeys.py",
     "integration/test_zone_rules_changed.py",
