@@ -39,7 +39,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from kalends.civil import Slot, next_slots
+from kalends.civil import Slot, next_slot, next_slots
 from kalends.civil.missing import Missing, missing_slots
 from kalends.civil.search import DstNote
 from kalends.missions.config import Config
@@ -256,8 +256,11 @@ def passed_entries(
     kept: deque[Entry] = deque()
     folded = _Folded()
     cursor = after
-    count = 2  # (most passings pass over nothing: ask for little first)
-    while True:
+    count = 2
+    # Most passings pass over nothing: the one slot after the mark tells (the engine's
+    # single-slot path), and the search below runs only when it is passed over.
+    first = next_slot(config.policy, after, origin=origin)
+    while first is not None and (first.at < before or (first.at == before and inclusive)):
         slots = next_slots(config.policy, cursor, count, origin=origin)
         for slot in slots:
             if slot.at > before or (slot.at == before and not inclusive):

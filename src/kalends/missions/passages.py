@@ -71,6 +71,7 @@ def reserved(
     slot: datetime | None = None,
     request_id: str | None = None,
     node: str | None = None,
+    high_water: datetime | None = None,
 ) -> Body:
     """``doc``'s body with a passage reserved at ``now``, before any effect: its pending
     record under ``identity`` (its passage, session and message IDs), starting with the
@@ -79,7 +80,7 @@ def reserved(
     policies without a condition contribute zero). Both triggers reserve through
     here: ``scheduled`` (:func:`reservation`) and ``manual`` (Run now, with its
     ``request_id``). ``node``: the worker node whose scheduler reserves it (issue 23 §3),
-    if any."""
+    if any; ``high_water``: the high-water mark it advances to, if any."""
     body = doc.body
     passage, session, message = identity
     # Seed 002 / SPEC §4: a schedule with a template gets a task checklist per passage,
@@ -101,15 +102,18 @@ def reserved(
         checklist_id=checklist,
         node=node,
     )
-    if checklist is not None:
-        body = replace(body, task_created=True)
     # A scheduled slot of a conditioned schedule counts its read where the gate commits it
     # (kalends.missions.gate); a Run now counts here.
     counted = trigger == "manual" and doc.config.condition is not None
-    body = replace(body, pending=pending, checks_count=body.checks_count + (1 if counted else 0))
-    if counted and body.checks_since is None:  # (a document without tracking begins here)
-        body = replace(body, checks_since=now)
-    return body
+    return replace(
+        body,
+        pending=pending,
+        task_created=body.task_created or checklist is not None,
+        checks_count=body.checks_count + (1 if counted else 0),
+        # (a document without tracking begins here)
+        checks_since=now if counted and body.checks_since is None else body.checks_since,
+        high_water=body.high_water if high_water is None else high_water,
+    )
 
 
 def reservation(doc: DocState, slot: datetime, now: datetime, *, node: str | None = None) -> Body:
@@ -118,8 +122,7 @@ def reservation(doc: DocState, slot: datetime, now: datetime, *, node: str | Non
     advances at durable reservation), so the older missed slots are never launched.
     ``node``: the worker node whose scheduler reserves it, if any."""
     identity = scheduled_identity(doc.schedule_id, slot)
-    body = reserved(doc, identity, now, trigger="scheduled", slot=slot, node=node)
-    return replace(body, high_water=slot)
+    return reserved(doc, identity, now, trigger="scheduled", slot=slot, node=node, high_water=slot)
 
 
 def admission(body: Body, now: datetime, *, node: str | None = None) -> Body:

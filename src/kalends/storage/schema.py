@@ -56,7 +56,9 @@ class UTCDateTime(TypeDecorator[datetime]):
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
         if value is None:
             return None
-        instant = require_aware(value, "instant")
+        # (most instants are UTC already: kalends' clocks and documents give UTC)
+        utc = type(value) is datetime and value.tzinfo is UTC
+        instant = value if utc else require_aware(value, "instant")
         if dialect.name == "sqlite":
             return instant.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
         return instant
