@@ -85,7 +85,8 @@ def scheduler_process(
     ctx = multiprocessing.get_context("forkserver")
     # Each process forks from a server that imported the scheduler once (a spawned
     # process would import it again: seconds per process).
-    ctx.set_forkserver_preload([condition_worker_main.__module__])
+    # (the tests' own modules are not importable in the fork server: kalends is)
+    ctx.set_forkserver_preload(["kalends.missions.scheduler", condition_worker_main.__module__])
     mine, theirs = ctx.Pipe()
     process = ctx.Process(
         target=condition_worker_main,

@@ -60,7 +60,8 @@ def scheduler_process(
     """A :func:`~missions.watch_kills_support.watch_worker_main` process, stopped (or
     killed, when it does not stop) on the way out."""
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload([watch_worker_main.__module__])
+    # (the tests' own modules are not importable in the fork server: kalends is)
+    ctx.set_forkserver_preload(["kalends.missions.scheduler", watch_worker_main.__module__])
     mine, theirs = ctx.Pipe()
     process = ctx.Process(
         target=watch_worker_main,
