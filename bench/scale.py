@@ -28,7 +28,7 @@ under this zone data) and free, in one statement, and on PostgreSQL the tables w
 get ``VACUUM ANALYZE``; the others (``tasks`` among them) are left as a new database has
 them, never analyzed: analyzed while empty, ``tasks`` makes the planner check each new
 checklist task's parent (its foreign key) by a sequential scan of the table, which in a
-run of 5,000 due tripled the database server's CPU. Each PostgreSQL run starts from a
+run of 5,000 due nearly tripled the database server's CPU. Each PostgreSQL run starts from a
 copy (``CREATE DATABASE kalends_scale_run TEMPLATE kalends_scale``), each SQLite run
 from a copy of the file; both are dropped at the end.
 
@@ -83,7 +83,7 @@ the CPU seconds per admission of the schedulers and of the server measured in th
 the most processes; p99(N) = w + 0.99 x due / rate(N), w the measured delay of the first
 admission (admissions spread evenly over the drain).
 
-Targets (issue "scheduler scale"): on SQLite at least 10x APScheduler 3 (WAL + NORMAL) in
+Targets (issue 25): on SQLite at least 10x APScheduler 3 (WAL + NORMAL) in
 due processed per CPU-second and at least 3x in wall-clock rate (the 1-scheduler run);
 on PostgreSQL 100,000 slots admitted with p99 under 30 s by 4 schedulers on this machine,
 and the projection for 4 machines of 2 cores under 5 s; the SIGKILL phase's count. Each
