@@ -129,6 +129,8 @@ schedule_wakes = Table(
     Column("zone_data", String(32), nullable=True),
     Index("ix_schedule_wakes_due_at", "due_at"),
     Index("ix_schedule_wakes_owner", "owner"),
+    # A scheduler's own due wakes, earliest first (its every round; issue 25).
+    Index("ix_schedule_wakes_lease_token_due_at", "lease_token", "due_at"),
     comment=(
         "One durable wake per schedule that needs a scheduler: the Job of seed 002, held "
         "by one live scheduler under a lease; lastError lives here, outside the document."
