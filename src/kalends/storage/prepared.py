@@ -21,10 +21,13 @@ run time (refused when prepared: bind a fixed shape).
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+from uuid import UUID
 
+from sqlalchemy import Table, bindparam, insert
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.base import Executable
@@ -33,10 +36,13 @@ from sqlalchemy.sql.elements import ClauseElement
 
 from kalends.storage.unit_of_work import translate_error
 
-__all__ = ["Prepared"]
+__all__ = ["Prepared", "inserting"]
 
 Processor = Callable[[Any], Any]
 _NO_PARAMS: Mapping[str, Any] = {}
+# Values whose conversion :meth:`Prepared.many` reuses when they recur (equal values of
+# these types convert alike).
+_MEMO_TYPES = frozenset({datetime, UUID, str})
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +141,67 @@ class Prepared:
             translated = translate_error(wrapped)
             raise (translated if translated is not None else wrapped) from exc
 
+    def many(self, conn: Connection, params: Sequence[Mapping[str, Any]]) -> int:
+        """Runs the statement (an INSERT, UPDATE or DELETE) once for each of ``params``,
+        in one call of the driver's ``executemany``; how many rows it changed in all.
+
+        Each value goes through its bind's processor as :meth:`rows` converts it, but an
+        instant, UUID or text that recurs under one bind (a round's ``now``, its actor,
+        its list) is converted once per call."""
+        if not params:
+            return 0
+        dialect = conn.dialect
+        found = self._by_dialect.get(dialect.name)
+        if found is None:
+            found = self._by_dialect[dialect.name] = self._compile(dialect)
+        binds = list(found.binds.items())
+        memos: list[dict[Any, Any]] = [{} for _ in binds]
+        defaults = found.defaults
+        converted_rows: list[dict[str, Any]] = []
+        for given in params:
+            values = {**defaults, **given} if defaults else given
+            converted: dict[str, Any] = {}
+            for (name, process), memo in zip(binds, memos, strict=True):
+                try:
+                    value = values[name]
+                except KeyError:
+                    raise KeyError(f"{self!r}: no value for bind {name!r}") from None
+                if process is None or value is None:
+                    converted[name] = value
+                elif type(value) in _MEMO_TYPES:
+                    try:
+                        converted[name] = memo[value]
+                    except KeyError:
+                        converted[name] = memo[value] = process(value)
+                else:
+                    converted[name] = process(value)
+            converted_rows.append(converted)
+        driver_params: list[Any]
+        if found.order is not None:
+            order = found.order
+            driver_params = [tuple(c[name] for name in order) for c in converted_rows]
+        else:
+            names = found.names
+            driver_params = [{names[n]: v for n, v in c.items()} for c in converted_rows]
+        watchers = conn.dispatch.before_cursor_execute
+        if watchers:
+            for watch in watchers:
+                watch(conn, None, found.sql, driver_params, None, True)
+        driver: Any = conn.connection.driver_connection
+        cursor = driver.cursor()
+        try:
+            cursor.executemany(found.sql, driver_params)
+            count: int = cursor.rowcount
+        except dialect.loaded_dbapi.Error as exc:
+            wrapped = DBAPIError.instance(
+                found.sql, driver_params, exc, dialect.loaded_dbapi.Error, dialect=dialect
+            )
+            translated = translate_error(wrapped)
+            raise (translated if translated is not None else wrapped) from exc
+        finally:
+            cursor.close()
+        return count
+
     def rows(self, conn: Connection, params: Mapping[str, Any] = _NO_PARAMS) -> list[Any]:
         """Every row the statement selects."""
         found, cursor = self._run(conn, params)
@@ -158,6 +225,15 @@ class Prepared:
         _found, cursor = self._run(conn, params)
         count: int = cursor.rowcount
         return count
+
+
+def inserting(table: Table, columns: Sequence[str] | None = None) -> Prepared:
+    """An INSERT into ``table`` binding each of ``columns`` (by default every column) under
+    its own key and type: for :meth:`Prepared.many`, each row giving every one of them."""
+    names = [c.key for c in table.columns] if columns is None else list(columns)
+    return Prepared(
+        insert(table).values({name: bindparam(name, type_=table.c[name].type) for name in names})
+    )
 
 
 def _row_type(keys: list[str]) -> type[tuple[Any, ...]]:

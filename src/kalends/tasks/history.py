@@ -11,6 +11,7 @@ from uuid import UUID
 from sqlalchemy import bindparam, insert, select
 from sqlalchemy.engine import Connection
 
+from kalends.storage.prepared import inserting
 from kalends.storage.task_tables import task_history, tasks
 from kalends.tasks.models import HistoryEvent
 
@@ -39,7 +40,14 @@ def record(conn: Connection, actor_id: UUID | None, at: datetime, events: Iterab
         for e in events
     ]
     if rows:
-        conn.execute(insert(task_history), rows)
+        _APPEND.many(conn, rows)
+
+
+# Run on the driver: SQLAlchemy's own executemany converted each row's parameters one by
+# one (the same instant and actor again for each of a checklist's tasks).
+_APPEND = inserting(
+    task_history, ("task_id", "kind", "actor_id", "at", "payload", "series_id", "occurrence")
+)
 
 
 def record_same(

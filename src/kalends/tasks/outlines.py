@@ -16,12 +16,13 @@ from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
 
-from sqlalchemy import bindparam, func, insert, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.engine import Connection
 
 from kalends.clock import require_aware
 from kalends.errors import InvalidInput
 from kalends.storage.ids import ids_at
+from kalends.storage.prepared import inserting
 from kalends.storage.task_tables import tasks
 from kalends.tasks import history
 from kalends.tasks.history import Event
@@ -196,9 +197,15 @@ def insert_trees(
     # In slices: a round's thousands of rows bound at once would hold their parameters
     # (and the driver's copies) in memory together.
     for start in range(0, len(rows), _INSERT_SLICE):
-        conn.execute(insert(tasks), rows[start : start + _INSERT_SLICE])
+        _INSERT_TASKS.many(conn, rows[start : start + _INSERT_SLICE])
         history.record(conn, actor_id, at, events[start : start + _INSERT_SLICE])
     return made
+
+
+# Every column of ``tasks``, as :func:`_row` gives them; run on the driver (SQLAlchemy's
+# executemany converted each row's parameters one by one: its instants, list and actor
+# again for each task).
+_INSERT_TASKS = inserting(tasks)
 
 
 def _row(
