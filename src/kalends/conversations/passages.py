@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from sqlalchemy import insert, select
+from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
 from kalends.conversations import records
@@ -31,6 +31,7 @@ from kalends.errors import Conflict, InvalidInput, NotFound
 from kalends.storage.conversation_tables import conversation_messages, conversations
 from kalends.storage.ids import ids_at
 from kalends.storage.mission_tables import PASSAGE_ID_LENGTH
+from kalends.storage.prepared import inserting
 from kalends.storage.unit_of_work import for_update
 
 __all__ = [
@@ -130,6 +131,12 @@ class PassageOpening:
     input_text: str
 
 
+# A round's conversations and their first messages, run on the driver (each row gives
+# every column).
+_OPEN = inserting(conversations)
+_FIRST_MESSAGE = inserting(conversation_messages)
+
+
 def open_passage_conversations(
     conn: Connection, now: datetime, openings: Sequence[PassageOpening]
 ) -> int:
@@ -154,8 +161,8 @@ def open_passage_conversations(
         return 0
     ids = ids_at(now, 2 * len(fresh))
     role = MessageRole.USER
-    conn.execute(
-        insert(conversations),
+    _OPEN.many(
+        conn,
         [
             {
                 "id": ids[2 * i],
@@ -175,8 +182,8 @@ def open_passage_conversations(
             for i, (o, passage, title, _text) in enumerate(fresh)
         ],
     )
-    conn.execute(
-        insert(conversation_messages),
+    _FIRST_MESSAGE.many(
+        conn,
         [
             {
                 "id": ids[2 * i + 1],

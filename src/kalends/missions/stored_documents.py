@@ -66,8 +66,9 @@ _CAS = (
         evicted_control_revision=bindparam("evicted"),
     )
 )
-# The single compare-and-swap of a control, run on the driver (the scheduler's batches
-# run _CAS itself, many parameter sets at once).
+# The compare-and-swap run on the driver: one for a control, many at once for the
+# scheduler's batches (SQLAlchemy's executemany converted each set's parameters one by
+# one, the round's instant among them).
 _CAS_ONE = Prepared(_CAS)
 
 
@@ -191,10 +192,10 @@ def cas_write_many(conn: Connection, params: Sequence[dict[str, Any]]) -> list[b
     rolled back to its savepoint and each is tried alone, so the others still apply."""
     if len(params) > 1 and conn.dialect.supports_sane_multi_rowcount:
         with conn.begin_nested() as savepoint:
-            if conn.execute(_CAS, list(params)).rowcount == len(params):
+            if _CAS_ONE.many(conn, params) == len(params):
                 return [True] * len(params)
             savepoint.rollback()
-    return [conn.execute(_CAS, p).rowcount == 1 for p in params]
+    return [_CAS_ONE.rowcount(conn, p) == 1 for p in params]
 
 
 def compact(conn: Connection, row: StoredSchedule, now: datetime) -> bool:
