@@ -55,6 +55,9 @@ IDLE_SECONDS = 30.0
 FALLBACK_CHECKPOINT_PAGES = 16_384
 """Where the process's own connections still checkpoint (64 MiB of 4 KiB pages)."""
 
+_READY_TIMEOUT = 5.0
+"""How long :meth:`Checkpointer.start` waits for its thread to read the log's state."""
+
 _log = logging.getLogger("kalends.storage")
 
 
@@ -87,6 +90,7 @@ class Checkpointer:
         self.last: tuple[int, int, int] | None = None
         self._written = threading.Event()
         self._stop = threading.Event()
+        self._ready = threading.Event()
         self._thread: threading.Thread | None = None
 
     @property
@@ -99,11 +103,14 @@ class Checkpointer:
         if self.engine.dialect.name != "sqlite" or self._thread is not None:
             return self
         event.listen(self.engine, "connect", _hand_over)
-        event.listen(self.engine, "commit", self._committing)
         # Pooled connections were made before: made again, they are handed over too.
         self.engine.dispose()
         self._thread = threading.Thread(target=self._run, name="kalends-checkpoints", daemon=True)
         self._thread.start()
+        # A commit wakes the thread only once it has read where the log stands: a commit
+        # that landed before that read would be awaited in vain.
+        self._ready.wait(_READY_TIMEOUT)
+        event.listen(self.engine, "commit", self._committing)
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -126,11 +133,16 @@ class Checkpointer:
             self._written.set()
 
     def _run(self) -> None:
-        raw: Any = self.engine.raw_connection()
+        try:
+            raw: Any = self.engine.raw_connection()
+        except BaseException:
+            self._ready.set()  # (start() need not wait for a thread that ended)
+            raise
         try:
             driver: sqlite3.Connection = raw.driver_connection
             retry: float | None = None  # the wait before the next try of an incomplete one
             seen = _data_version(driver)  # changes when another connection commits
+            self._ready.set()
             awaited = False  # a write's wake came and its commit has not been seen yet
             while True:
                 written = self._written.wait(self.idle if retry is None else retry)
