@@ -559,7 +559,6 @@ def build_fixture(
                     zone_data=zone_data_version(),
                     owner=None,
                     lease_token=None,
-                    lease_expires_at=None,
                     orphaned=False,
                     polls=0,
                 )

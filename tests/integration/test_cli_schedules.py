@@ -24,7 +24,7 @@ from uuid import UUID
 
 import pytest
 from rich.console import Console
-from sqlalchemy import select, update
+from sqlalchemy import insert, select, update
 from typer.main import get_command
 from typer.testing import CliRunner, Result
 
@@ -34,7 +34,7 @@ from kalends.cli.schedules import detail_view
 from kalends.clock import FakeClock
 from kalends.missions.runtime.process import ProcessRuntime
 from kalends.missions.scheduler import Scheduler
-from kalends.storage.mission_tables import schedule_wakes
+from kalends.storage.mission_tables import schedule_wakes, scheduler_leases
 from kalends.storage.schema import metadata
 from kalends.storage.testing import StorageTarget
 
@@ -772,7 +772,13 @@ class TestRuntimeView:
 
         # A live scheduler holds it: the desired state is what holds.
         lease = datetime.now(UTC) + timedelta(minutes=5)
-        _set_wake(world, sid, owner="host:1/scheduler", lease_token="t", lease_expires_at=lease)
+        _set_wake(world, sid, owner="host:1/scheduler", lease_token="t")
+        with world.services.store.engine.begin() as conn:
+            conn.execute(
+                insert(scheduler_leases).values(
+                    token="t", owner="host:1/scheduler", expires_at=lease
+                )
+            )
         text = world.ok("schedule", "show", sid).stdout
         assert re.search(r"state\s+running *\n", text) and "Interrupted" not in text
         assert world.json("schedule", "show", sid)["technical"]["scheduler"]["live"] is True

@@ -49,7 +49,7 @@ from kalends.civil import parse_rule, slots_between
 from kalends.missions import Body
 from kalends.missions.scheduler import scheduled_identity
 from kalends.storage.ledger_tables import slot_ledger
-from kalends.storage.mission_tables import schedule_wakes
+from kalends.storage.mission_tables import schedule_wakes, scheduler_leases
 from kalends.storage.testing import StorageTarget
 from missions.burst_support import BurstCrash, burst_worker
 from missions.conftest import MissionWorld
@@ -218,8 +218,8 @@ def _held(mw: MissionWorld) -> dict[str, list[Any]]:
             select(
                 schedule_wakes.c.owner,
                 schedule_wakes.c.schedule_id,
-                schedule_wakes.c.lease_expires_at,
-            )
+                scheduler_leases.c.expires_at.label("lease_expires_at"),
+            ).join(scheduler_leases, scheduler_leases.c.token == schedule_wakes.c.lease_token)
         ).all(),
         write=False,
     )

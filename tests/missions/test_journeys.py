@@ -30,7 +30,7 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from kalends.bootstrap import build
 from kalends.clock import FakeClock, SystemClock
@@ -41,7 +41,7 @@ from kalends.missions.runtime.process import ProcessRuntime
 from kalends.missions.scheduler import LookResult, Scheduler, scheduled_identity
 from kalends.missions.service import ControlOutcome
 from kalends.storage.migrate import open_store
-from kalends.storage.mission_tables import schedule_wakes
+from kalends.storage.mission_tables import schedule_wakes, scheduler_leases
 from kalends.storage.testing import FAKE_CLOCK_START, StorageTarget
 from missions.conftest import MissionWorld, daily_config, make_mission_world
 from missions.journey_support import (
@@ -469,12 +469,10 @@ def _expire_leases(mw: MissionWorld, owner: str) -> int:
     past = datetime.now(UTC) - timedelta(seconds=1)
 
     def run(conn: Any) -> int:
-        result = conn.execute(
-            update(schedule_wakes)
-            .where(schedule_wakes.c.owner == owner)
-            .values(lease_expires_at=past)
-        )
-        return int(result.rowcount)
+        leases = scheduler_leases
+        conn.execute(update(leases).where(leases.c.owner == owner).values(expires_at=past))
+        held = select(func.count()).where(schedule_wakes.c.owner == owner)
+        return int(conn.execute(held).scalar_one())
 
     return int(mw.store.run(run))
 

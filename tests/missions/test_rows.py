@@ -9,6 +9,7 @@ from uuid import UUID
 from sqlalchemy import select
 
 from kalends.missions import repository
+from kalends.missions.leases import held_wakes
 from kalends.missions.rows import ControlRecord, ScheduleRead, ScheduleRow
 from kalends.storage.mission_tables import schedule_controls, schedule_wakes, schedules
 from missions.conftest import MissionWorld
@@ -20,9 +21,7 @@ def _stored(mw: MissionWorld, sid: UUID) -> tuple[dict[str, Any], dict[str, Any]
 
     def run(conn: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         row = conn.execute(select(schedules).where(schedules.c.id == sid)).one()
-        wake = conn.execute(
-            select(schedule_wakes).where(schedule_wakes.c.schedule_id == sid)
-        ).first()
+        wake = conn.execute(held_wakes().where(schedule_wakes.c.schedule_id == sid)).first()
         wake_columns = {
             "wake_owner": None if wake is None else wake.owner,
             "wake_lease": None if wake is None else wake.lease_expires_at,

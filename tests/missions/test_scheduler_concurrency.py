@@ -30,7 +30,7 @@ from uuid import UUID
 from sqlalchemy import select
 
 from kalends.missions.scheduler import scheduled_identity
-from kalends.storage.mission_tables import schedule_wakes
+from kalends.storage.mission_tables import schedule_wakes, scheduler_leases
 from kalends.storage.testing import StorageTarget
 from missions.conftest import MissionWorld
 from missions.scheduler_support import (
@@ -204,9 +204,9 @@ def _victim_wakes(mw: MissionWorld, owner: str) -> list[Any]:
     return list(
         mw.store.run(
             lambda conn: conn.execute(
-                select(schedule_wakes.c.schedule_id, schedule_wakes.c.lease_expires_at).where(
-                    schedule_wakes.c.owner == owner
-                )
+                select(schedule_wakes.c.schedule_id, scheduler_leases.c.expires_at)
+                .join(scheduler_leases, scheduler_leases.c.token == schedule_wakes.c.lease_token)
+                .where(schedule_wakes.c.owner == owner)
             ).all(),
             write=False,
         )

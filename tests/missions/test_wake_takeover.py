@@ -7,11 +7,12 @@ from datetime import timedelta
 from uuid import UUID
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import insert, select, update
 
 from kalends.missions.leases import WakeLeases
 from kalends.missions.wakes import WAKE_LEASE
 from kalends.storage.mission_tables import schedule_wakes as W
+from kalends.storage.mission_tables import scheduler_leases as L
 
 from .conftest import MissionWorld, daily_config
 
@@ -33,9 +34,13 @@ def _a_wake_held_by_a_dead_scheduler(mw: MissionWorld, *, due_in: timedelta) -> 
             .values(
                 owner="dead-scheduler",
                 lease_token="t" * 32,
-                lease_expires_at=now - timedelta(seconds=1),
                 due_at=now + due_in,
                 polls=3,
+            )
+        )
+        conn.execute(
+            insert(L).values(
+                token="t" * 32, owner="dead-scheduler", expires_at=now - timedelta(seconds=1)
             )
         )
     return UUID(str(sid))
@@ -75,9 +80,7 @@ def test_a_wake_still_leased_is_not_taken_and_keeps_its_fallback(mw: MissionWorl
     now = mw.clock.now()
     with mw.store.transaction() as conn:
         conn.execute(
-            update(W)
-            .where(W.c.schedule_id == sid)
-            .values(lease_expires_at=now + timedelta(seconds=20))
+            update(L).where(L.c.token == "t" * 32).values(expires_at=now + timedelta(seconds=20))
         )
     assert WakeLeases(mw.store, "heir", "h" * 32, WAKE_LEASE).claim(now, 10) == []
     assert _wake(mw, sid) == ("dead-scheduler", now - timedelta(seconds=30), 3)

@@ -1,11 +1,15 @@
 """The wakes one scheduler holds: claiming free ones under a lease, renewing, setting
 when each is due next, recording a failed look, and giving them all back.
 
-A wake is free when it has no owner (new, released) or its lease ran out (its scheduler
-died). A scheduler's claims carry its ``token``; every later write of a wake is fenced
-by that token, and a write after a look also by the ``armed`` count it read, so a control
-that armed the wake in between is never overwritten. Claims are one locking statement
-that skips rows another claimer holds, so two schedulers never take the same wake.
+A scheduler holds its wakes under one lease, a row of ``scheduler_leases`` keyed by its
+``token``: each wake it holds names the token, and one renewal extends them all (the
+cost of a renewal does not grow with the wakes held). A wake is free when it has no owner
+(new, released) or its token's lease ran out (its scheduler died). Every later write of
+a wake is fenced by the token, and a write after a look also by the ``armed`` count it
+read, so a control that armed the wake in between is never overwritten. Claims are one
+locking statement that skips rows another claimer holds, so two schedulers never take
+the same wake; a claim that takes over a dead scheduler's wakes first locks its lease
+row, so a late renewal of that lease waits for the claim and never holds a taken wake.
 """
 
 from __future__ import annotations
@@ -16,23 +20,66 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import bindparam, delete, or_, select, update
+from sqlalchemy import ColumnElement, bindparam, delete, exists, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from kalends.civil.zone_data import zone_data_version
 from kalends.missions.wakes import MAX_SLEEP, error_delay
-from kalends.storage.mission_tables import schedule_wakes
+from kalends.storage.mission_tables import schedule_wakes, scheduler_leases
+from kalends.storage.prepared import Prepared
 from kalends.storage.unit_of_work import Store, for_update
 
-__all__ = ["Claimed", "SetWake", "WakeLeases", "drop_wakes", "set_wakes"]
+__all__ = [
+    "Claimed",
+    "SetWake",
+    "WakeLeases",
+    "drop_wakes",
+    "free_wake",
+    "held_wakes",
+    "set_wakes",
+]
 
 _W = schedule_wakes
+_L = scheduler_leases
 
-_RENEW = (
-    update(_W)
-    .where(_W.c.owner == bindparam("me"), _W.c.lease_token == bindparam("tok"))
-    .values(lease_expires_at=bindparam("expires"))
-)
+
+def _renew_statement(dialect: Any) -> Any:
+    insert = dialect.insert(_L).values(
+        token=bindparam("tok"), owner=bindparam("me"), expires_at=bindparam("expires")
+    )
+    return insert.on_conflict_do_update(
+        index_elements=[_L.c.token], set_={"expires_at": insert.excluded.expires_at}
+    )
+
+
+# A renewal is one row whatever the wakes held (created again if a claim that took over
+# the scheduler's last wake deleted it while the scheduler was late).
+_RENEW = {
+    "postgresql": Prepared(_renew_statement(postgresql)),
+    "sqlite": Prepared(_renew_statement(sqlite)),
+}
+
+
+def _lapsed(now: datetime) -> Any:
+    """The tokens whose lease ran out at ``now``."""
+    return select(_L.c.token).where(_L.c.expires_at <= now)
+
+
+def free_wake(now: datetime, lapsed: Any = None) -> ColumnElement[bool]:
+    """Whether a wake is free at ``now``: no owner, or its token's lease ran out
+    (``lapsed``: those tokens, when the caller read them already)."""
+    tokens = _lapsed(now) if lapsed is None else lapsed
+    return or_(_W.c.owner.is_(None), _W.c.lease_token.in_(tokens))
+
+
+def held_wakes() -> Any:
+    """The wakes with their lease's expiry (``lease_expires_at``, ``None`` when free)."""
+    return select(_W, _L.c.expires_at.label("lease_expires_at")).select_from(
+        _W.outerjoin(_L, _L.c.token == _W.c.lease_token)
+    )
+
+
 _SET_WAKE = (
     update(_W)
     .where(
@@ -151,12 +198,12 @@ class WakeLeases:
         if self.renewed_at is not None and now - self.renewed_at < self.lease / 3:
             return
         expires = now + self.lease
-        self.store.run(
-            lambda conn: conn.execute(
-                _RENEW, {"me": self.owner, "tok": self.token, "expires": expires}
-            )
-        )
+        self.store.run(lambda conn: self._renew(conn, expires))
         self.renewed_at = now
+
+    def _renew(self, conn: Connection, expires: datetime) -> None:
+        params = {"me": self.owner, "tok": self.token, "expires": expires}
+        _RENEW[conn.dialect.name].rowcount(conn, params)
 
     def claim(self, now: datetime, limit: int) -> list[Claimed]:
         """Take up to ``limit`` free wakes, earliest due first. A taken-over wake is made
@@ -166,7 +213,10 @@ class WakeLeases:
         expires = now + self.lease
 
         def run(conn: Connection) -> list[Claimed]:
-            free = or_(_W.c.owner.is_(None), _W.c.lease_expires_at <= now)
+            # The run-out leases, locked: a late renewal of one waits until this claim
+            # has taken its wakes (and then holds none of them).
+            lapsed = list(conn.execute(for_update(_lapsed(now).order_by(_L.c.token))).scalars())
+            free = free_wake(now, lapsed) if lapsed else _W.c.owner.is_(None)
             rows = conn.execute(
                 for_update(
                     select(_W.c.schedule_id, _W.c.owner, _W.c.orphaned)
@@ -178,17 +228,20 @@ class WakeLeases:
             ).all()
             if not rows:
                 return []
+            self._renew(conn, expires)
             ids = [r.schedule_id for r in rows]
             conn.execute(
                 update(_W)
                 .where(_W.c.schedule_id.in_(ids), free)
-                .values(
-                    owner=self.owner,
-                    lease_token=self.token,
-                    lease_expires_at=expires,
-                    orphaned=False,
-                )
+                .values(owner=self.owner, lease_token=self.token, orphaned=False)
             )
+            if lapsed:  # a dead scheduler's lease goes with the last wake it held
+                conn.execute(
+                    delete(_L).where(
+                        _L.c.token.in_(lapsed),
+                        ~exists().where(_W.c.lease_token == _L.c.token),
+                    )
+                )
             taken = [Claimed.from_row(r) for r in rows]
             over = [c.schedule_id for c in taken if c.takeover]
             if over:
@@ -247,8 +300,9 @@ class WakeLeases:
             conn.execute(
                 update(_W)
                 .where(_W.c.lease_token == self.token)
-                .values(owner=None, lease_token=None, lease_expires_at=None, orphaned=True)
+                .values(owner=None, lease_token=None, orphaned=True)
             )
+            conn.execute(delete(_L).where(_L.c.token == self.token))
 
         self.store.run(run)
 
@@ -268,9 +322,12 @@ class WakeLeases:
                 select(_W.c.schedule_id).where(_W.c.owner.is_(None)).limit(1)
             ).scalar()
             others = conn.execute(
-                select(_W.c.lease_expires_at)
-                .where(_W.c.owner.is_not(None), _W.c.lease_token != self.token)
-                .order_by(_W.c.lease_expires_at)
+                select(_L.c.expires_at)
+                .where(
+                    _L.c.token != self.token,
+                    exists().where(_W.c.lease_token == _L.c.token),
+                )
+                .order_by(_L.c.expires_at)
                 .limit(1)
             ).scalar()
             return mine, unowned, others

@@ -37,6 +37,7 @@ from kalends.missions.stored_documents import (
 from kalends.storage.mission_tables import (
     schedule_controls,
     schedule_wakes,
+    scheduler_leases,
     schedules,
     workspace_members,
     workspaces,
@@ -62,6 +63,7 @@ __all__ = [
 _wm = workspace_members
 _S = schedules
 _W = schedule_wakes
+_L = scheduler_leases
 _sc = schedule_controls
 _rc = schedule_controls.alias("repeat_of")
 
@@ -69,7 +71,7 @@ _rc = schedule_controls.alias("repeat_of")
 # (kept on the wake row, outside the document revision).
 _WAKE_COLUMNS = (
     _W.c.owner.label("wake_owner"),
-    _W.c.lease_expires_at.label("wake_lease"),
+    _L.c.expires_at.label("wake_lease"),
     _W.c.last_error_code.label("last_error_code"),
     _W.c.last_error_at.label("last_error_at"),
     _W.c.last_error_message.label("last_error_message"),
@@ -82,7 +84,9 @@ _SCHEDULE_ROW = (
         _S.outerjoin(
             _wm,
             and_(_wm.c.workspace_id == _S.c.workspace_id, _wm.c.actor_id == bindparam("actor_id")),
-        ).outerjoin(_W, _W.c.schedule_id == _S.c.id)
+        )
+        .outerjoin(_W, _W.c.schedule_id == _S.c.id)
+        .outerjoin(_L, _L.c.token == _W.c.lease_token)
     )
     .where(_S.c.id == bindparam("schedule_id"))
 )
@@ -199,7 +203,11 @@ def read_page(
     workspace)."""
     query = (
         select(_S, *_WAKE_COLUMNS, null().label("role"))
-        .select_from(_S.outerjoin(_W, _W.c.schedule_id == _S.c.id))
+        .select_from(
+            _S.outerjoin(_W, _W.c.schedule_id == _S.c.id).outerjoin(
+                _L, _L.c.token == _W.c.lease_token
+            )
+        )
         .where(_S.c.workspace_id == workspace_id)
     )
     if after is not None:

@@ -46,7 +46,7 @@ from kalends.civil import next_slots
 from kalends.clock import Clock, FakeClock, SystemClock
 from kalends.errors import InvalidInput, KalendsError
 from kalends.missions.config import Config, config_from_json
-from kalends.missions.leases import WakeLeases
+from kalends.missions.leases import WakeLeases, held_wakes
 from kalends.missions.ledger import Reason, iso
 from kalends.missions.ledger_reads import empty_counts, row_json
 from kalends.missions.reservation_writes import passage_zone
@@ -496,7 +496,7 @@ class _Run:
     def _wake(self) -> Any:
         return self.store.run(
             lambda conn: conn.execute(
-                select(schedule_wakes).where(schedule_wakes.c.schedule_id == self._sid())
+                held_wakes().where(schedule_wakes.c.schedule_id == self._sid())
             ).first(),
             write=False,
         )

@@ -39,6 +39,7 @@ from kalends.civil.zones import wall_of
 from kalends.errors import KalendsError
 from kalends.missions.config import Config
 from kalends.missions.document import Body, Phase, State, next_due_or_end
+from kalends.missions.leases import free_wake
 from kalends.missions.ledger import Entry, Outcome, Reason, iso, local_text
 from kalends.missions.ledger_writes import record
 from kalends.missions.reservation_writes import passage_zone
@@ -121,7 +122,7 @@ def _candidates(
     token: str | None,
     only: Sequence[UUID] | None,
 ) -> list[Any]:
-    free = [_W.c.owner.is_(None), _W.c.lease_expires_at <= now]
+    free = [free_wake(now)]
     if token is not None:
         free.append(_W.c.lease_token == token)
     stmt = (

@@ -34,6 +34,7 @@ __all__ = [
     "passage_checklists",
     "schedule_controls",
     "schedule_wakes",
+    "scheduler_leases",
     "schedules",
     "workspace_lists",
     "workspace_members",
@@ -114,8 +115,8 @@ schedule_wakes = Table(
     Column("schedule_id", Uuid(), ForeignKey("schedules.id", ondelete="CASCADE"), primary_key=True),
     Column("due_at", UTCDateTime(), nullable=False),
     Column("owner", String(200), nullable=True),
+    # The lease it is held under: a row of scheduler_leases, whose expiry is the wake's.
     Column("lease_token", String(64), nullable=True),
-    Column("lease_expires_at", UTCDateTime(), nullable=True),
     Column("orphaned", Boolean(), nullable=False),
     Column("armed", Integer(), nullable=False),
     Column("failures", Integer(), nullable=False),
@@ -134,6 +135,18 @@ schedule_wakes = Table(
     comment=(
         "One durable wake per schedule that needs a scheduler: the Job of seed 002, held "
         "by one live scheduler under a lease; lastError lives here, outside the document."
+    ),
+)
+
+scheduler_leases = Table(
+    "scheduler_leases",
+    metadata,
+    Column("token", String(64), primary_key=True),
+    Column("owner", String(200), nullable=False),
+    Column("expires_at", UTCDateTime(), nullable=False),
+    comment=(
+        "One lease per live scheduler, renewed as one row: the wakes naming its token are "
+        "held until it expires, then free for another scheduler to take over."
     ),
 )
 
