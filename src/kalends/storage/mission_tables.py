@@ -26,6 +26,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     Uuid,
+    text,
 )
 
 from kalends.storage.schema import UTCDateTime, metadata
@@ -128,8 +129,13 @@ schedule_wakes = Table(
     # (issue 24 §3): a scheduler starting on other zone data recomputes it.
     Column("next_slot_at", UTCDateTime(), nullable=True),
     Column("zone_data", String(32), nullable=True),
-    Index("ix_schedule_wakes_due_at", "due_at"),
-    Index("ix_schedule_wakes_owner", "owner"),
+    # The free wakes, earliest due first: what a claim takes (a held wake is not in it).
+    Index(
+        "ix_schedule_wakes_free_due_at",
+        "due_at",
+        postgresql_where=text("owner IS NULL"),
+        sqlite_where=text("owner IS NULL"),
+    ),
     # A scheduler's own due wakes, earliest first (its every round; issue 25).
     Index("ix_schedule_wakes_lease_token_due_at", "lease_token", "due_at"),
     comment=(

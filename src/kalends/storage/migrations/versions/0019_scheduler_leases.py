@@ -2,6 +2,8 @@
 renewal rewrote each held wake every 20 s (100,000 row versions a renewal at 100,000
 schedules), and finding when another scheduler's lease runs out read every wake. Each
 held wake keeps its lease token; the token's row in ``scheduler_leases`` says until when.
+The free wakes get an index of their own for the claims (a claim walked every wake's due
+instant when none was free).
 
 Revision ID: 0019
 Revises: 0018
@@ -50,11 +52,25 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("schedule_wakes", schema=None) as batch_op:
         batch_op.drop_column("lease_expires_at")
+        # A claim takes the earliest free wakes: an index of the free ones alone, which a
+        # held wake's updates never touch, in place of every wake's due instant and owner.
+        batch_op.drop_index("ix_schedule_wakes_due_at")
+        batch_op.drop_index("ix_schedule_wakes_owner")
+        batch_op.create_index(
+            "ix_schedule_wakes_free_due_at",
+            ["due_at"],
+            unique=False,
+            postgresql_where=sa.text("owner IS NULL"),
+            sqlite_where=sa.text("owner IS NULL"),
+        )
 
 
 def downgrade() -> None:
     with op.batch_alter_table("schedule_wakes", schema=None) as batch_op:
         batch_op.add_column(sa.Column("lease_expires_at", UTCDateTime(), nullable=True))
+        batch_op.drop_index("ix_schedule_wakes_free_due_at")
+        batch_op.create_index("ix_schedule_wakes_due_at", ["due_at"], unique=False)
+        batch_op.create_index("ix_schedule_wakes_owner", ["owner"], unique=False)
     op.execute(
         "UPDATE schedule_wakes SET lease_expires_at = (SELECT l.expires_at FROM "
         "scheduler_leases l WHERE l.token = schedule_wakes.lease_token) "
