@@ -900,6 +900,12 @@ def _run_rows(runs: Sequence[Run]) -> list[list[str]]:
 
 
 def print_report(rep: Report, cores: int, db_cores: int) -> None:
+    plain = rep.args.get("no_checklists") == "True"
+    print(
+        "\nschedules: no checklist templates (--no-checklists)"
+        if plain
+        else "\nschedules: a checklist template of 10 tasks on every 4th"
+    )
     if rep.pg:
         print()
         print(f"PostgreSQL, {rep.sizes.schedules:,} running schedules all due at one slot")
@@ -1096,6 +1102,7 @@ def postgres_phase(
             args.build_processes,
             "PostgreSQL",
             args.through_services or None,
+            checklists=not args.no_checklists,
         )
         expected = schedule_ids(template_url)
         for k in args.processes:
@@ -1140,7 +1147,13 @@ def sqlite_phase(rep: Report, args: argparse.Namespace, directory: Path) -> None
     (base / "workspaces").mkdir(parents=True)
     template = base / "template.db"
     rep.fixtures["sqlite"] = build_fixture(
-        f"sqlite:///{template}", base / "workspaces", n, 1, "SQLite", args.through_services or None
+        f"sqlite:///{template}",
+        base / "workspaces",
+        n,
+        1,
+        "SQLite",
+        args.through_services or None,
+        checklists=not args.no_checklists,
     )
     expected = schedule_ids(f"sqlite:///{template}")
     for k in args.sqlite_processes:
@@ -1194,6 +1207,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-apscheduler", action="store_true", help="skip APScheduler 3 and 4")
     parser.add_argument("--no-aps4", action="store_true", help="skip APScheduler 4.0")
     parser.add_argument("--no-kill", action="store_true", help="skip the SIGKILL phase")
+    parser.add_argument(
+        "--no-checklists",
+        action="store_true",
+        help="no checklist templates (the scheduler's own work, as APScheduler's jobs)",
+    )
     parser.add_argument(
         "--profile", type=Path, metavar="DIR", help="cProfile each scheduler process into DIR"
     )

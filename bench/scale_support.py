@@ -329,15 +329,20 @@ class BuildJob:
     schedules: int
     workspaces: list[int]
     """The workspaces (by number) this process fills."""
+    checklists: bool = True
+    """Whether every 4th schedule keeps its checklist template."""
 
 
-def scale_config(n: int, w: int, s: int) -> dict[str, Any]:
+def scale_config(n: int, w: int, s: int, *, checklists: bool = True) -> dict[str, Any]:
     """Schedule ``n`` (schedule ``s`` of workspace ``w``): ``bench/missions.py``'s
-    configuration without its condition, one of the burst rules, ``restart: resume``."""
+    configuration without its condition, one of the burst rules, ``restart: resume``;
+    without its checklist template unless ``checklists``."""
     from bench.missions import schedule_config  # noqa: PLC0415
 
     config = schedule_config(w, s)
     config.pop("condition", None)
+    if not checklists:
+        config.pop("template", None)
     config["policy"] = BURST_POLICIES[n % len(BURST_POLICIES)]
     config["restart"] = "resume"
     return config
@@ -357,8 +362,9 @@ def build_worker(job: BuildJob, counter: Any, results: Any) -> None:
             first = w * MAX_SCHEDULES
             for s in range(min(MAX_SCHEDULES, job.schedules - first)):
                 n = first + s
+                config = scale_config(n, w, s, checklists=job.checklists)
                 receipt = services.schedules.create(
-                    job.actor, ws, scale_config(n, w, s), request_id=f"create-{n:06d}"
+                    job.actor, ws, config, request_id=f"create-{n:06d}"
                 )
                 if receipt.status != "created" or receipt.mission_id is None:
                     raise RuntimeError(f"create returned {receipt!r}")
@@ -476,6 +482,8 @@ def build_fixture(
     processes: int,
     label: str,
     services_count: int | None = None,
+    *,
+    checklists: bool = True,
 ) -> dict[str, Any]:
     """``schedules`` running schedules, all due at SLOT: ``services_count`` of them (all
     when ``None``) through the services (create + Play, on a clock standing at START) in
@@ -505,6 +513,7 @@ def build_fixture(
                     actor=str(actor),
                     schedules=schedules,
                     workspaces=list(range(i, count, processes)),
+                    checklists=checklists,
                 ),
                 counter,
                 results,
