@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from argon2 import PasswordHasher
-from sqlalchemy import exists, insert, select, text, update
+from sqlalchemy import exists, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -46,7 +46,7 @@ from kalends.identity import (
 )
 from kalends.storage.auth_tables import accounts
 from kalends.storage.identity_tables import actors
-from kalends.storage.unit_of_work import Store, for_update
+from kalends.storage.unit_of_work import Store, for_update, lock_store
 
 __all__ = ["DEVICE_CANNOT_PAIR", "DEVICE_UNPAIRS_ONLY_ITSELF", "WRONG_CREDENTIALS", "Accounts"]
 
@@ -62,8 +62,9 @@ DEVICE_UNPAIRS_ONLY_ITSELF = (
 )
 # The longest handle an actor can have; a longer one is looked up as no one.
 MAX_HANDLE_LENGTH = 64
-# Serialises bootstraps on PostgreSQL, where no row exists yet to lock ("kal-own").
-_BOOTSTRAP_LOCK_KEY = 0x6B616C2D6F776E
+# Serialises bootstraps of one store on PostgreSQL, where no row exists yet to lock
+# ("kown").
+_BOOTSTRAP_LOCK_KEY = 0x6B6F776E
 
 T = TypeVar("T")
 # A write that records a credential's use, left to the caller (see Accounts.check_token).
@@ -109,10 +110,7 @@ class Accounts:
         """
 
         def run(conn: Connection) -> tuple[UUID, str]:
-            if conn.dialect.name == "postgresql":
-                conn.execute(
-                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": _BOOTSTRAP_LOCK_KEY}
-                )
+            lock_store(conn, _BOOTSTRAP_LOCK_KEY)
             if _has_owner(conn):
                 raise Conflict("an owner account exists already; sign in as the owner")
             actor_id: UUID | None = conn.execute(

@@ -18,7 +18,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import StatementError
 
@@ -26,7 +26,7 @@ from kalends.clock import Clock
 from kalends.config import resolve_database_url
 from kalends.errors import UnknownSchemaRevision
 from kalends.storage.engine import WRITE_OPTION, create_engine_for
-from kalends.storage.unit_of_work import Store, translate_error
+from kalends.storage.unit_of_work import Store, lock_store, translate_error
 
 __all__ = [
     "MIGRATIONS_DIR",
@@ -38,8 +38,9 @@ __all__ = [
 
 MIGRATIONS_DIR = Path(__file__).resolve().with_name("migrations")
 
-# Any fixed 64-bit key: serialises kalends migrations on one PostgreSQL database.
-_ADVISORY_LOCK_KEY = 0x6B616C656E6473
+# Any fixed 32-bit key ("kale"): serialises kalends migrations of one store (its
+# PostgreSQL schema: stores in other schemas of the database migrate side by side).
+_MIGRATION_LOCK_KEY = 0x6B616C65
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
@@ -84,10 +85,7 @@ def upgrade(engine_or_url: Engine | str) -> str:
     with _bound(engine_or_url) as engine, _translated(), engine.connect() as connection:
         connection.execution_options(**{WRITE_OPTION: True})
         with connection.begin():
-            if connection.dialect.name == "postgresql":
-                connection.execute(
-                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_LOCK_KEY}
-                )
+            lock_store(connection, _MIGRATION_LOCK_KEY)
             _check_known(MigrationContext.configure(connection).get_current_revision())
             command.upgrade(alembic_config(connection), "head")
             revision = MigrationContext.configure(connection).get_current_revision()

@@ -36,7 +36,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, insert
+from sqlalchemy import Engine, insert, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, OperationalError, StatementError
 from sqlalchemy.sql.selectable import GenerativeSelect
@@ -60,6 +60,7 @@ __all__ = [
     "for_update",
     "is_busy_error",
     "keeping_writes",
+    "lock_store",
     "refused_write",
     "translate_error",
 ]
@@ -107,6 +108,18 @@ def for_update(stmt: S, *, skip_locked: bool = False) -> S:
     database's single write lock.
     """
     return stmt.with_for_update(skip_locked=skip_locked)
+
+
+_STORE_LOCK = text("SELECT pg_advisory_xact_lock(:key, hashtext(coalesce(current_schema(), '')))")
+
+
+def lock_store(conn: Connection, key: int) -> None:
+    """Serialise the transactions that take ``key`` (a 32-bit number) on this store until
+    the transaction ends. On PostgreSQL an advisory lock named by ``key`` and the schema
+    the store lives in, so stores in other schemas of the database never wait for it;
+    SQLite's ``BEGIN IMMEDIATE`` already serialises every writer."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(_STORE_LOCK, {"key": key})
 
 
 def is_busy_error(exc: BaseException) -> bool:
