@@ -70,7 +70,7 @@ WEB_MAX_WINDOW = timedelta(days=731)
 # kalends decision: and at most 12,000 steps of the simulation's loop (a step takes a
 # few milliseconds: a minute at most on a small machine; a daily schedule with 40-minute
 # passages takes about 4,400 a year); the check comes with each progress report, every
-# PROGRESS_EVERY (2,000) steps.
+# PROGRESS_EVERY (100) steps.
 WEB_MAX_STEPS = 12_000
 # kalends decision: and stops after the progress report that comes past 120 seconds of
 # wall time (reports come every PROGRESS_EVERY steps, so a run may go on a little longer).
