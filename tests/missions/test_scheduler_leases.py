@@ -1,8 +1,8 @@
 """A scheduler holds its wakes under one lease row (migration 0019): a renewal writes that
 row and no wake, a claim that takes over a dead scheduler's wakes deletes its lease with
-the last of them, a late renewal then holds nothing, and a graceful release gives the
-wakes and the lease back. Migration 0019 turns the wakes' expiries into lease rows and
-back."""
+the last of them, a late renewal then holds nothing, a scheduler holding no wake writes
+nothing, and a graceful release gives the wakes and the lease back. Migration 0019 turns
+the wakes' expiries into lease rows and back."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from uuid import UUID
 
 from alembic import command
-from sqlalchemy import String, Uuid, column, select, table, update
+from sqlalchemy import String, Uuid, column, delete, select, table, update
 
 from kalends.missions.leases import WakeLeases
 from kalends.missions.scheduler_rows import due_wakes
@@ -106,12 +106,26 @@ def test_a_takeover_takes_the_wakes_and_the_lease_goes_with_the_last_of_them(
     assert {c.schedule_id for c in (*taken, *rest)} == set(ids)
     assert _leases(mw) == {"h" * 32: ("heir", after + WAKE_LEASE)}
 
-    # The dead one comes back late: its renewal makes its lease again, over no wake.
+    # The dead one comes back late: holding no wake, its renewal writes nothing.
     dead.renewed_at = None
     dead.renew(after)
-    assert _leases(mw)["d" * 32] == ("dead", after + WAKE_LEASE)
+    assert "d" * 32 not in _leases(mw)
     assert _mine(mw, "d" * 32) == set()
     assert _mine(mw, "h" * 32) == set(ids)
+
+
+def test_a_scheduler_holding_no_wake_writes_nothing_when_it_renews(mw: MissionWorld) -> None:
+    idle = WakeLeases(mw.store, "idle", "i" * 32, WAKE_LEASE)
+    idle.renew(mw.clock.now())
+    assert _leases(mw) == {}
+    # Once its last wake is gone (dropped), its renewals leave the lease as it was.
+    [sid] = _played(mw, 1)
+    now = mw.clock.now()
+    idle.claim(now, 10)
+    mw.store.run(lambda conn: conn.execute(delete(W).where(W.c.schedule_id == sid)))
+    idle.renewed_at = None
+    idle.renew(now + timedelta(seconds=30))
+    assert _leases(mw) == {"i" * 32: ("idle", now + WAKE_LEASE)}
 
 
 def test_a_renewed_lease_is_not_taken_over(mw: MissionWorld) -> None:

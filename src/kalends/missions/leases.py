@@ -44,7 +44,7 @@ _W = schedule_wakes
 _L = scheduler_leases
 
 
-def _renew_statement(dialect: Any) -> Any:
+def _claim_statement(dialect: Any) -> Any:
     insert = dialect.insert(_L).values(
         token=bindparam("tok"), owner=bindparam("me"), expires_at=bindparam("expires")
     )
@@ -53,12 +53,22 @@ def _renew_statement(dialect: Any) -> Any:
     )
 
 
-# A renewal is one row whatever the wakes held (created again if a claim that took over
-# the scheduler's last wake deleted it while the scheduler was late).
-_RENEW = {
-    "postgresql": Prepared(_renew_statement(postgresql)),
-    "sqlite": Prepared(_renew_statement(sqlite)),
+# A claim that takes wakes makes or extends the lease (made again if a claim that took
+# over the scheduler's last wake deleted it while the scheduler was late).
+_CLAIM_LEASE = {
+    "postgresql": Prepared(_claim_statement(postgresql)),
+    "sqlite": Prepared(_claim_statement(sqlite)),
 }
+# A renewal is one row however many wakes the scheduler holds, and no write at all when
+# it holds none (an idle scheduler writes nothing).
+_RENEW = Prepared(
+    update(_L)
+    .where(
+        _L.c.token == bindparam("tok"),
+        exists().where(_W.c.lease_token == bindparam("tok")),
+    )
+    .values(expires_at=bindparam("expires"))
+)
 
 
 def _lapsed(now: datetime) -> Any:
@@ -208,8 +218,7 @@ class WakeLeases:
         self.renewed_at = now
 
     def _renew(self, conn: Connection, expires: datetime) -> None:
-        params = {"me": self.owner, "tok": self.token, "expires": expires}
-        _RENEW[conn.dialect.name].rowcount(conn, params)
+        _RENEW.rowcount(conn, {"tok": self.token, "expires": expires})
 
     def claim(self, now: datetime, limit: int) -> list[Claimed]:
         """Take up to ``limit`` free wakes, earliest due first. A taken-over wake is made
@@ -234,7 +243,8 @@ class WakeLeases:
             ).all()
             if not rows:
                 return []
-            self._renew(conn, expires)
+            lease = {"me": self.owner, "tok": self.token, "expires": expires}
+            _CLAIM_LEASE[conn.dialect.name].rowcount(conn, lease)
             ids = [r.schedule_id for r in rows]
             conn.execute(
                 update(_W)
