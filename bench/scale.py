@@ -1141,7 +1141,9 @@ def postgres_phase(
         drop_database(admin, TEMPLATE_DB)
 
 
-def sqlite_phase(rep: Report, args: argparse.Namespace, directory: Path) -> None:
+def sqlite_phase(
+    rep: Report, args: argparse.Namespace, directory: Path, profile: Path | None
+) -> None:
     n = rep.sizes.sqlite_schedules
     base = directory / "sqlite"
     (base / "workspaces").mkdir(parents=True)
@@ -1160,7 +1162,14 @@ def sqlite_phase(rep: Report, args: argparse.Namespace, directory: Path) -> None
         path = base / f"run-{k}.db"
         shutil.copyfile(template, path)
         rep.sqlite.append(
-            drain(f"sqlite:///{path}", "sqlite", k, expected, args.lead or lead_for(n))
+            drain(
+                f"sqlite:///{path}",
+                "sqlite",
+                k,
+                expected,
+                args.lead or lead_for(n),
+                profile_dir=profile,
+            )
         )
         path.unlink()
 
@@ -1232,7 +1241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.no_postgres:
             postgres_phase(rep, args, directory, args.profile)
         if not args.no_sqlite:
-            sqlite_phase(rep, args, directory)
+            sqlite_phase(rep, args, directory, args.profile)
         if not args.no_apscheduler:
             rep.aps, rep.aps4_note = aps_peers(directory, sizes.sqlite_schedules, args.no_aps4)
     make_projections(rep, args.cores, args.db_cores)

@@ -252,11 +252,12 @@ class Look:
             return None, 0
         return now, polls  # kept losing races: look again soon
 
-    def restart(self, sid: UUID, now: datetime) -> None:
+    def restart(self, sid: UUID, now: datetime, row: SchedulerRow | None) -> None:
         """A wake taken over from a dead or stopped scheduler: the schedule's Job was gone.
         ``restart: interrupt`` schedules show Interrupted until an explicit Resume (which
-        rearms the wake); ``resume`` ones go on, their pending passage reconciled first."""
-        row = self._read(sid)
+        rearms the wake); ``resume`` ones go on, their pending passage reconciled first.
+        ``row`` is the schedule's row as the round read it with the others taken over
+        (``None``: there is none)."""
         if row is None or row.phase != Phase.LIVE.value:
             return
         doc = docs.doc_of(row)

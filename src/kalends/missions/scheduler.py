@@ -128,10 +128,12 @@ class Scheduler:
         over = [c.schedule_id for c in taken if c.takeover]
         if over:  # (recorded under other zone data by a scheduler that died)
             self._zone_changes(now, over)
-        for claimed in taken:
-            if claimed.takeover:
-                sid = claimed.schedule_id
-                self._guard(sid, now, result, partial(self._look.restart, sid, now))
+            # One read for the round's takeovers (each read its own row: after a SIGKILL
+            # mid-burst the survivor took the dead one's wakes at a third of its rate).
+            taken_rows = self.store.run(lambda conn: read_schedules(conn, over), write=False)
+            for sid in over:
+                restart = partial(self._look.restart, sid, now, taken_rows.get(sid))
+                self._guard(sid, now, result, restart)
 
         def mine(conn: Connection) -> tuple[list[DueWake], dict[UUID, SchedulerRow]]:
             due = due_wakes(conn, self.token, now, LOOK_BATCH)
