@@ -7,9 +7,11 @@ from datetime import timedelta
 from uuid import UUID
 
 import pytest
-from sqlalchemy import insert, select, update
+from sqlalchemy import event, insert, select, update
 
 from kalends.missions.leases import WakeLeases
+from kalends.missions.runtime.memory import MemoryRuntime
+from kalends.missions.scheduler import Scheduler
 from kalends.missions.wakes import WAKE_LEASE
 from kalends.storage.mission_tables import schedule_wakes as W
 from kalends.storage.mission_tables import scheduler_leases as L
@@ -84,3 +86,53 @@ def test_a_wake_still_leased_is_not_taken_and_keeps_its_fallback(mw: MissionWorl
         )
     assert WakeLeases(mw.store, "heir", "h" * 32, WAKE_LEASE).claim(now, 10) == []
     assert _wake(mw, sid) == ("dead-scheduler", now - timedelta(seconds=30), 3)
+
+
+def _statements_of_a_takeover_round(mw: MissionWorld, count: int, first: int) -> int:
+    """The statements a fresh scheduler's first round runs taking over ``count`` wakes
+    of played daily schedules (each due later in its dead holder's fallback)."""
+    sids = []
+    for i in range(first, first + count):
+        receipt = mw.schedules.create(
+            "alice", str(mw.home.id), daily_config(title=f"Report {i}"), request_id=f"create-{i:04}"
+        )
+        assert receipt.mission_id is not None
+        mw.schedules.control(
+            "alice", str(receipt.mission_id), "play", request_id=f"play-{i:04}", expected_revision=1
+        )
+        sids.append(receipt.mission_id)
+    now = mw.clock.now()
+    token = f"{first:032}"
+    with mw.store.transaction() as conn:
+        conn.execute(
+            update(W)
+            .where(W.c.schedule_id.in_(sids))
+            .values(owner="dead", lease_token=token, due_at=now + timedelta(minutes=4))
+        )
+        conn.execute(insert(L).values(token=token, owner="dead", expires_at=now))
+    statements: list[str] = []
+
+    def seen(*args: object) -> None:
+        statements.append(str(args[2]))
+
+    heir = Scheduler(mw.store, MemoryRuntime(clock=mw.clock), owner=f"heir-{first}")
+    event.listen(mw.store.engine, "before_cursor_execute", seen)
+    try:
+        result = heir.run_once()
+    finally:
+        event.remove(mw.store.engine, "before_cursor_execute", seen)
+    assert (result.claimed, result.errors) == (count, 0)
+    with mw.store.transaction(write=False) as conn:
+        owners = conn.execute(select(W.c.owner).where(W.c.schedule_id.in_(sids))).scalars()
+        assert set(owners) == {f"heir-{first}"}
+    return len(statements)
+
+
+def test_a_round_reads_the_schedules_it_takes_over_together(mw: MissionWorld) -> None:
+    """Taking over 12 wakes runs as many statements as taking over 2 (each taken wake
+    read its own schedule before: after a SIGKILL mid-burst the survivor took the dead
+    one's wakes at a third of its rate)."""
+    few = _statements_of_a_takeover_round(mw, 2, 0)
+    mw.clock.advance(timedelta(seconds=1))
+    many = _statements_of_a_takeover_round(mw, 12, 100)
+    assert many == few
