@@ -246,9 +246,7 @@ def insert_checklist(world: World, root_id: UUID, count: int, *, depth: int = 40
     deep, the rest as leaves spread over the chain. Returns the new IDs."""
     root = task_row(world.store, root_id)
     now = world.clock.now()
-    refs: set[str] = set()
-    while len(refs) < count:
-        refs.add("".join(secrets.choice(ALPHABET) for _ in range(REF_LENGTH)))
+    refs = _unused_refs(world, count)
     rows: list[dict[str, Any]] = []
     chain = [root_id]
     for n, ref in enumerate(sorted(refs)):
@@ -277,10 +275,20 @@ def insert_checklist(world: World, root_id: UUID, count: int, *, depth: int = 40
         if n < depth:
             chain.append(task_id)
     with world.store.transaction() as conn:
-        taken = set(conn.execute(select(tasks.c.ref).where(tasks.c.ref.in_(refs))).scalars())
-        assert not taken, "a drawn reference is already used: run again"
         conn.execute(insert(tasks), rows)
     return [row["id"] for row in rows]
+
+
+def _unused_refs(world: World, count: int) -> set[str]:
+    """``count`` random task references no task of the database holds (the tests before
+    this one on the same database leave theirs: a drawn one was taken once in a CI run)."""
+    refs: set[str] = set()
+    while len(refs) < count:
+        while len(refs) < count:
+            refs.add("".join(secrets.choice(ALPHABET) for _ in range(REF_LENGTH)))
+        with world.store.transaction(write=False) as conn:
+            refs -= set(conn.execute(select(tasks.c.ref).where(tasks.c.ref.in_(refs))).scalars())
+    return refs
 
 
 # --- threads --------------------------------------------------------------------------------
