@@ -96,7 +96,9 @@ def held_wakes() -> Any:
 # scheduler: a scan of 100,000 index entries for each wake written, seen when the
 # column's statistics were taken while every wake was free.)
 _held_by = func.coalesce(_W.c.lease_token, "")
-_SET_WAKE = (
+# Run on the driver, a round's wakes in one executemany (SQLAlchemy's own converted each
+# row's parameters one by one: the same token and zone data version again for each).
+_SET_WAKE = Prepared(
     update(_W)
     .where(
         _W.c.schedule_id == bindparam("sid"),
@@ -114,10 +116,12 @@ _SET_WAKE = (
         zone_data=bindparam("zd"),
     )
 )
-_DROP_WAKE = delete(_W).where(
-    _W.c.schedule_id == bindparam("sid"),
-    _held_by == bindparam("me"),
-    _W.c.armed == bindparam("seen"),
+_DROP_WAKE = Prepared(
+    delete(_W).where(
+        _W.c.schedule_id == bindparam("sid"),
+        _held_by == bindparam("me"),
+        _W.c.armed == bindparam("seen"),
+    )
 )
 _FAIL_WAKE = (
     update(_W)
@@ -189,9 +193,9 @@ def set_wakes(conn: Connection, token: str, wakes: Iterable[SetWake]) -> None:
                 }
             )
     if sets:
-        conn.execute(_SET_WAKE, sets)
+        _SET_WAKE.many(conn, sets)
     if drops:
-        conn.execute(_DROP_WAKE, drops)
+        _DROP_WAKE.many(conn, drops)
 
 
 def drop_wakes(conn: Connection, token: str, wakes: Iterable[tuple[UUID, int]]) -> None:
