@@ -163,6 +163,7 @@ from bench.scheduler import (  # noqa: E402
     run_child,
     thread_cpu,
 )
+from kalends.missions.passages import scheduled_identity  # noqa: E402
 from kalends.missions.runtime.memory import MemoryRuntime  # noqa: E402
 from kalends.missions.scheduler import LookResult, Scheduler  # noqa: E402
 from kalends.missions.scheduler_rows import read_schedules  # noqa: E402
@@ -307,6 +308,8 @@ def scheduler_main(job: SchedJob, ctl: Control) -> None:
             schedule = str(sid)
             admitted_ids.append(schedule)
             start_at = started_at.get(schedule)
+            if start_at is None:  # started by a process killed since, found by a look here
+                start_at = runtime.found.get(scheduled_identity(schedule, SLOT)[1])
             done_at = None if start_at is None else commits.first_after(start_at)
             if start_at is None or done_at is None:
                 problems.append(f"no start or no commit after it for {schedule}")
@@ -619,7 +622,7 @@ def check_kill(run: Run, url: str, expected: Sequence[str], shared: Path) -> Non
         store.close()
     journal = read_journals(shared)
     launched = [s for s, _, how in journal if how == "new"]
-    markers = {p.name for p in (shared / "sessions").iterdir()}
+    markers = {p.name for p in (shared / "sessions").iterdir() if p.suffix != ".draft"}
     per_schedule = Counter(sch for _, sch, how in journal if how == "new")
     repeated = Counter(launched)
     doc_sessions = set(sessions.values())

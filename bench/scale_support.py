@@ -274,8 +274,14 @@ class SharedRuntime(MemoryRuntime):
 
     def start(self, start: PassageStart) -> Presence:
         path = self._marker(start.session_id)
+        # The marker appears whole or not at all, as a real runtime's admission does: a
+        # process killed between creating it and writing the message ID left an empty
+        # one, which every other process then read as UNKNOWN (one passage of a quick
+        # SIGKILL run stayed uncertain past the run's end).
+        draft = path.with_name(f"{path.name}.{os.getpid()}.draft")
+        draft.write_text(start.message_id)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            os.link(draft, path)
         except FileExistsError:
             self._note(start, "existing")
             if path.read_text() != start.message_id:
@@ -283,10 +289,8 @@ class SharedRuntime(MemoryRuntime):
             if start.session_id in self.sessions():
                 return super().start(start)
             return Presence.PRESENT  # started by another scheduler process: running
-        try:
-            os.write(fd, start.message_id.encode())
         finally:
-            os.close(fd)
+            draft.unlink()
         self._note(start, "new")
         return super().start(start)
 

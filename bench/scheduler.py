@@ -563,13 +563,15 @@ def build_fixture(
 
 
 class TimedRuntime:
-    """The memory runtime, recording when each passage was started."""
+    """The memory runtime, recording when each passage was started, and when a look found
+    one running that another process started (``found``: after that one was killed)."""
 
     def __init__(self, inner: MemoryRuntime, clock: ShiftedClock) -> None:
         self.inner = inner
         self.clock = clock
         self.lock = threading.Lock()
         self.started: dict[str, tuple[str, datetime]] = {}  # session -> (schedule, at)
+        self.found: dict[str, datetime] = {}  # session -> at
 
     def start(self, start: PassageStart) -> Presence:
         presence = self.inner.start(start)
@@ -578,7 +580,11 @@ class TimedRuntime:
         return presence
 
     def lookup(self, session_id: str, message_id: str) -> Presence:
-        return self.inner.lookup(session_id, message_id)
+        presence = self.inner.lookup(session_id, message_id)
+        if presence is Presence.PRESENT:
+            with self.lock:
+                self.found.setdefault(session_id, self.clock.now())
+        return presence
 
     def observe(self, session_id: str) -> Observation:
         return self.inner.observe(session_id)
