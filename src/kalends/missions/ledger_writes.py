@@ -15,15 +15,13 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import bindparam, delete, func, select, tuple_
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import delete, func, select, tuple_
 from sqlalchemy.engine import Connection
-from sqlalchemy.sql.dml import Insert
 
 from kalends.missions.ledger import RETAIN_AGE, RETAIN_ROWS, Entry
 from kalends.storage.ledger_tables import slot_ledger
-from kalends.storage.prepared import Prepared
 from kalends.storage.unit_of_work import Store
+from kalends.storage.upsert import insert_missing
 
 __all__ = ["TRIM_BATCH", "TRIM_EVERY", "Trimmer", "record", "trim"]
 
@@ -56,23 +54,7 @@ def record(conn: Connection, rows: Iterable[tuple[UUID, Entry]], now: datetime) 
         }
         for schedule_id, e in rows
     ]
-    if values:
-        _RECORD[conn.dialect.name].many(conn, values)
-
-
-def _record(insert: Insert) -> Prepared:
-    """``insert`` (``… ON CONFLICT (schedule, slot) DO NOTHING``) of a whole row, run on
-    the driver (a burst's round writes a row for each of its admissions)."""
-    columns = slot_ledger.c
-    return Prepared(insert.values({c.name: bindparam(c.name, type_=c.type) for c in columns}))
-
-
-_RECORD = {
-    "postgresql": _record(
-        postgresql.insert(slot_ledger).on_conflict_do_nothing(index_elements=_KEY)
-    ),
-    "sqlite": _record(sqlite.insert(slot_ledger).on_conflict_do_nothing(index_elements=_KEY)),
-}
+    insert_missing(conn, slot_ledger, values, _KEY)
 
 
 def trim(conn: Connection, now: datetime, *, limit: int = TRIM_BATCH) -> int:
