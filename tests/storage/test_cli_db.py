@@ -9,9 +9,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kalends.config import ENV_DATABASE_URL, mask_password
 from kalends.storage.migrate import current_revision, head_revision
 from kalends.storage.testing import StorageTarget
+
+# These tests are about the migrations themselves: run them, not the test template.
+pytestmark = pytest.mark.usefixtures("real_migrations")
 
 
 def kalends(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

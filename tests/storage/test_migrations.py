@@ -13,9 +13,19 @@ from sqlalchemy import inspect, select, text, update
 from kalends import __version__
 from kalends.clock import FakeClock
 from kalends.errors import StorageError, UnknownSchemaRevision
-from kalends.storage.migrate import current_revision, head_revision, open_store, upgrade
+from kalends.storage.migrate import (
+    HEAD_REVISION,
+    current_revision,
+    head_revision,
+    open_store,
+    script_head,
+    upgrade,
+)
 from kalends.storage.schema import kalends_meta, metadata
 from kalends.storage.testing import StorageTarget
+
+# These tests are about the migrations themselves: run them, not the test template.
+pytestmark = pytest.mark.usefixtures("real_migrations")
 
 HEAD = head_revision()
 
@@ -23,6 +33,11 @@ HEAD = head_revision()
 class TestUpgrade:
     def test_the_head_revision_is_the_foundation(self) -> None:
         assert head_revision() == HEAD
+
+    def test_the_head_revision_is_the_newest_migration_scripts(self) -> None:
+        # open_store checks databases against the constant, without loading the scripts:
+        # a new migration that leaves it behind would never be run by open_store.
+        assert script_head() == HEAD_REVISION
 
     def test_a_fresh_database_has_no_revision_until_upgraded(
         self, storage_target: StorageTarget

@@ -13,12 +13,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Engine
+from sqlalchemy import Engine, inspect, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import StatementError
 
@@ -28,7 +25,12 @@ from kalends.errors import UnknownSchemaRevision
 from kalends.storage.engine import WRITE_OPTION, create_engine_for
 from kalends.storage.unit_of_work import Store, lock_store, translate_error
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
 __all__ = [
+    "HEAD_REVISION",
     "MIGRATIONS_DIR",
     "current_revision",
     "head_revision",
@@ -37,14 +39,22 @@ __all__ = [
 ]
 
 MIGRATIONS_DIR = Path(__file__).resolve().with_name("migrations")
+HEAD_REVISION = "0019"
+"""The newest migration's revision (``versions/0019_scheduler_leases.py``): what
+:func:`open_store` checks a database against without loading Alembic and the migration
+scripts, which cost every process that opens a store about a tenth of a second. A new
+migration moves it (tests/storage/test_migrations.py checks it against the scripts)."""
+_VERSION_TABLE = "alembic_version"
 
 # Any fixed 32-bit key ("kale"): serialises kalends migrations of one store (its
 # PostgreSQL schema: stores in other schemas of the database migrate side by side).
-_MIGRATION_LOCK_KEY = 0x6B616C65
+MIGRATION_LOCK_KEY = 0x6B616C65
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
     """Return an Alembic config for the kalends migrations, bound to ``connection``."""
+    from alembic.config import Config  # noqa: PLC0415
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR).replace("%", "%%"))
     config.set_main_option("path_separator", "os")
@@ -55,15 +65,19 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 @cache
 def _script() -> ScriptDirectory:
+    from alembic.script import ScriptDirectory  # noqa: PLC0415
+
     return ScriptDirectory.from_config(alembic_config())
 
 
 def head_revision() -> str:
     """Return the revision this version of kalends migrates databases to."""
-    head = _script().get_current_head()
-    if head is None:  # pragma: no cover - the package always ships migrations
-        raise RuntimeError(f"no migrations found in {MIGRATIONS_DIR}")
-    return head
+    return HEAD_REVISION
+
+
+def script_head() -> str | None:
+    """The head revision of the migration scripts themselves, as Alembic finds it."""
+    return _script().get_current_head()
 
 
 def current_revision(engine_or_url: Engine | str) -> str | None:
@@ -74,7 +88,18 @@ def current_revision(engine_or_url: Engine | str) -> str | None:
         engine.connect() as connection,
         connection.begin(),
     ):
-        return MigrationContext.configure(connection).get_current_revision()
+        return _revision_of(connection)
+
+
+def _revision_of(connection: Connection) -> str | None:
+    """The revision recorded in the version table Alembic keeps (in the connection's
+    schema, as Alembic reads it), ``None`` when there is none."""
+    if not inspect(connection).has_table(_VERSION_TABLE):
+        return None
+    found = connection.execute(text(f"SELECT version_num FROM {_VERSION_TABLE}")).all()
+    if len(found) > 1:
+        raise RuntimeError(f"the database records {len(found)} schema revisions, not one")
+    return None if not found else str(found[0][0])
 
 
 def upgrade(engine_or_url: Engine | str) -> str:
@@ -82,13 +107,15 @@ def upgrade(engine_or_url: Engine | str) -> str:
 
     Raises :class:`UnknownSchemaRevision` if a newer kalends migrated the database.
     """
+    from alembic import command  # noqa: PLC0415
+
     with _bound(engine_or_url) as engine, _translated(), engine.connect() as connection:
         connection.execution_options(**{WRITE_OPTION: True})
         with connection.begin():
-            lock_store(connection, _MIGRATION_LOCK_KEY)
-            _check_known(MigrationContext.configure(connection).get_current_revision())
+            lock_store(connection, MIGRATION_LOCK_KEY)
+            _check_known(_revision_of(connection))
             command.upgrade(alembic_config(connection), "head")
-            revision = MigrationContext.configure(connection).get_current_revision()
+            revision = _revision_of(connection)
     if revision is None:  # pragma: no cover - alembic records the head it reached
         raise RuntimeError("the upgrade recorded no revision")
     return revision

@@ -48,11 +48,15 @@ from sqlalchemy import Engine, event, select, text
 from sqlalchemy.engine import make_url
 
 from kalends.clock import FakeClock
-from kalends.config import mask_password, normalize_database_url
-from kalends.storage.engine import DEFAULT_BUSY_TIMEOUT_MS, create_engine_for
-from kalends.storage.migrate import open_store, upgrade
+from kalends.config import mask_password, normalize_database_url, resolve_database_url
+from kalends.storage import migrate
+from kalends.storage.engine import DEFAULT_BUSY_TIMEOUT_MS, WRITE_OPTION, create_engine_for
+from kalends.storage.migrate import open_store
 from kalends.storage.schema import metadata
-from kalends.storage.unit_of_work import Store
+from kalends.storage.unit_of_work import Store, lock_store
+
+# The real migrations, whatever a test process later puts in their place (below).
+upgrade = migrate.upgrade
 
 __all__ = [
     "BACKENDS",
@@ -65,6 +69,7 @@ __all__ = [
     "discover_postgresql",
     "migrated",
     "provision",
+    "real_migrations",
 ]
 
 ENV_TEST_DATABASE_URL = "KALENDS_TEST_DATABASE_URL"
@@ -149,9 +154,11 @@ def provision(backend: str, directory: Path) -> Iterator[StorageTarget]:
     with _admin_connection(server.url) as admin:
         admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
     target = StorageTarget("postgresql", _with_search_path(server.url, schema), schema)
+    _PROVISIONED[schema] = target
     try:
         yield target
     finally:
+        _PROVISIONED.pop(schema, None)
         target.dispose()
         with _admin_connection(server.url) as admin:
             if not (target.pooled and _give_back(admin, schema)):
@@ -429,6 +436,141 @@ def _postgresql_script() -> tuple[Statement, ...]:
         finally:
             event.remove(engine, "before_cursor_execute", record)
     return tuple(sent)
+
+
+# --- empty databases brought to the newest schema from the template ---------------------
+#
+# Many tests open their empty database through kalends' own entry points (open_services,
+# open_store, the command line run in-process), which run the real migrations: about a
+# second on PostgreSQL and a fifth of one on SQLite each time, a quarter of the command
+# line tests' time. In a test process, an empty database is brought to the newest schema
+# from this process's template instead (which the real migrations made): the SQLite
+# template's schema and rows written into it, a PostgreSQL schema this plugin provisioned
+# swapped for a pooled migrated one (or the recorded statements replayed into it), under
+# the lock the migrations take. A database with any table migrates for real, as does
+# every database a subprocess opens; the ``real_migrations`` fixture turns the template
+# off for a test (the migration tests use it).
+
+_PROVISIONED: dict[str, StorageTarget] = {}
+"""The PostgreSQL targets this process provisioned and has not removed, by schema."""
+_FROM_TEMPLATE = [True]
+
+
+@pytest.fixture
+def real_migrations() -> Iterator[None]:
+    """Empty databases are migrated by the real migrations during the test."""
+    _FROM_TEMPLATE[0] = False
+    try:
+        yield
+    finally:
+        _FROM_TEMPLATE[0] = True
+
+
+def _template_upgrade(engine_or_url: Engine | str) -> str:
+    """:func:`kalends.storage.migrate.upgrade` in a test process: an empty database from
+    the template, any other by the real migrations."""
+    if not _FROM_TEMPLATE[0]:
+        return upgrade(engine_or_url)
+    if isinstance(engine_or_url, Engine):
+        engine = engine_or_url
+    else:
+        engine = create_engine_for(resolve_database_url(engine_or_url))
+    try:
+        filled = _fill_sqlite(engine) if engine.dialect.name == "sqlite" else _fill_pg(engine)
+        return migrate.HEAD_REVISION if filled else upgrade(engine)
+    finally:
+        if engine is not engine_or_url:
+            engine.dispose()
+
+
+def _fill_sqlite(engine: Engine) -> bool:
+    """The SQLite template's schema and rows written into the empty database of
+    ``engine``, in one write transaction; ``False`` when it is not empty (nothing done)."""
+    if engine.url.database in (None, "", ":memory:"):
+        return False
+    with engine.connect() as conn:
+        conn.execution_options(**{WRITE_OPTION: True})
+        with conn.begin():
+            if conn.exec_driver_sql("SELECT count(*) FROM sqlite_master").scalar():
+                return False
+            for statement, rows in _sqlite_script():
+                if rows:
+                    conn.exec_driver_sql(statement, rows)
+                else:
+                    conn.exec_driver_sql(statement)
+    return True
+
+
+def _fill_pg(engine: Engine) -> bool:
+    """The empty schema of ``engine`` migrated from the template (a provisioned target's
+    swapped for a pooled one when the pool has one), under the migrations' lock;
+    ``False`` when it is not empty (nothing done)."""
+    with engine.connect() as conn:
+        conn.execution_options(**{WRITE_OPTION: True})
+        with conn.begin():
+            lock_store(conn, migrate.MIGRATION_LOCK_KEY)
+            schema = conn.exec_driver_sql("SELECT current_schema()").scalar()
+            if schema is None:
+                return False
+            tables = conn.exec_driver_sql(
+                "SELECT count(*) FROM pg_class WHERE relnamespace = current_schema()::regnamespace"
+            ).scalar()
+            if tables:
+                return False
+            target = _PROVISIONED.get(str(schema))
+            if target is not None and _POOL:
+                server = discover_postgresql()
+                assert server.url is not None
+                with _admin_connection(server.url) as admin, admin.transaction():
+                    pooled = _POOL.pop()
+                    admin.execute(sql.SQL("DROP SCHEMA {}").format(sql.Identifier(str(schema))))
+                    admin.execute(
+                        sql.SQL("ALTER SCHEMA {} RENAME TO {}").format(
+                            sql.Identifier(pooled), sql.Identifier(str(schema))
+                        )
+                    )
+            else:
+                driver: Any = conn.connection.driver_connection
+                with driver.cursor() as cursor:
+                    for statement, parameters, many in _postgresql_script():
+                        if many:
+                            cursor.executemany(statement, parameters)
+                        elif parameters is None:
+                            cursor.execute(statement)
+                        else:
+                            cursor.execute(statement, parameters)
+            if target is not None:
+                target.pooled = True
+    return True
+
+
+@cache
+def _sqlite_script() -> tuple[tuple[str, list[tuple[Any, ...]] | None], ...]:
+    """What makes the SQLite template: its tables, then its indexes, triggers and views,
+    as its catalogue states them, and the rows the migrations wrote."""
+    import sqlite3  # noqa: PLC0415
+
+    order = {"table": 0, "index": 1, "trigger": 2, "view": 3}
+    out: list[tuple[str, list[tuple[Any, ...]] | None]] = []
+    with sqlite3.connect(_sqlite_template()) as template:
+        made = template.execute(
+            "SELECT type, name, sql FROM sqlite_master"
+            " WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
+        ).fetchall()
+        made.sort(key=lambda m: order[str(m[0])])
+        out.extend((str(m[2]), None) for m in made)
+        for kind, name, _ in made:
+            if kind != "table":
+                continue
+            rows = template.execute(f'SELECT * FROM "{name}"').fetchall()
+            if rows:
+                marks = ", ".join("?" for _ in rows[0])
+                out.append((f'INSERT INTO "{name}" VALUES ({marks})', rows))
+    return tuple(out)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    pytest.MonkeyPatch().setattr(migrate, "upgrade", _template_upgrade)
 
 
 # With pytest-xdist the tests run in worker processes: each reports the backends it
