@@ -52,6 +52,7 @@ from kalends.config import mask_password, normalize_database_url, resolve_databa
 from kalends.storage import migrate
 from kalends.storage.engine import DEFAULT_BUSY_TIMEOUT_MS, WRITE_OPTION, create_engine_for
 from kalends.storage.migrate import open_store
+from kalends.storage.prepared import Prepared
 from kalends.storage.schema import metadata
 from kalends.storage.unit_of_work import Store, lock_store
 
@@ -682,13 +683,23 @@ def snapshot(store: Store) -> Snapshot:
     """Every row of every table kalends knows, in a stable order (without the
     :data:`CREDENTIAL_BOOKKEEPING` columns)."""
     with store.transaction(write=False) as conn:
-        out: Snapshot = {}
-        for table in metadata.sorted_tables:
-            skip = CREDENTIAL_BOOKKEEPING.get(table.name, frozenset())
-            columns = [c for c in table.columns if c.name not in skip]
-            rows = conn.execute(select(*columns))
-            out[table.name] = sorted((tuple(row) for row in rows), key=repr)
-        return out
+        return {
+            name: sorted((tuple(row) for row in read.rows(conn)), key=repr)
+            for name, read in _table_reads()
+        }
+
+
+@cache
+def _table_reads() -> tuple[tuple[str, Prepared], ...]:
+    """Each table's read for :func:`snapshot`, run on the driver: tests take thousands of
+    snapshots, and SQLAlchemy's own execution took half of some files' time."""
+    reads = []
+    for table in metadata.sorted_tables:
+        skip = CREDENTIAL_BOOKKEEPING.get(table.name, frozenset())
+        reads.append(
+            (table.name, Prepared(select(*(c for c in table.columns if c.name not in skip))))
+        )
+    return tuple(reads)
 
 
 @contextmanager
