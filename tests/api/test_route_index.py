@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -15,6 +17,13 @@ from api.conftest import ApiWorld
 from kalends.api.fast.route_index import RouteIndex
 
 SAMPLE_ID = "0190d2f5-5e9a-7c31-9e6e-2f1c3b5a7d11"
+
+
+def run(coroutine: Coroutine[Any, Any, None]) -> None:
+    """Runs ``coroutine`` to its end in a thread of its own, whatever loop the calling
+    thread may hold."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, coroutine).result()
 
 
 def concrete(route: Route) -> str:
@@ -78,7 +87,7 @@ def test_every_route_is_found_as_the_router_finds_it(
             assert expected is not None, (route.path_format, method)
             recorder.handled.clear()
             before = recorder.fallen_back
-            asyncio.run(index(scope, None, None))  # type: ignore[arg-type]
+            run(index(scope, None, None))  # type: ignore[arg-type]
             if filed:
                 assert recorder.handled == [expected], (route.path_format, method)
                 tried += 1
@@ -103,7 +112,7 @@ def test_what_the_index_cannot_settle_goes_to_the_router(
     app: FastAPI = api.client.app  # type: ignore[assignment]
     recorder = Recorder()
     index = index_of(app, recorder, monkeypatch)
-    asyncio.run(index(scope_of(path, method), None, None))  # type: ignore[arg-type]
+    run(index(scope_of(path, method), None, None))  # type: ignore[arg-type]
     assert (recorder.handled, recorder.fallen_back) == ([], 1)
 
 

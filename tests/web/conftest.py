@@ -38,13 +38,16 @@ def hang_guard() -> Iterator[None]:
             faulthandler.cancel_dump_traceback_later()
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: Playwright's synchronous driver keeps an event loop
+# running in the main thread while it is open, and the tests that a worker runs after a
+# browser module would find it there (asyncio.run refuses to start inside it).
+@pytest.fixture(scope="module")
 def playwright() -> Iterator[Playwright]:
     with sync_playwright() as driver:
         yield driver
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(playwright: Playwright) -> Iterator[Browser]:
     """Debian's chromium, headless; the tests fail (never skip) when it cannot start."""
     launched = launch_chromium(playwright)
