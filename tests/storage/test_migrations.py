@@ -39,6 +39,16 @@ class TestUpgrade:
         # a new migration that leaves it behind would never be run by open_store.
         assert script_head() == HEAD_REVISION
 
+    def test_a_database_recording_two_revisions_is_refused(
+        self, storage_target: StorageTarget
+    ) -> None:
+        engine = storage_target.engine()
+        upgrade(engine)
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO alembic_version (version_num) VALUES ('0001')"))
+        with pytest.raises(RuntimeError, match="2 schema revisions"):
+            current_revision(engine)
+
     def test_a_fresh_database_has_no_revision_until_upgraded(
         self, storage_target: StorageTarget
     ) -> None:
