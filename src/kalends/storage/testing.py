@@ -530,16 +530,9 @@ def _fill_pg(engine: Engine) -> bool:
                             sql.Identifier(pooled), sql.Identifier(str(schema))
                         )
                     )
-            else:
+            else:  # (in this transaction: psycopg makes the replay's own a savepoint)
                 driver: Any = conn.connection.driver_connection
-                with driver.cursor() as cursor:
-                    for statement, parameters, many in _postgresql_script():
-                        if many:
-                            cursor.executemany(statement, parameters)
-                        elif parameters is None:
-                            cursor.execute(statement)
-                        else:
-                            cursor.execute(statement, parameters)
+                _replay(driver)
             if target is not None:
                 target.pooled = True
     return True
