@@ -111,6 +111,32 @@ class TestAPassageRuns:
         assert (seen.exit_status, seen.signal, seen.report) == (3, None, None)
         assert "broke" in seen.log_tail
 
+    def test_a_command_that_ends_between_the_observers_reads_reads_as_launched(
+        self, lab: Lab, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # An observer reads the shim's record, then the exit record; a command that ends
+        # at once can have both written in between. The shim's first read is made to
+        # find nothing, as it did then (seen in a whole run: exited, never launched).
+        lab.runtime.start(lab.passage("sh", "-c", "exit 4"))
+        lab.settled()
+        real = records.read_json
+        missed: list[Path] = []
+
+        def before_the_shim_wrote(path: Path) -> object:
+            if path.name == records.SHIM and not missed:
+                missed.append(path)
+                return None
+            return real(path)
+
+        monkeypatch.setattr(records, "read_json", before_the_shim_wrote)
+
+        seen = lab.runtime.observe("ses_1")
+
+        assert missed, "the observer never read the shim's record"
+        assert (seen.launched, seen.exited, seen.exit_status) == (True, True, 4)
+        assert seen.started_at is not None and seen.ended_at is not None
+        assert seen.started_at <= seen.ended_at
+
     def test_an_exit_by_signal_is_recorded(self, lab: Lab) -> None:
         lab.runtime.start(lab.passage(*python("import os, signal; os.kill(os.getpid(), 10)")))
 

@@ -45,6 +45,11 @@ def observe_passage(directory: Path, *, root: Path, secret: bytes) -> Observatio
     command_alive = shim is not None and records.is_alive(shim, "commandPid", "commandStartTicks")
     owner_alive = lock is not None and records.is_alive(lock)
     ended = records.read_json(directory / records.EXIT)
+    if ended is not None and shim is None:
+        # A launched command's shim record is written before its end: both appeared
+        # between the two reads (a command that ends at once). Read it again, so that an
+        # ended passage never reads as never launched.
+        shim = records.read_json(directory / records.SHIM)
     with _taking(directory):
         take_spooled(directory, root, secret)
         report_doc = records.read_json(directory / records.REPORT)
