@@ -152,7 +152,19 @@ class AppriseTransport:
     ) -> None:
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
-        self._asset = _new_asset(service_timeout)
+        self.service_timeout = service_timeout
+        # Made on the first send: making it loads Apprise and every plugin of it, which a
+        # server or worker that sends no reminder need not pay for at its start.
+        self._made: apprise.AppriseAsset | None = None
+        self._making = threading.Lock()
+
+    @property
+    def _asset(self) -> apprise.AppriseAsset:
+        if self._made is None:
+            with self._making:
+                if self._made is None:
+                    self._made = _new_asset(self.service_timeout)
+        return self._made
 
     def send(self, delivery: Delivery) -> None:
         import apprise  # noqa: PLC0415 (imported on first use)
