@@ -56,14 +56,15 @@ $(BROWSER_STAMP): | $(BIN)/python
 # Tests run in worker processes (pytest-xdist), a test file to a worker: two more than
 # there are CPUs, since many tests wait on real servers, workers, browsers and leases
 # (with three workers on two CPUs, 30% of the CPU time went unused). The longest files
-# go first (tests/conftest.py).
+# go first (tests/conftest.py), in that order: --no-loadscope-reorder keeps pytest-xdist
+# from sending the files with the most tests first instead.
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 2 )))
 
 # Bytecode is cached even where the environment says not to (PYTHONDONTWRITEBYTECODE):
 # the tests start hundreds of kalends processes (the CLI, servers, workers), and each
 # would compile every module it imports again.
 pytest: $(DEV_STAMP) $(SYSTEM_STAMP) $(BROWSER_STAMP)
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: lint typecheck pytest
 
