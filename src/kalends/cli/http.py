@@ -9,13 +9,14 @@ unanswered :class:`NoAnswer`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
-
-import httpx
 
 from kalends import __version__
 from kalends.errors import InvalidInput, KalendsError
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "EXCHANGE_ROUTE",
@@ -98,6 +99,9 @@ class Client:
         headers = {"User-Agent": f"kalends-cli/{__version__}", "Accept": "application/json"}
         if token is not None:
             headers["Authorization"] = f"{scheme} {token}"
+        # (imported here: a command in local mode, which reaches no server, never loads it)
+        import httpx  # noqa: PLC0415
+
         self._http = httpx.Client(
             base_url=server, headers=headers, timeout=TIMEOUT_SECONDS, transport=transport
         )
@@ -124,6 +128,8 @@ class Client:
     ) -> Any:
         """The answer's JSON (``None`` for an empty answer); an error answer is raised as
         :class:`ServerInvalid` (bad input) or :class:`ServerError`."""
+        import httpx  # noqa: PLC0415 (loaded already: the client made its own)
+
         query = {k: _param(v) for k, v in (params or {}).items() if v is not None}
         try:
             response = self._http.request(

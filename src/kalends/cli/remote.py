@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 from urllib.parse import urlsplit
 from uuid import UUID
 
@@ -37,13 +37,21 @@ from kalends.cli.http import (
     Unreachable,
     path_part,
 )
-from kalends.cli.http_accounts import HttpAccounts
-from kalends.cli.http_missions import HttpSchedules, HttpWorkspaces
-from kalends.cli.http_reminders import HttpDestinations, HttpReminders
-from kalends.cli.http_tasks import HttpDirectory, HttpGrants, HttpSeries, HttpTaskChanges, HttpTasks
 from kalends.cli.output import error_console
 from kalends.cli.session import Session, report_error, session
 from kalends.errors import InvalidInput, KalendsError, NotFound, Unauthenticated
+
+if TYPE_CHECKING:
+    from kalends.cli.http_accounts import HttpAccounts
+    from kalends.cli.http_missions import HttpSchedules, HttpWorkspaces
+    from kalends.cli.http_reminders import HttpDestinations, HttpReminders
+    from kalends.cli.http_tasks import (
+        HttpDirectory,
+        HttpGrants,
+        HttpSeries,
+        HttpTaskChanges,
+        HttpTasks,
+    )
 
 __all__ = [
     "ENV_CREDENTIALS",
@@ -148,42 +156,60 @@ class Remote:
 
     @property
     def directory(self) -> HttpDirectory:
+        from kalends.cli.http_tasks import HttpDirectory  # noqa: PLC0415
+
         return HttpDirectory(self)
 
     @property
     def grants(self) -> HttpGrants:
+        from kalends.cli.http_tasks import HttpGrants  # noqa: PLC0415
+
         return HttpGrants(self)
 
     @property
     def tasks(self) -> HttpTasks:
+        from kalends.cli.http_tasks import HttpTasks  # noqa: PLC0415
+
         return HttpTasks(self)
 
     @property
     def series(self) -> HttpSeries:
+        from kalends.cli.http_tasks import HttpSeries  # noqa: PLC0415
+
         return HttpSeries(self)
 
     @property
     def changes(self) -> HttpTaskChanges:
+        from kalends.cli.http_tasks import HttpTaskChanges  # noqa: PLC0415
+
         return HttpTaskChanges(self)
 
     # (kalends.cli.mission_client.MissionSession)
 
     @property
     def workspaces(self) -> HttpWorkspaces:
+        from kalends.cli.http_missions import HttpWorkspaces  # noqa: PLC0415
+
         return HttpWorkspaces(self)
 
     @property
     def schedules(self) -> HttpSchedules:
+        from kalends.cli.http_missions import HttpSchedules  # noqa: PLC0415
+
         return HttpSchedules(self)
 
     # (kalends.cli.reminder_client.ReminderSession)
 
     @property
     def reminders(self) -> HttpReminders:
+        from kalends.cli.http_reminders import HttpReminders  # noqa: PLC0415
+
         return HttpReminders(self)
 
     @property
     def destinations(self) -> HttpDestinations:
+        from kalends.cli.http_reminders import HttpDestinations  # noqa: PLC0415
+
         return HttpDestinations(self)
 
     # (kalends.cli.account_client.AccountSession)
@@ -191,6 +217,8 @@ class Remote:
     def accounts(self, *, password_stdin: bool = False) -> HttpAccounts:
         """The token routes; creating a token asks the password (or reads it from
         standard input with ``password_stdin``)."""
+        from kalends.cli.http_accounts import HttpAccounts  # noqa: PLC0415
+
         return HttpAccounts(self, password_stdin=password_stdin)
 
     @property
