@@ -1,7 +1,8 @@
 """Every command's help, as a person reads it in an 80-column terminal.
 
 Each `--help` renders (exit 0) within 80 columns, truncates nothing (no `…` where a
-metavar or a help text was cut), says nothing stale (the CLI has had `kalends login`
+metavar or a help text was cut), wraps its prose at the terminal's width (no line broken
+short where the source's docstring broke it), says nothing stale (the CLI has had `kalends login`
 since server mode came: "no login yet" is gone), speaks of workspaces where workspaces
 are meant, and gives each command a one-line summary, so that a group's list of
 commands never breaks a sentence across lines.
@@ -23,6 +24,9 @@ from kalends.cli.main import app
 WIDTH = 80
 # A summary reads at a glance: at most two lines of a group's list of commands.
 MAX_SUMMARY = 110
+# A line of prose that Rich wrapped at 80 columns is this wide at least, unless the next
+# word is this long (none in these helps is).
+FULL_LINE = 52
 CUT = re.compile(r"[\w/:.=\]-]…(\s*│|\s*$)")
 runner = CliRunner()
 
@@ -59,6 +63,25 @@ class TestEveryHelp:
         # next to it.
         cut = [line for line in text.splitlines() if CUT.search(line)]
         assert cut == [], "a metavar or help text was cut"
+
+    def test_its_prose_wraps_at_the_terminal_width(self, path: tuple[str, ...]) -> None:
+        # The paragraphs before the first panel: each line but a paragraph's last is full
+        # (a line break kept from the docstring left "runs" alone at 80 columns).
+        prose = _help(path).split("╭", 1)[0].splitlines()
+        paragraphs: list[list[str]] = [[]]
+        for line in prose:
+            if line.strip():
+                paragraphs[-1].append(line.rstrip())
+            elif paragraphs[-1]:
+                paragraphs.append([])
+        short = [
+            line
+            for paragraph in paragraphs
+            if not paragraph or not paragraph[0].lstrip().startswith("Usage:")
+            for line in paragraph[:-1]
+            if cell_len(line) < FULL_LINE
+        ]
+        assert short == [], "a line of the help's prose ends early"
 
     def test_it_says_nothing_stale(self, path: tuple[str, ...]) -> None:
         text = " ".join(_help(path).split())

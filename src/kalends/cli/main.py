@@ -3,6 +3,8 @@ or only the one being run (:func:`command_line`)."""
 
 from __future__ import annotations
 
+import inspect
+import re
 from collections.abc import Iterable
 from functools import cache
 
@@ -11,7 +13,10 @@ import typer
 from kalends import __version__
 from kalends.cli.command_table import COMMANDS
 
-__all__ = ["command_line", "main", "whole"]
+__all__ = ["command_line", "main", "reflowed", "whole"]
+
+# A line that starts a list item or an indented block keeps its line break.
+_KEPT_BREAK = re.compile(r"\s|[-*•]\s|\d+[.)]\s|\$ ")
 
 
 def _root(
@@ -20,6 +25,30 @@ def _root(
     if version:
         typer.echo(__version__)
         raise typer.Exit()
+
+
+def reflowed(text: str) -> str:
+    """A command's help with each paragraph's line breaks made spaces, so that the
+    terminal wraps it at its own width (a docstring's lines are up to 96 characters, and
+    at 80 columns each kept break left a stub line); a paragraph with a list or an
+    indented line keeps its breaks."""
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(
+        p if any(_KEPT_BREAK.match(line) for line in p.split("\n")[1:]) else p.replace("\n", " ")
+        for p in paragraphs
+    )
+
+
+def _reflow(line: typer.Typer) -> None:
+    """Every command's help under ``line`` :func:`reflowed` (Typer keeps the breaks of
+    all but the first paragraph)."""
+    for info in line.registered_commands:
+        text = info.help if info.help is not None else inspect.getdoc(info.callback)
+        if text:
+            info.help = reflowed(text)
+    for group in line.registered_groups:
+        if group.typer_instance is not None:
+            _reflow(group.typer_instance)
 
 
 def command_line(names: Iterable[str]) -> typer.Typer:
@@ -38,6 +67,7 @@ def command_line(names: Iterable[str]) -> typer.Typer:
             line.add_typer(command.load(), name=name)
         else:
             line.command(name)(command.load())
+    _reflow(line)
     return line
 
 
