@@ -7,26 +7,30 @@ the facts a server keeps about itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import threading
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from kalends.auth.grants import Grants
 from kalends.clock import Clock
 from kalends.config import resolve_database_url
-from kalends.conversations import Conversations
-from kalends.feeds import Feeds
-from kalends.missions import ScheduleService, Workspaces
-from kalends.missions.supervision_hook import SupervisionHook
-from kalends.questions import Questions
-from kalends.reminders.destinations import Destinations
 from kalends.storage.checkpoints import Checkpointer
 from kalends.storage.migrate import head_revision, open_store
 from kalends.storage.unit_of_work import Store
 from kalends.storage.wake import Waker, open_waker
 from kalends.supervision import Launch, Supervisor, kalends_command
-from kalends.tasks import Directory, TaskService
-from kalends.tasks.changes import TaskChanges
-from kalends.tasks.series import SeriesService
+
+if TYPE_CHECKING:
+    from kalends.auth.grants import Grants
+    from kalends.conversations import Conversations
+    from kalends.feeds import Feeds
+    from kalends.missions import ScheduleService, Workspaces
+    from kalends.questions import Questions
+    from kalends.reminders.destinations import Destinations
+    from kalends.tasks import Directory, TaskService
+    from kalends.tasks.changes import TaskChanges
+    from kalends.tasks.series import SeriesService
 
 __all__ = [
     "Checkpointer",
@@ -47,46 +51,110 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Services:
-    """Everything a caller (CLI, HTTP API, worker) needs, wired to one database."""
+T = TypeVar("T")
 
-    store: Store
-    directory: Directory
-    tasks: TaskService
-    series: SeriesService
-    changes: TaskChanges
-    destinations: Destinations
-    workspaces: Workspaces
-    schedules: ScheduleService
-    grants: Grants
-    feeds: Feeds
-    conversations: Conversations
-    questions: Questions
-    supervisor: Supervisor | None = None
+
+class Services:
+    """Everything a caller (CLI, HTTP API, worker) needs, wired to one database.
+
+    Each service is made (and its domain imported) when it is first asked for: a command
+    uses one or two of them, and importing every domain cost each command about 150 ms.
+    Made once per instance, whichever thread asks first; recurrence listens to every task
+    transition, and a human Play asks ``supervisor`` (none: the Python API supervises
+    nothing)."""
+
+    __slots__ = ("_made", "_making", "store", "supervisor")
+
+    def __init__(self, store: Store, *, supervisor: Supervisor | None = None) -> None:
+        self.store = store
+        self.supervisor = supervisor
+        self._made: dict[str, Any] = {}
+        # (reentrant: making the task service asks for the series service)
+        self._making = threading.RLock()
+
+    def _once(self, name: str, make: Callable[[], T]) -> T:
+        found = self._made.get(name)
+        if found is None:
+            with self._making:
+                found = self._made.get(name)
+                if found is None:
+                    found = self._made[name] = make()
+        return cast(T, found)
+
+    @property
+    def directory(self) -> Directory:
+        from kalends.tasks import Directory  # noqa: PLC0415
+
+        return self._once("directory", lambda: Directory(self.store))
+
+    @property
+    def tasks(self) -> TaskService:
+        from kalends.tasks import TaskService  # noqa: PLC0415
+
+        return self._once(
+            "tasks", lambda: TaskService(self.store, hooks=[self.series.after_task_update])
+        )
+
+    @property
+    def series(self) -> SeriesService:
+        from kalends.tasks.series import SeriesService  # noqa: PLC0415
+
+        return self._once("series", lambda: SeriesService(self.store))
+
+    @property
+    def changes(self) -> TaskChanges:
+        from kalends.tasks.changes import TaskChanges  # noqa: PLC0415
+
+        return self._once("changes", lambda: TaskChanges(self.store, self.tasks, self.series))
+
+    @property
+    def destinations(self) -> Destinations:
+        from kalends.reminders.destinations import Destinations  # noqa: PLC0415
+
+        return self._once("destinations", lambda: Destinations(self.store))
+
+    @property
+    def workspaces(self) -> Workspaces:
+        from kalends.missions import Workspaces  # noqa: PLC0415
+
+        return self._once("workspaces", lambda: Workspaces(self.store))
+
+    @property
+    def schedules(self) -> ScheduleService:
+        from kalends.missions import ScheduleService  # noqa: PLC0415
+
+        return self._once(
+            "schedules", lambda: ScheduleService(self.store, supervision=self.supervisor)
+        )
+
+    @property
+    def grants(self) -> Grants:
+        from kalends.auth.grants import Grants  # noqa: PLC0415
+
+        return self._once("grants", lambda: Grants(self.store))
+
+    @property
+    def feeds(self) -> Feeds:
+        from kalends.feeds import Feeds  # noqa: PLC0415
+
+        return self._once("feeds", lambda: Feeds(self.store))
+
+    @property
+    def conversations(self) -> Conversations:
+        from kalends.conversations import Conversations  # noqa: PLC0415
+
+        return self._once("conversations", lambda: Conversations(self.store))
+
+    @property
+    def questions(self) -> Questions:
+        from kalends.questions import Questions  # noqa: PLC0415
+
+        return self._once("questions", lambda: Questions(self.store))
 
 
 def build(store: Store, *, supervisor: Supervisor | None = None) -> Services:
-    """Wires the services on one store; recurrence listens to every task transition, and
-    a human Play asks ``supervisor`` (none: the Python API supervises nothing)."""
-    series = SeriesService(store)
-    tasks = TaskService(store, hooks=[series.after_task_update])
-    hook: SupervisionHook | None = supervisor
-    return Services(
-        store=store,
-        directory=Directory(store),
-        tasks=tasks,
-        series=series,
-        changes=TaskChanges(store, tasks, series),
-        destinations=Destinations(store),
-        workspaces=Workspaces(store),
-        schedules=ScheduleService(store, supervision=hook),
-        grants=Grants(store),
-        feeds=Feeds(store),
-        conversations=Conversations(store),
-        questions=Questions(store),
-        supervisor=supervisor,
-    )
+    """The services on one store (each made on first use: :class:`Services`)."""
+    return Services(store, supervisor=supervisor)
 
 
 def open_services(

@@ -17,20 +17,21 @@ from typing import TYPE_CHECKING, Annotated, NoReturn, Protocol, TypeVar
 import typer
 from rich.text import Text
 
-from kalends.auth.grants import Grants
 from kalends.bootstrap import Services, open_services
 from kalends.cli.db import DatabaseOption, JsonOption
-from kalends.cli.local_reminders import LocalReminders
-from kalends.cli.local_tasks import LocalTaskChanges
 from kalends.cli.output import EXIT_FAILURE, EXIT_INVALID, console, emit_json, error_console
 from kalends.errors import InvalidInput, KalendsError, Vocabulary
-from kalends.missions import ScheduleService, Workspaces
-from kalends.reminders.destinations import Destinations
-from kalends.tasks import Directory, TaskService
-from kalends.tasks.series import SeriesService
 
 if TYPE_CHECKING:
+    # (the services, and the domains behind them, load when a command asks for them)
     from kalends.auth import Accounts
+    from kalends.auth.grants import Grants
+    from kalends.cli.local_reminders import LocalReminders
+    from kalends.cli.local_tasks import LocalTaskChanges
+    from kalends.missions import ScheduleService, Workspaces
+    from kalends.reminders.destinations import Destinations
+    from kalends.tasks import Directory, TaskService
+    from kalends.tasks.series import SeriesService
 
 __all__ = [
     "ENV_ACTOR",
@@ -138,6 +139,8 @@ class Session:
 
     @property
     def changes(self) -> LocalTaskChanges:
+        from kalends.cli.local_tasks import LocalTaskChanges  # noqa: PLC0415
+
         return LocalTaskChanges(self.services)
 
     # (kalends.cli.mission_client.MissionSession)
@@ -154,6 +157,8 @@ class Session:
 
     @property
     def reminders(self) -> LocalReminders:
+        from kalends.cli.local_reminders import LocalReminders  # noqa: PLC0415
+
         return LocalReminders(self.services)
 
     @property
