@@ -77,7 +77,7 @@ class TestEveryHelp:
         short = [
             line
             for paragraph in paragraphs
-            if not paragraph or not paragraph[0].lstrip().startswith("Usage:")
+            if paragraph and not paragraph[0].lstrip().startswith("Usage:")
             for line in paragraph[:-1]
             if cell_len(line) < FULL_LINE
         ]

@@ -13,7 +13,7 @@ import typer
 from kalends import __version__
 from kalends.cli.command_table import COMMANDS
 
-__all__ = ["command_line", "main", "reflowed", "whole"]
+__all__ = ["command_line", "main", "whole"]
 
 # A line that starts a list item or an indented block keeps its line break.
 _KEPT_BREAK = re.compile(r"\s|[-*•]\s|\d+[.)]\s|\$ ")
@@ -27,7 +27,7 @@ def _root(
         raise typer.Exit()
 
 
-def reflowed(text: str) -> str:
+def _reflowed(text: str) -> str:
     """A command's help with each paragraph's line breaks made spaces, so that the
     terminal wraps it at its own width (a docstring's lines are up to 96 characters, and
     at 80 columns each kept break left a stub line); a paragraph with a list or an
@@ -40,12 +40,12 @@ def reflowed(text: str) -> str:
 
 
 def _reflow(line: typer.Typer) -> None:
-    """Every command's help under ``line`` :func:`reflowed` (Typer keeps the breaks of
+    """Every command's help under ``line`` :func:`_reflowed` (Typer keeps the breaks of
     all but the first paragraph)."""
     for info in line.registered_commands:
         text = info.help if info.help is not None else inspect.getdoc(info.callback)
         if text:
-            info.help = reflowed(text)
+            info.help = _reflowed(text)
     for group in line.registered_groups:
         if group.typer_instance is not None:
             _reflow(group.typer_instance)
