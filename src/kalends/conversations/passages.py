@@ -28,6 +28,7 @@ from kalends.conversations.values import (
     message_digest,
 )
 from kalends.errors import Conflict, InvalidInput, NotFound
+from kalends.storage.among import among
 from kalends.storage.conversation_tables import conversation_messages, conversations
 from kalends.storage.ids import ids_at
 from kalends.storage.mission_tables import PASSAGE_ID_LENGTH
@@ -153,7 +154,7 @@ def open_passage_conversations(
         return 0
     already = set(
         conn.execute(
-            select(_C.passage_id).where(_C.passage_id.in_([p for _, p, _, _ in checked]))
+            select(_C.passage_id).where(among(conn, _C.passage_id, [p for _, p, _, _ in checked]))
         ).scalars()
     )
     fresh = [c for c in checked if c[1] not in already]

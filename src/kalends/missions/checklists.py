@@ -46,6 +46,7 @@ from kalends.errors import Conflict, InvalidInput, NotFound
 from kalends.identity import Role
 from kalends.missions.config_template import TemplateItem
 from kalends.missions.limits import MAX_TEMPLATE_ITEMS
+from kalends.storage.among import among
 from kalends.storage.identity_tables import actors
 from kalends.storage.ids import ids_at
 from kalends.storage.mission_tables import (
@@ -312,7 +313,7 @@ def create_checklists(
         row.passage_id: row.task_id
         for row in conn.execute(
             select(passage_checklists.c.passage_id, passage_checklists.c.task_id).where(
-                passage_checklists.c.passage_id.in_([p for _, p, _ in checked])
+                among(conn, passage_checklists.c.passage_id, [p for _, p, _ in checked])
             )
         )
     }
@@ -327,7 +328,7 @@ def create_checklists(
     holders = dict(
         conn.execute(
             select(schedules.c.id, schedules.c.workspace_id).where(
-                schedules.c.id.in_(sorted({spec.schedule_id for spec, _, _ in todo}))
+                among(conn, schedules.c.id, sorted({spec.schedule_id for spec, _, _ in todo}))
             )
         ).all()
     )

@@ -17,6 +17,8 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+import orjson
+
 from kalends.civil import (
     After,
     At,
@@ -324,7 +326,14 @@ class Body:
 
 
 def dump_body(body: Body) -> str:
-    return json.dumps(body.to_json(), ensure_ascii=False, separators=(",", ":"))
+    """The stored text of a body: compact JSON, non-ASCII characters as they are (as
+    ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))`` writes it, but for a
+    float's spelling), made by orjson: a scheduler writes two bodies an admission."""
+    data = body.to_json()
+    try:
+        return orjson.dumps(data).decode()
+    except TypeError:  # an integer past 64 bits in a profile or observation
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 def load_body(text: str) -> Body:

@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection
 
 from kalends.civil.zone_data import zone_data_version
 from kalends.missions.wakes import MAX_SLEEP, error_delay
+from kalends.storage.among import among
 from kalends.storage.mission_tables import schedule_wakes, scheduler_leases
 from kalends.storage.prepared import Prepared
 from kalends.storage.unit_of_work import Store, for_update
@@ -252,7 +253,7 @@ class WakeLeases:
             ids = [r.schedule_id for r in rows]
             conn.execute(
                 update(_W)
-                .where(_W.c.schedule_id.in_(ids), free)
+                .where(among(conn, _W.c.schedule_id, ids), free)
                 .values(owner=self.owner, lease_token=self.token, orphaned=False)
             )
             if lapsed:  # a dead scheduler's lease goes with the last wake it held
@@ -267,10 +268,10 @@ class WakeLeases:
             if over:
                 # The heir starts the pending fallback afresh (its first look after 30 s,
                 # not the dead scheduler's later step), and looks now at a wake due later.
-                conn.execute(update(_W).where(_W.c.schedule_id.in_(over)).values(polls=0))
+                conn.execute(update(_W).where(among(conn, _W.c.schedule_id, over)).values(polls=0))
                 conn.execute(
                     update(_W)
-                    .where(_W.c.schedule_id.in_(over), _W.c.due_at > now)
+                    .where(among(conn, _W.c.schedule_id, over), _W.c.due_at > now)
                     .values(due_at=now)
                 )
             return taken

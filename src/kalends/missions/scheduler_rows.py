@@ -14,6 +14,7 @@ from sqlalchemy.engine import Connection
 from kalends.missions import service as docs
 from kalends.missions.controls import DocState
 from kalends.missions.document import Phase
+from kalends.storage.among import among
 from kalends.storage.mission_tables import schedule_wakes, schedules, workspaces
 
 __all__ = ["DueWake", "SchedulerRow", "due_wakes", "read_schedule", "read_schedules"]
@@ -99,7 +100,6 @@ _COLUMNS = select(
     _S.c.body,
 ).join(workspaces, workspaces.c.id == _S.c.workspace_id)
 _ROW = _COLUMNS.where(_S.c.id == bindparam("sid"))
-_ROWS = _COLUMNS.where(_S.c.id.in_(bindparam("sids", expanding=True)))
 _MY_DUE = (
     select(_W.c.schedule_id, _W.c.armed, _W.c.polls, _W.c.failures)
     .where(_W.c.lease_token == bindparam("me"), _W.c.due_at <= bindparam("now"))
@@ -118,7 +118,7 @@ def read_schedules(conn: Connection, schedule_ids: list[UUID]) -> dict[UUID, Sch
     """The rows of those schedules that exist, by ID."""
     if not schedule_ids:
         return {}
-    found = conn.execute(_ROWS, {"sids": schedule_ids})
+    found = conn.execute(_COLUMNS.where(among(conn, _S.c.id, schedule_ids)))
     return {row.id: SchedulerRow.from_row(row) for row in found}
 
 

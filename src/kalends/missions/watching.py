@@ -45,6 +45,7 @@ from kalends.conversations import (
 from kalends.errors import InvalidInput, LimitReached
 from kalends.missions.config import Config
 from kalends.missions.limits import MAX_REMEMBERED_CONVERSATIONS
+from kalends.storage.among import among
 from kalends.storage.watch_tables import passage_watch_reads, watch_cursors
 
 __all__ = [
@@ -185,7 +186,7 @@ def handed_many(conn: Connection, passage_ids: Sequence[str]) -> dict[str, list[
     if not passage_ids:
         return {}
     rows = conn.execute(
-        select(_R.passage_id, _R.reads).where(_R.passage_id.in_(list(passage_ids)))
+        select(_R.passage_id, _R.reads).where(among(conn, _R.passage_id, passage_ids))
     ).all()
     return {
         row.passage_id: [

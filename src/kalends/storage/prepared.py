@@ -24,6 +24,7 @@ from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 from uuid import UUID
 
@@ -150,33 +151,37 @@ class Prepared:
         return found
 
     def _converted(
-        self, found: _Compiled, params: Sequence[Mapping[str, Any]]
-    ) -> list[dict[str, Any]]:
-        """Each of ``params`` through the binds' processors, a recurring instant, UUID or
-        text converted once."""
-        binds = list(found.binds.items())
-        memos: list[dict[Any, Any]] = [{} for _ in binds]
+        self, found: _Compiled, params: Sequence[Mapping[str, Any]], layout: Sequence[str]
+    ) -> list[list[Any]]:
+        """Each of ``params`` through the binds' processors, as a list of values in
+        ``layout``'s order (bind names); a recurring instant, UUID or text is converted
+        once. A bind with no processor (most of them) is only picked."""
         defaults = found.defaults
-        converted_rows: list[dict[str, Any]] = []
+        binds = found.binds
+        pick = _picker(layout)
+        steps: list[tuple[int, Processor, dict[Any, Any]]] = [
+            (i, process, {}) for i, name in enumerate(layout) if (process := binds[name])
+        ]
+        rows: list[list[Any]] = []
         for given in params:
             values = {**defaults, **given} if defaults else given
-            converted: dict[str, Any] = {}
-            for (name, process), memo in zip(binds, memos, strict=True):
-                try:
-                    value = values[name]
-                except KeyError:
-                    raise KeyError(f"{self!r}: no value for bind {name!r}") from None
-                if process is None or value is None:
-                    converted[name] = value
-                elif type(value) in _MEMO_TYPES:
+            try:
+                row = pick(values)
+            except KeyError as exc:
+                raise KeyError(f"{self!r}: no value for bind {exc.args[0]!r}") from None
+            for i, process, memo in steps:
+                value = row[i]
+                if value is None:
+                    continue
+                if type(value) in _MEMO_TYPES:
                     try:
-                        converted[name] = memo[value]
+                        row[i] = memo[value]
                     except KeyError:
-                        converted[name] = memo[value] = process(value)
+                        row[i] = memo[value] = process(value)
                 else:
-                    converted[name] = process(value)
-            converted_rows.append(converted)
-        return converted_rows
+                    row[i] = process(value)
+            rows.append(row)
+        return rows
 
     def many(self, conn: Connection, params: Sequence[Mapping[str, Any]]) -> int:
         """Runs the statement (an INSERT, UPDATE or DELETE) once for each of ``params``,
@@ -189,14 +194,15 @@ class Prepared:
             return 0
         dialect = conn.dialect
         found = self._found(dialect)
-        converted_rows = self._converted(found, params)
         driver_params: list[Any]
         if found.order is not None:
-            order = found.order
-            driver_params = [tuple(c[name] for name in order) for c in converted_rows]
+            driver_params = self._converted(found, params, found.order)
         else:
-            names = found.names
-            driver_params = [{names[n]: v for n, v in c.items()} for c in converted_rows]
+            layout = list(found.binds)
+            names = [found.names[name] for name in layout]
+            driver_params = [
+                dict(zip(names, row, strict=True)) for row in self._converted(found, params, layout)
+            ]
         _watch(conn, found.sql, driver_params)
         driver: Any = conn.connection.driver_connection
         cursor = driver.cursor()
@@ -263,7 +269,7 @@ class _Inserting(Prepared):
             sql = self._copy[dialect.name] = (
                 f"COPY {quote.format_table(self.table)} ({columns}) FROM STDIN"
             )
-        rows = [tuple(c[name] for name in names) for c in self._converted(found, params)]
+        rows = self._converted(found, params, names)
         _watch(conn, sql, rows)
         driver: Any = conn.connection.driver_connection
         try:
@@ -281,6 +287,17 @@ def inserting(table: Table, columns: Sequence[str] | None = None) -> Prepared:
     (on PostgreSQL copied in)."""
     names = [c.key for c in table.columns] if columns is None else list(columns)
     return _Inserting(table, names)
+
+
+def _picker(layout: Sequence[str]) -> Callable[[Mapping[str, Any]], list[Any]]:
+    """A function reading ``layout``'s values out of a mapping, as a new list."""
+    if not layout:
+        return lambda values: []
+    if len(layout) == 1:
+        (name,) = layout
+        return lambda values: [values[name]]
+    get = itemgetter(*layout)
+    return lambda values: list(get(values))
 
 
 def _watch(conn: Connection, sql: str, rows: list[Any]) -> None:

@@ -7,6 +7,7 @@ import secrets
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
+from kalends.storage.among import among
 from kalends.storage.task_tables import tasks
 
 # No 0/O, 1/I/L or U: a reference read aloud or copied by hand stays unambiguous.
@@ -48,7 +49,9 @@ def new_refs(conn: Connection, count: int) -> list[str]:
         if wanted == 0:
             return chosen
         candidates = set(draw_many(wanted)) - set(chosen)
-        taken = set(conn.execute(select(tasks.c.ref).where(tasks.c.ref.in_(candidates))).scalars())
+        taken = set(
+            conn.execute(select(tasks.c.ref).where(among(conn, tasks.c.ref, candidates))).scalars()
+        )
         chosen.extend(sorted(candidates - taken))
     if len(chosen) < count:  # pragma: no cover - needs a nearly full reference space
         raise RuntimeError("could not draw unused task references")
