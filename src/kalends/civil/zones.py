@@ -188,8 +188,18 @@ def check_zone_name(name: object, field: str = "zone") -> str:
 
 
 def get_zone(name: object, field: str = "zone") -> Zone:
-    """The zone called ``name``, loaded once and cached."""
-    return _load_zone(check_zone_name(name, field), field)
+    """The zone called ``name``, loaded once and cached (a name asked for before is one
+    dictionary lookup: a scheduler round asks for each schedule's zone)."""
+    if type(name) is str:
+        found = _LOADED.get(name)
+        if found is not None:
+            return found
+    checked = check_zone_name(name, field)
+    zone = _LOADED[checked] = _load_zone(checked, field)
+    return zone
+
+
+_LOADED: dict[str, Zone] = {}
 
 
 @cache

@@ -11,6 +11,7 @@ again.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -67,6 +68,9 @@ def check_id(value: object, field: str) -> UUID:
     return parsed
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
 def check_title(title: object) -> str:
     if not isinstance(title, str) or not title.strip():
         raise InvalidInput("title: must be a non-empty string", field="title")
@@ -75,7 +79,7 @@ def check_title(title: object) -> str:
         raise InvalidInput(
             f"title: at most {MAX_TITLE} characters, got {len(stripped)}", field="title"
         )
-    if any(ch < " " or ch == "\x7f" for ch in stripped):
+    if _CONTROL.search(stripped):
         raise InvalidInput("title: control characters are not allowed in a title", field="title")
     return stripped
 

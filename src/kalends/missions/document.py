@@ -98,7 +98,22 @@ class PassageStatus(StrEnum):
 
 
 def _iso(value: datetime | None) -> str | None:
-    return None if value is None else value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    """An instant as stored: UTC, ``Z``; the text of a recent instant is remembered (a
+    round writes its instant and its slot into every document it reserves)."""
+    if value is None:
+        return None
+    text = _ISO.get(value)
+    if text is None:
+        text = value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        if len(_ISO) >= _ISO_KEPT:
+            _ISO.clear()
+        _ISO[value] = text
+    return text
+
+
+# Equal instants are equal whatever their zone, and are written alike (in UTC).
+_ISO: dict[datetime, str] = {}
+_ISO_KEPT = 4096
 
 
 def _instant(value: object) -> datetime | None:

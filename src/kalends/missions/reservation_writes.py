@@ -147,10 +147,13 @@ def _passage_title(r: Reserved) -> str:
     )
 
 
+_CONTROL_AS_SPACE = dict.fromkeys((*range(0x20), 0x7F), " ")
+
+
 def _conversation_title(title: str) -> str:
     """A passage's title as its conversation's: one line (a schedule's title may hold a
     line break, a conversation's may not), within the conversation's bound."""
-    line = " ".join("".join(ch if ch >= " " and ch != "\x7f" else " " for ch in title).split())
+    line = " ".join(title.translate(_CONTROL_AS_SPACE).split())
     return line[:MAX_CONVERSATION_TITLE] or "Passage"
 
 
