@@ -37,7 +37,7 @@ from sqlalchemy.sql.elements import ClauseElement
 
 from kalends.storage.unit_of_work import translate_error
 
-__all__ = ["COPY_ROWS", "Prepared", "inserting"]
+__all__ = ["COPY_ROWS", "Prepared", "inserting", "run_sql"]
 
 Processor = Callable[[Any], Any]
 _NO_PARAMS: Mapping[str, Any] = {}
@@ -183,6 +183,15 @@ class Prepared:
             rows.append(row)
         return rows
 
+    def columns(
+        self, conn: Connection, params: Sequence[Mapping[str, Any]], names: Sequence[str]
+    ) -> list[list[Any]]:
+        """The values of ``names`` (binds of the statement) in each of ``params``, converted
+        as :meth:`many` converts them, one list per bind: a column of values, for a
+        statement that binds each as one array."""
+        rows = self._converted(self._found(conn.dialect), params, names)
+        return [list(column) for column in zip(*rows, strict=True)] if rows else []
+
     def many(self, conn: Connection, params: Sequence[Mapping[str, Any]]) -> int:
         """Runs the statement (an INSERT, UPDATE or DELETE) once for each of ``params``,
         in one call of the driver's ``executemany``; how many rows it changed in all.
@@ -298,6 +307,23 @@ def _picker(layout: Sequence[str]) -> Callable[[Mapping[str, Any]], list[Any]]:
         return lambda values: [values[name]]
     get = itemgetter(*layout)
     return lambda values: list(get(values))
+
+
+def run_sql(conn: Connection, sql: str, params: Mapping[str, Any]) -> int:
+    """Runs ``sql`` (in the driver's parameter style) with ``params`` as they are, on the
+    driver, inside the caller's transaction, its errors translated as a prepared
+    statement's are; the rows it changed."""
+    dialect = conn.dialect
+    watchers = conn.dispatch.before_cursor_execute
+    if watchers:
+        for watch in watchers:
+            watch(conn, None, sql, params, None, False)
+    driver: Any = conn.connection.driver_connection
+    try:
+        count: int = driver.execute(sql, params).rowcount
+    except dialect.loaded_dbapi.Error as exc:
+        raise _translated(dialect, sql, params, exc) from exc
+    return count
 
 
 def _watch(conn: Connection, sql: str, rows: list[Any]) -> None:
