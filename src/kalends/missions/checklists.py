@@ -57,6 +57,7 @@ from kalends.storage.mission_tables import (
     workspace_members,
     workspaces,
 )
+from kalends.storage.prepared import inserting
 from kalends.storage.upsert import insert_missing
 from kalends.tasks import (
     OutlineItem,
@@ -353,8 +354,8 @@ def create_checklists(
     savepoint = conn.begin_nested()
     try:
         made = insert_trees(conn, trees, actor_id=actor_id, now=at)
-        conn.execute(
-            passage_checklists.insert(),
+        _INSERT_PASSAGE_CHECKLISTS.many(
+            conn,
             [
                 {
                     "passage_id": passage,
@@ -382,6 +383,12 @@ def create_checklists(
         passage: [_item_json(item) for item in items]
         for (_, passage, _), items in zip(todo, made, strict=True)
     }
+
+
+# A round's checklists in one call of the driver (copied in on PostgreSQL).
+_INSERT_PASSAGE_CHECKLISTS = inserting(
+    passage_checklists, ("passage_id", "schedule_id", "task_id", "created_at")
+)
 
 
 def _item_json(item: OutlineItem) -> dict[str, Any]:
