@@ -233,6 +233,7 @@ def test_inserting_is_seen_by_listeners_as_one_statement_with_every_row(
     # PostgreSQL copies many rows in; SQLite inserts them, and a few always.
     copied = _postgres(store) and count >= COPY_ROWS
     assert sql.lstrip().startswith("COPY actors" if copied else "INSERT INTO actors")
+    assert ("(FORMAT BINARY)" in sql) == copied  # every column of actors has a binary form
     assert len(params) == count
 
 
