@@ -118,7 +118,8 @@ def read_schedules(conn: Connection, schedule_ids: list[UUID]) -> dict[UUID, Sch
     """The rows of those schedules that exist, by ID."""
     if not schedule_ids:
         return {}
-    found = conn.execute(_COLUMNS.where(among(conn, _S.c.id, schedule_ids)))
+    # (fetched at once: iterating a result fetches row by row)
+    found = conn.execute(_COLUMNS.where(among(conn, _S.c.id, schedule_ids))).all()
     return {row.id: SchedulerRow.from_row(row) for row in found}
 
 

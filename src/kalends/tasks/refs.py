@@ -50,7 +50,9 @@ def new_refs(conn: Connection, count: int) -> list[str]:
             return chosen
         candidates = set(draw_many(wanted)) - set(chosen)
         taken = set(
-            conn.execute(select(tasks.c.ref).where(among(conn, tasks.c.ref, candidates))).scalars()
+            conn.execute(select(tasks.c.ref).where(among(conn, tasks.c.ref, candidates)))
+            .scalars()
+            .all()
         )
         chosen.extend(sorted(candidates - taken))
     if len(chosen) < count:  # pragma: no cover - needs a nearly full reference space
