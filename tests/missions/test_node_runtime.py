@@ -446,7 +446,11 @@ class TestRemoteInterrupt:
         assert two.a.loop.round().interrupted == 1
         seen = two.settled_locally(two.a, session)
         assert seen.interrupted
-        assert two.a.loop.round().published == 1
+        # The loop publishes the settlement in its next round, or already in the round
+        # that interrupted when the command ended at once (its look after the signal).
+        two.a.loop.round()
+        published = two.beat(session).observation
+        assert published is not None and published.settled and published.interrupted
         two.mw.clock.advance(NEXT_LOOK)
         two.b.scheduler.run_once()
         result = two.latest(sid)
