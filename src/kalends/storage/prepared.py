@@ -130,10 +130,7 @@ class Prepared:
         )
 
     def _run(self, conn: Connection, params: Mapping[str, Any]) -> Any:
-        dialect = conn.dialect
-        found = self._by_dialect.get(dialect.name)
-        if found is None:
-            found = self._by_dialect[dialect.name] = self._compile(dialect)
+        found = self._found(conn.dialect)
         values = {**found.defaults, **params} if found.defaults else params
         converted: dict[str, Any] = {}
         for name, process in found.binds.items():
@@ -147,19 +144,7 @@ class Prepared:
             driver_params = tuple(converted[name] for name in found.order)
         else:
             driver_params = {found.names[name]: value for name, value in converted.items()}
-        watchers = conn.dispatch.before_cursor_execute
-        if watchers:
-            for watch in watchers:
-                watch(conn, None, found.sql, driver_params, None, False)
-        driver: Any = conn.connection.driver_connection
-        try:
-            return found, driver.execute(found.sql, driver_params)
-        except dialect.loaded_dbapi.Error as exc:
-            wrapped = DBAPIError.instance(
-                found.sql, driver_params, exc, dialect.loaded_dbapi.Error, dialect=dialect
-            )
-            translated = translate_error(wrapped)
-            raise (translated if translated is not None else wrapped) from exc
+        return found, _execute(conn, found.sql, driver_params)
 
     def _found(self, dialect: Dialect) -> _Compiled:
         found = self._by_dialect.get(dialect.name)
@@ -374,6 +359,13 @@ def run_sql(conn: Connection, sql: str, params: Mapping[str, Any]) -> int:
     """Runs ``sql`` (in the driver's parameter style) with ``params`` as they are, on the
     driver, inside the caller's transaction, its errors translated as a prepared
     statement's are; the rows it changed."""
+    count: int = _execute(conn, sql, params).rowcount
+    return count
+
+
+def _execute(conn: Connection, sql: str, params: Any) -> Any:
+    """The driver's cursor after running ``sql`` once with the driver's ``params``, seen
+    by ``before_cursor_execute`` listeners, its errors translated."""
     dialect = conn.dialect
     watchers = conn.dispatch.before_cursor_execute
     if watchers:
@@ -381,10 +373,9 @@ def run_sql(conn: Connection, sql: str, params: Mapping[str, Any]) -> int:
             watch(conn, None, sql, params, None, False)
     driver: Any = conn.connection.driver_connection
     try:
-        count: int = driver.execute(sql, params).rowcount
+        return driver.execute(sql, params)
     except dialect.loaded_dbapi.Error as exc:
         raise _translated(dialect, sql, params, exc) from exc
-    return count
 
 
 def _watch(conn: Connection, sql: str, rows: list[Any]) -> None:

@@ -29,7 +29,7 @@ class _Upsert:
         self.table = table
         self.names = names
         self.conflict = conflict
-        self.rows = Prepared(
+        self.statement = Prepared(
             dialect.insert(table)
             .values({name: bindparam(name, type_=table.c[name].type) for name in names})
             .on_conflict_do_nothing(index_elements=list(conflict))
@@ -53,9 +53,9 @@ class _Upsert:
 
     def run(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
         if conn.dialect.name != "postgresql" or len(rows) < UNNEST_ROWS:
-            self.rows.many(conn, rows)
+            self.statement.many(conn, rows)
             return
-        columns = self.rows.columns(conn, rows, self.names)
+        columns = self.statement.columns(conn, rows, self.names)
         run_sql(conn, self.unnest_sql(conn.dialect), {f"c{i}": c for i, c in enumerate(columns)})
 
 
