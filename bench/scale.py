@@ -36,7 +36,8 @@ A run: ``k`` scheduler processes (``multiprocessing`` spawn), each ``open_store`
 database, ``Scheduler(store, runtime, owner=...)`` with a ``MemoryRuntime(instant=False)``
 (a start is recorded and its passage stays running: each admission is a reservation, a
 start and an admission write) wrapped to record when each start was asked, the waker
-``kalends worker`` opens, in a thread, as ``bench/scheduler.py`` runs it. Once all are up,
+``kalends worker`` opens, in a thread, as ``bench/scheduler.py`` runs it, the garbage
+collector set as ``kalends worker`` sets it (``kalends.collector.tune_collector``). Once all are up,
 this process fixes the real instant at which SLOT falls (``--lead`` seconds later,
 default 10 s + 1 s per 2,500 schedules) and every process sets its clock to it: one shifted
 clock, flowing at the real rate, the same in every process. Before the slot the
@@ -47,7 +48,9 @@ end of the first write transaction of that process's engine that committed after
 runtime was asked to start the passage. Rate = admissions / (last admission - SLOT).
 CPU: each scheduler process's ``time.process_time`` from SLOT until the last admission
 of the run (the machine's is shared: the run ends when the admissions counted by all
-processes reach N); the database server's from ``/proc/PID/stat`` of its processes (it
+processes reach N), and of it the time the scheduler's thread spent in the cyclic garbage
+collector (timed by a ``gc`` callback) with the number of its full collections; the
+database server's from ``/proc/PID/stat`` of its processes (it
 runs on this machine), as ``bench/outbox.py`` reads a backend's, sampled every 0.25 s
 from ``pg_stat_activity`` over a connection to another database: the client backends
 of the run's database, and the server's background processes (checkpointer, WAL
@@ -97,6 +100,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import importlib.util
 import json
 import logging
@@ -163,6 +167,7 @@ from bench.scheduler import (  # noqa: E402
     run_child,
     thread_cpu,
 )
+from kalends.collector import tune_collector  # noqa: E402
 from kalends.missions.passages import scheduled_identity  # noqa: E402
 from kalends.missions.runtime.memory import MemoryRuntime  # noqa: E402
 from kalends.missions.scheduler import LookResult, Scheduler  # noqa: E402
@@ -254,6 +259,9 @@ def scheduler_main(job: SchedJob, ctl: Control) -> None:
         failure: list[str] = []
         waker = open_waker(store.engine, MISSIONS_CHANNEL)
         profiler = cProfile.Profile() if job.profile else None
+        tune_collector()  # as kalends.cli.loops.start_scheduler does before its thread
+        collector = CollectorMeter()
+        gc.callbacks.append(collector.callback)
 
         def on_round(result: LookResult) -> None:
             rounds.on_round(result)
@@ -289,8 +297,10 @@ def scheduler_main(job: SchedJob, ctl: Control) -> None:
         first = len(rounds.results)
         cpu0 = time.process_time()
         th0 = thread_cpu(tid[0]) if tid else 0.0
+        collector.start(tid[0] if tid else None)
         wait_flag(ctl.flags, DONE)
         out["cpu_s"] = time.process_time() - cpu0
+        out["collector"] = collector.stop()
         out["thread_cpu_s"] = (thread_cpu(tid[0]) - th0) if tid else 0.0
         wait_flag(ctl.flags, STOP)
         stop.set()
@@ -333,6 +343,34 @@ def scheduler_main(job: SchedJob, ctl: Control) -> None:
     except BaseException:
         out["error"] = traceback.format_exc()
     ctl.results.put(out)
+
+
+class CollectorMeter:
+    """The CPU the scheduler's thread spends in the cyclic garbage collector between
+    :meth:`start` and :meth:`stop`, and its collections by generation (a ``gc`` callback)."""
+
+    def __init__(self) -> None:
+        self.thread: int | None = None
+        self.began = 0.0
+        self.cpu_s = 0.0
+        self.collections = [0, 0, 0]
+        self.on = False
+
+    def start(self, thread: int | None) -> None:
+        self.thread, self.on = thread, True
+
+    def stop(self) -> dict[str, Any]:
+        self.on = False
+        return {"cpu_s": self.cpu_s, "collections": list(self.collections)}
+
+    def callback(self, phase: str, info: dict[str, int]) -> None:
+        if not self.on or threading.get_native_id() != self.thread:
+            return
+        if phase == "start":
+            self.began = time.thread_time()
+            return
+        self.cpu_s += time.thread_time() - self.began
+        self.collections[info["generation"]] += 1
 
 
 # --------------------------------------------------------------------------- a run
@@ -872,6 +910,11 @@ def _run_rows(runs: Sequence[Run]) -> list[list[str]]:
         errors = sum(int(o.get("errors", 0)) for o in r.outs)
         return f"{sum(total.values())} / {errors}"
 
+    def collector(r: Run) -> str:
+        spent = sum(o["collector"]["cpu_s"] for o in r.outs)
+        full = sum(o["collector"]["collections"][2] for o in r.outs)
+        return f"{_ms(spent, r.admitted)}, {full}"
+
     def once(r: Run) -> str:
         c = r.checks
         if r.kill:
@@ -892,6 +935,7 @@ def _run_rows(runs: Sequence[Run]) -> list[list[str]]:
         ["admissions/s", *cells(lambda r: f"{r.rate or 0:,.0f}")],
         ["delay p50/p99/max s", *cells(lambda r: _dist(r.delays))],
         ["scheduler CPU (per adm.)", *cells(lambda r: _ms(r.sched_cpu, r.admitted))],
+        ["  in the collector, full", *cells(collector)],
         ["server CPU backends+bg", *cells(server)],
         ["server CPU per adm.", *cells(lambda r: f"{r.db_cpu / r.admitted * 1e3:.2f} ms")],
         ["due per CPU-second", *cells(lambda r: f"{r.per_cpu_second() or 0:,.0f}")],
@@ -984,7 +1028,9 @@ def print_report(rep: Report, cores: int, db_cores: int) -> None:
     print(
         "CPU per admission: the schedulers' process CPU and the server's (its backends of the"
         " run's database + its background processes, from /proc) from the slot to the last"
-        " admission. Lock waits: backend-samples every 0.25 s waiting on a lock, x 0.25 s."
+        " admission; of the schedulers', the time their threads spent in the garbage"
+        " collector, and its full collections. Lock waits: backend-samples every 0.25 s"
+        " waiting on a lock, x 0.25 s."
     )
     problems = rep.problems
     print("every check: ok" if not problems else "VERIFICATION FAILED:")

@@ -53,7 +53,8 @@ scheduler and nothing of the fixture build): ``open_store`` on the file, a
 stays running, so each admission is a reservation, a start and an admission write, and
 nothing settles during the burst), ``Scheduler(store, runtime, owner=...)`` running
 ``run(stop, wait=waker.wait)`` in a thread, the waker as ``kalends worker`` opens it
-(``open_waker``: on SQLite it reads ``PRAGMA data_version`` every 0.2 s).
+(``open_waker``: on SQLite it reads ``PRAGMA data_version`` every 0.2 s) and the garbage
+collector as it sets it (``kalends.collector.tune_collector``).
 
 1. pick-up (untimed against any target): from the thread's start until the scheduler
    has claimed and looked at every schedule (rounds of 500); then 3 s to settle. The
@@ -178,6 +179,7 @@ from sqlalchemy.engine import Connection  # noqa: E402
 from bench.common import grid, log, positive  # noqa: E402
 from kalends.bootstrap import build  # noqa: E402
 from kalends.civil import next_slot, parse_rule  # noqa: E402
+from kalends.collector import tune_collector  # noqa: E402
 from kalends.missions.gate_records import GateOutcome, GateRecord  # noqa: E402
 from kalends.missions.limits import MAX_SCHEDULES  # noqa: E402
 from kalends.missions.runtime.base import Observation, PassageStart, Presence  # noqa: E402
@@ -798,6 +800,7 @@ def kalends_main(job: KalendsJob, results: Any) -> None:
             finally:
                 waker.close()
 
+        tune_collector()  # as kalends.cli.loops.start_scheduler does before its thread
         thread = threading.Thread(target=target, name="bench-scheduler", daemon=True)
         cpu0 = time.process_time()
         t0 = time.perf_counter()

@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 from kalends.bootstrap import Store, open_waker
 from kalends.clock import FileClock
+from kalends.collector import tune_collector
 from kalends.missions.runtime.process import ProcessRuntime
 from kalends.reminders.transports import Transport
 from kalends.reminders.worker import WORKER_BATCH, BatchReport, DeliveryWorker
@@ -126,6 +127,7 @@ def start_scheduler(
             # The node keeps publishing its passages until the stop, then records it.
             beating.join()
 
+    tune_collector()  # (start-up done: see kalends.collector)
     thread = threading.Thread(target=target, name=f"kalends-{SCHEDULER}", daemon=True)
     thread.start()
     return thread
