@@ -6,6 +6,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, select, text, update
@@ -13,14 +14,17 @@ from sqlalchemy import inspect, select, text, update
 from kalends import __version__
 from kalends.clock import FakeClock
 from kalends.errors import StorageError, UnknownSchemaRevision
+from kalends.storage.engine import WRITE_OPTION
 from kalends.storage.migrate import (
     HEAD_REVISION,
+    alembic_config,
     current_revision,
     head_revision,
     open_store,
     script_head,
     upgrade,
 )
+from kalends.storage.mission_tables import SCHEDULES_FILLFACTOR
 from kalends.storage.schema import kalends_meta, metadata
 from kalends.storage.testing import StorageTarget
 
@@ -84,6 +88,37 @@ class TestUpgrade:
         with engine.connect() as conn:
             context = MigrationContext.configure(conn, opts={"compare_type": True})
             assert compare_metadata(context, metadata) == []
+
+    def test_schedules_leave_a_third_of_each_page_free_on_postgresql_and_back(
+        self, storage_target: StorageTarget
+    ) -> None:
+        engine = storage_target.engine()
+        upgrade(engine)
+
+        def options() -> list[str] | None:
+            with engine.connect() as conn:
+                found: list[str] | None = conn.execute(
+                    text("SELECT reloptions FROM pg_class WHERE oid = 'schedules'::regclass")
+                ).scalar_one()
+            return found
+
+        if storage_target.backend != "postgresql":
+            # SQLite has no fill factor: the table is as the metadata makes it.
+            with engine.connect() as conn:
+                created = conn.execute(
+                    text("SELECT sql FROM sqlite_master WHERE name = 'schedules'")
+                ).scalar_one()
+            assert "fillfactor" not in created.lower()
+            return
+        assert options() == [f"fillfactor={SCHEDULES_FILLFACTOR}"]
+        with engine.connect() as conn:
+            conn.execution_options(**{WRITE_OPTION: True})
+            with conn.begin():
+                command.downgrade(alembic_config(conn), "0019")
+        assert current_revision(engine) == "0019"
+        assert options() is None
+        assert upgrade(engine) == HEAD
+        assert options() == [f"fillfactor={SCHEDULES_FILLFACTOR}"]
 
     def test_the_foundation_records_the_kalends_version_that_created_the_database(
         self, storage_target: StorageTarget

@@ -39,8 +39,8 @@ __all__ = [
 ]
 
 MIGRATIONS_DIR = Path(__file__).resolve().with_name("migrations")
-HEAD_REVISION = "0019"
-"""The newest migration's revision (``versions/0019_scheduler_leases.py``): what
+HEAD_REVISION = "0020"
+"""The newest migration's revision (``versions/0020_schedules_fillfactor.py``): what
 :func:`open_store` checks a database against without loading Alembic and the migration
 scripts, which cost every process that opens a store about a tenth of a second. A new
 migration moves it (tests/storage/test_migrations.py checks it against the scripts)."""

@@ -32,6 +32,7 @@ from sqlalchemy import (
 from kalends.storage.schema import UTCDateTime, metadata
 
 __all__ = [
+    "SCHEDULES_FILLFACTOR",
     "passage_checklists",
     "schedule_controls",
     "schedule_wakes",
@@ -45,6 +46,9 @@ __all__ = [
 REQUEST_ID_LENGTH = 64
 # A passage ID as the scheduler derives it (``psg_`` and 26 hex digits), with room.
 PASSAGE_ID_LENGTH = 64
+# The share of each page of ``schedules`` PostgreSQL fills on insert (percent): the rest
+# keeps a document's next versions on its page (migration 0020; issue 25).
+SCHEDULES_FILLFACTOR = 70
 
 workspaces = Table(
     "workspaces",
@@ -92,6 +96,8 @@ schedules = Table(
     UniqueConstraint("workspace_id", "creation_request_id"),
     Index("ix_schedules_workspace_id_id", "workspace_id", "id"),
     comment="Schedule documents (one row each, revision compare-and-swap) and their tombstones.",
+    # Room for a document's next versions on its page (migration 0020).
+    postgresql_with={"fillfactor": SCHEDULES_FILLFACTOR},
 )
 
 schedule_controls = Table(
