@@ -11,7 +11,7 @@ from uuid import UUID, uuid4
 import pytest
 from sqlalchemy import event, insert, select
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DataError, IntegrityError
 
 from kalends.storage.ledger_tables import slot_ledger
 from kalends.storage.testing import nothing_written
@@ -102,3 +102,18 @@ def test_many_rows_are_one_statement(store: Store) -> None:
         event.remove(store.engine, "before_cursor_execute", watch)
     assert len(seen) == 1
     assert ("unnest" in seen[0]) == (store.engine.dialect.name == "postgresql")
+
+
+@pytest.mark.parametrize("count", [UNNEST_ROWS - 1, 20])
+def test_an_overlong_text_is_refused_as_the_column_refuses_it(store: Store, count: int) -> None:
+    """Bound one by one or as arrays, a value longer than its column holds is refused on
+    PostgreSQL (an array cast to the column's ``VARCHAR(n)`` would cut it short); SQLite
+    keeps any length either way."""
+    rows = _rows(store, uuid4(), count)
+    rows[-1] = {**rows[-1], "note": "n" * 17}  # note: at most 16 characters
+    if store.engine.dialect.name != "postgresql":
+        store.run(lambda conn: insert_missing(conn, slot_ledger, rows, KEY))
+        assert _stored(store, rows[0]["schedule_id"])[-1]["note"] == "n" * 17
+        return
+    with nothing_written(store), pytest.raises(DataError):
+        store.run(lambda conn: insert_missing(conn, slot_ledger, rows, KEY))

@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, or_, select, update
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Dialect
 
 from kalends.errors import CorruptDocument, TooLarge
 from kalends.missions.config import Config, dump_config, load_config
@@ -33,8 +33,9 @@ from kalends.missions.limits import (
 from kalends.missions.refusals import APPLIED
 from kalends.missions.rows import StoredSchedule
 from kalends.storage.mission_tables import schedule_controls, schedules, workspaces
-from kalends.storage.prepared import Prepared
+from kalends.storage.prepared import Prepared, array_parameter, run_sql
 from kalends.storage.unit_of_work import for_update
+from kalends.storage.upsert import UNNEST_ROWS
 
 __all__ = [
     "cas_params",
@@ -50,21 +51,23 @@ __all__ = [
 
 _S = schedules
 _sc = schedule_controls
+# What a compare-and-swap sets: (its bind, the column).
+_CAS_SETS = (
+    ("phase", "phase"),
+    ("state", "state"),
+    ("revision", "revision"),
+    ("title", "title"),
+    ("config", "config"),
+    ("body", "body"),
+    ("size", "size"),
+    ("next_due_at", "next_due_at"),
+    ("updated_at", "updated_at"),
+    ("evicted", "evicted_control_revision"),
+)
 _CAS = (
     update(_S)
     .where(_S.c.id == bindparam("b_id"), _S.c.revision == bindparam("b_expected"))
-    .values(
-        phase=bindparam("phase"),
-        state=bindparam("state"),
-        revision=bindparam("revision"),
-        title=bindparam("title"),
-        config=bindparam("config"),
-        body=bindparam("body"),
-        size=bindparam("size"),
-        next_due_at=bindparam("next_due_at"),
-        updated_at=bindparam("updated_at"),
-        evicted_control_revision=bindparam("evicted"),
-    )
+    .values({name: bindparam(bind) for bind, name in _CAS_SETS})
 )
 # The compare-and-swap run on the driver: one for a control, many at once for the
 # scheduler's batches (SQLAlchemy's executemany converted each set's parameters one by
@@ -187,15 +190,45 @@ def cas_write(
 
 
 def cas_write_many(conn: Connection, params: Sequence[dict[str, Any]]) -> list[bool]:
-    """Many compare-and-swaps (from :func:`cas_params`) in one statement when every one
-    applies; which of them wrote. When a writer came first for any of them, the batch is
-    rolled back to its savepoint and each is tried alone, so the others still apply."""
+    """Many compare-and-swaps (from :func:`cas_params`) in one call of the driver when every
+    one applies; which of them wrote. When a writer came first for any of them, the batch
+    is rolled back to its savepoint and each is tried alone, so the others still apply.
+    On PostgreSQL, from :data:`~kalends.storage.upsert.UNNEST_ROWS` documents, the batch
+    is one ``UPDATE … FROM unnest(…)`` of one array a column (two IDs alike in a batch
+    update one row: the count falls short, and each is tried alone)."""
     if len(params) > 1 and conn.dialect.supports_sane_multi_rowcount:
         with conn.begin_nested() as savepoint:
-            if _CAS_ONE.many(conn, params) == len(params):
+            if _cas_batch(conn, params) == len(params):
                 return [True] * len(params)
             savepoint.rollback()
     return [_CAS_ONE.rowcount(conn, p) == 1 for p in params]
+
+
+def _cas_batch(conn: Connection, params: Sequence[dict[str, Any]]) -> int:
+    """The compare-and-swaps of ``params`` run at once; how many wrote."""
+    if conn.dialect.name != "postgresql" or len(params) < UNNEST_ROWS:
+        return _CAS_ONE.many(conn, params)
+    columns = _CAS_ONE.columns(conn, params, _CAS_BINDS)
+    return run_sql(conn, _cas_unnest_sql(conn.dialect), {f"c{i}": c for i, c in enumerate(columns)})
+
+
+# The compare-and-swap's binds and the columns they set (the first two: the row's ID and
+# the revision it expects).
+_CAS_BINDS = ("b_id", "b_expected", *(b for b, _ in _CAS_SETS))
+
+
+@cache
+def _cas_unnest_sql(dialect: Dialect) -> str:
+    quote = dialect.identifier_preparer
+    typed = [_S.c.id, _S.c.revision, *(_S.c[name] for _, name in _CAS_SETS)]
+    arrays = ", ".join(array_parameter(f"c{i}", c.type, dialect) for i, c in enumerate(typed))
+    sets = ", ".join(f"{quote.quote(name)} = v.{bind}" for bind, name in _CAS_SETS)
+    table = quote.format_table(_S)
+    return (
+        f"UPDATE {table} SET {sets} FROM unnest({arrays}) AS v({', '.join(_CAS_BINDS)}) "
+        f"WHERE {table}.{quote.quote('id')} = v.b_id "
+        f"AND {table}.{quote.quote('revision')} = v.b_expected"
+    )
 
 
 def compact(conn: Connection, row: StoredSchedule, now: datetime) -> bool:

@@ -9,7 +9,7 @@ from sqlalchemy import Table, bindparam
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Dialect
 
-from kalends.storage.prepared import Prepared, run_sql
+from kalends.storage.prepared import Prepared, array_parameter, run_sql
 
 __all__ = ["UNNEST_ROWS", "insert_missing"]
 
@@ -41,7 +41,7 @@ class _Upsert:
             quote = dialect.identifier_preparer
             columns = [self.table.c[name] for name in self.names]
             arrays = ", ".join(
-                f"%(c{i})s::{c.type.compile(dialect=dialect)}[]" for i, c in enumerate(columns)
+                array_parameter(f"c{i}", c.type, dialect) for i, c in enumerate(columns)
             )
             key = ", ".join(quote.quote(self.table.c[name].name) for name in self.conflict)
             self._unnest = (
