@@ -10,10 +10,12 @@ from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
+import pytest
 from alembic import command
-from sqlalchemy import String, Uuid, column, delete, select, table, update
+from sqlalchemy import String, Uuid, column, delete, event, select, table, update
 
-from kalends.missions.leases import WakeLeases
+from kalends.civil.zone_data import zone_data_version
+from kalends.missions.leases import SetWake, WakeLeases, set_wakes
 from kalends.missions.scheduler_rows import due_wakes
 from kalends.missions.wakes import WAKE_LEASE
 from kalends.storage.engine import WRITE_OPTION
@@ -21,6 +23,7 @@ from kalends.storage.migrate import alembic_config, current_revision, head_revis
 from kalends.storage.mission_tables import schedule_wakes as W
 from kalends.storage.mission_tables import scheduler_leases as L
 from kalends.storage.schema import UTCDateTime
+from kalends.storage.upsert import UNNEST_ROWS
 
 from .conftest import MissionWorld, daily_config
 
@@ -185,3 +188,76 @@ def test_migration_0019_makes_the_wakes_expiries_lease_rows_and_back(mw: Mission
     assert upgrade(engine) == head_revision()
     assert _leases(mw) == {"k" * 32: ("holder", later)}
     assert _mine(mw, "k" * 32) == held
+
+
+@pytest.mark.parametrize("count", [UNNEST_ROWS - 1, UNNEST_ROWS + 3])
+def test_setting_many_wakes_writes_each_within_its_fence(mw: MissionWorld, count: int) -> None:
+    """Set in one statement (on PostgreSQL from UNNEST_ROWS wakes, one array a column) as
+    one by one: each held wake gets its due instant, polls and next slot with the zone
+    data, its lastError cleared; a wake re-armed since, or held by another scheduler, is
+    left alone; a schedule set twice keeps its last setting."""
+    ids = _played(mw, count + 1)
+    now = mw.clock.now()
+    token = "s" * 32
+    held = sorted(
+        c.schedule_id for c in WakeLeases(mw.store, "me", token, WAKE_LEASE).claim(now, count)
+    )
+    other = sorted(set(ids) - set(held))
+    WakeLeases(mw.store, "other", "o" * 32, WAKE_LEASE).claim(now, 10)
+    with mw.store.transaction() as conn:
+        conn.execute(
+            update(W).values(
+                failures=2, last_error_code="E", last_error_message="m", last_error_at=now
+            )
+        )
+        conn.execute(update(W).where(W.c.schedule_id == held[1]).values(armed=W.c.armed + 1))
+    armed = dict(
+        mw.store.run(
+            lambda conn: conn.execute(select(W.c.schedule_id, W.c.armed)).all(), write=False
+        )
+    )
+    before = {r[0]: r for r in _wakes(mw)}
+    slot = now + timedelta(days=1)
+    wakes = [
+        SetWake(
+            schedule_id=s, armed=armed[s] - (s == held[1]), polls=i % 3,
+            due=now + timedelta(minutes=i), next_slot=None if i % 2 else slot,
+        )
+        for i, s in enumerate([*held, *other])
+    ]  # fmt: skip
+    wakes.append(SetWake(schedule_id=held[0], armed=armed[held[0]], due=now + timedelta(hours=5)))
+    seen: list[str] = []
+
+    def watch(*args: Any) -> None:
+        if str(args[2]).startswith("UPDATE schedule_wakes"):
+            seen.append(str(args[2]))
+
+    event.listen(mw.store.engine, "before_cursor_execute", watch)
+    try:
+        mw.store.run(lambda conn: set_wakes(conn, token, wakes))
+    finally:
+        event.remove(mw.store.engine, "before_cursor_execute", watch)
+    assert len(seen) == 1
+    many = mw.store.engine.dialect.name == "postgresql" and len(wakes) >= UNNEST_ROWS
+    assert ("unnest" in seen[0]) == many
+    rows = mw.store.run(
+        lambda conn: {r.schedule_id: r for r in conn.execute(select(W))}, write=False
+    )
+    version = zone_data_version()
+    for i, s in enumerate(held):
+        row = rows[s]
+        if s == held[1]:  # re-armed since: left alone
+            assert tuple(row) == before[s]
+            continue
+        if s == held[0]:  # set twice: the last setting
+            assert (row.due_at, row.polls, row.next_slot_at, row.zone_data) == (
+                now + timedelta(hours=5), 0, None, None
+            )  # fmt: skip
+        else:
+            assert (row.due_at, row.polls) == (now + timedelta(minutes=i), i % 3)
+            assert (row.next_slot_at, row.zone_data) == ((None, None) if i % 2 else (slot, version))
+        assert (row.failures, row.last_error_code, row.last_error_message, row.last_error_at) == (
+            0, None, None, None
+        )  # fmt: skip
+    for s in other:  # held by another scheduler: left alone
+        assert tuple(rows[s]) == before[s]

@@ -17,19 +17,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any
 from uuid import UUID
 
 from sqlalchemy import ColumnElement, bindparam, delete, exists, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Dialect
 
 from kalends.civil.zone_data import zone_data_version
 from kalends.missions.wakes import MAX_SLEEP, error_delay
 from kalends.storage.among import among
 from kalends.storage.mission_tables import schedule_wakes, scheduler_leases
-from kalends.storage.prepared import Prepared
+from kalends.storage.prepared import Prepared, array_parameter, run_sql
 from kalends.storage.unit_of_work import Store, for_update
+from kalends.storage.upsert import UNNEST_ROWS
 
 __all__ = [
     "Claimed",
@@ -194,9 +196,49 @@ def set_wakes(conn: Connection, token: str, wakes: Iterable[SetWake]) -> None:
                 }
             )
     if sets:
-        _SET_WAKE.many(conn, sets)
+        if conn.dialect.name == "postgresql" and len(sets) >= UNNEST_ROWS:
+            # One statement; a schedule set twice keeps its last setting, as when each
+            # ran in turn (a wake's fence is not among what a setting changes).
+            last = list({row["sid"]: row for row in sets}.values())
+            columns = _SET_WAKE.columns(conn, last, [b for b, _ in _SET_BINDS[1:]])
+            params = {"me": token, **{f"c{i}": c for i, c in enumerate(columns)}}
+            run_sql(conn, _set_wakes_sql(conn.dialect), params)
+        else:
+            _SET_WAKE.many(conn, sets)
     if drops:
         _DROP_WAKE.many(conn, drops)
+
+
+# A setting's binds, and the columns of ``schedule_wakes`` their values go to (the token
+# first: bound once).
+_SET_BINDS = (
+    ("me", "lease_token"),
+    ("sid", "schedule_id"),
+    ("seen", "armed"),
+    ("due", "due_at"),
+    ("p", "polls"),
+    ("slot", "next_slot_at"),
+    ("zd", "zone_data"),
+)
+
+
+@cache
+def _set_wakes_sql(dialect: Dialect) -> str:
+    """:data:`_SET_WAKE` for many wakes on PostgreSQL: ``UPDATE … FROM unnest`` of one
+    array a bind (the token bound once)."""
+    binds = _SET_BINDS[1:]
+    arrays = ", ".join(
+        array_parameter(f"c{i}", _W.c[column].type, dialect) for i, (_, column) in enumerate(binds)
+    )
+    return (
+        "UPDATE schedule_wakes SET due_at = v.due, polls = v.p, failures = 0, "
+        "last_error_code = NULL, last_error_message = NULL, last_error_at = NULL, "
+        "next_slot_at = v.slot, zone_data = v.zd "
+        f"FROM unnest({arrays}) AS v({', '.join(b for b, _ in binds)}) "
+        "WHERE schedule_wakes.schedule_id = v.sid "
+        "AND coalesce(schedule_wakes.lease_token, '') = %(me)s "
+        "AND schedule_wakes.armed = v.seen"
+    )
 
 
 def drop_wakes(conn: Connection, token: str, wakes: Iterable[tuple[UUID, int]]) -> None:
