@@ -78,8 +78,14 @@ class Passages:
             time.sleep(0.05)
 
     def printed(self, session: str, text: str, timeout: float = 30.0) -> None:
+        """Waits until the command printed ``text`` and its shim recorded the launch (the
+        command can print before the shim writes its record: until then the passage
+        reads as admitted)."""
         deadline = time.monotonic() + timeout
-        while text not in self.runtime.observe(session).log_tail:
+        while True:
+            seen = self.runtime.observe(session)
+            if text in seen.log_tail and seen.launched:
+                return
             assert time.monotonic() < deadline, f"{session} never printed {text!r}"
             time.sleep(0.02)
 
