@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import select
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DataError
 
 from kalends.missions import service as docs
 from kalends.storage.mission_tables import schedules
+from kalends.storage.testing import statements_sent
 from kalends.storage.upsert import UNNEST_ROWS
 from missions.conftest import MissionWorld
 from missions.surgery import create, revision, stored_body
@@ -41,21 +41,6 @@ def _params(conn: Connection, ids: list[UUID], checks: int) -> list[dict[str, An
 
 def _three(mw: MissionWorld, count: int = 3) -> list[UUID]:
     return [create(mw, f"create-cas-{n:04d}", title=f"Report {n}") for n in range(count)]
-
-
-def _statements(mw: MissionWorld, run: Callable[[Connection], Any]) -> tuple[Any, list[str]]:
-    """What ``run`` returned in a transaction, and the document writes it sent."""
-    seen: list[str] = []
-
-    def watch(*args: Any) -> None:
-        if str(args[2]).startswith("UPDATE schedules"):
-            seen.append(str(args[2]))
-
-    event.listen(mw.store.engine, "before_cursor_execute", watch)
-    try:
-        return mw.store.run(run), seen
-    finally:
-        event.remove(mw.store.engine, "before_cursor_execute", watch)
 
 
 def test_every_write_applies_in_one_batch(mw: MissionWorld) -> None:
@@ -98,7 +83,8 @@ def test_a_batch_is_one_statement_and_writes_every_column(mw: MissionWorld, coun
     before = [revision(mw, i) for i in ids]
     with mw.store.transaction() as conn:
         expected = _params(conn, ids, 4)
-    done, seen = _statements(mw, lambda conn: docs.cas_write_many(conn, expected))
+    with statements_sent(mw.store.engine, "UPDATE schedules") as seen:
+        done = mw.store.run(lambda conn: docs.cas_write_many(conn, expected))
     assert done == [True] * count
     assert len(seen) == 1
     many = mw.store.engine.dialect.name == "postgresql" and count >= UNNEST_ROWS

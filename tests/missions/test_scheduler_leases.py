@@ -12,7 +12,7 @@ from uuid import UUID
 
 import pytest
 from alembic import command
-from sqlalchemy import String, Uuid, column, delete, event, select, table, update
+from sqlalchemy import String, Uuid, column, delete, select, table, update
 
 from kalends.civil.zone_data import zone_data_version
 from kalends.missions.leases import SetWake, WakeLeases, set_wakes
@@ -23,6 +23,7 @@ from kalends.storage.migrate import alembic_config, current_revision, head_revis
 from kalends.storage.mission_tables import schedule_wakes as W
 from kalends.storage.mission_tables import scheduler_leases as L
 from kalends.storage.schema import UTCDateTime
+from kalends.storage.testing import statements_sent
 from kalends.storage.upsert import UNNEST_ROWS
 
 from .conftest import MissionWorld, daily_config
@@ -226,17 +227,8 @@ def test_setting_many_wakes_writes_each_within_its_fence(mw: MissionWorld, count
         for i, s in enumerate([*held, *other])
     ]  # fmt: skip
     wakes.append(SetWake(schedule_id=held[0], armed=armed[held[0]], due=now + timedelta(hours=5)))
-    seen: list[str] = []
-
-    def watch(*args: Any) -> None:
-        if str(args[2]).startswith("UPDATE schedule_wakes"):
-            seen.append(str(args[2]))
-
-    event.listen(mw.store.engine, "before_cursor_execute", watch)
-    try:
+    with statements_sent(mw.store.engine, "UPDATE schedule_wakes") as seen:
         mw.store.run(lambda conn: set_wakes(conn, token, wakes))
-    finally:
-        event.remove(mw.store.engine, "before_cursor_execute", watch)
     assert len(seen) == 1
     many = mw.store.engine.dialect.name == "postgresql" and len(wakes) >= UNNEST_ROWS
     assert ("unnest" in seen[0]) == many

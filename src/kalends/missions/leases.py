@@ -29,7 +29,7 @@ from kalends.civil.zone_data import zone_data_version
 from kalends.missions.wakes import MAX_SLEEP, error_delay
 from kalends.storage.among import among
 from kalends.storage.mission_tables import schedule_wakes, scheduler_leases
-from kalends.storage.prepared import Prepared, array_parameter, run_sql
+from kalends.storage.prepared import Prepared, run_sql, unnest_of, unnest_params
 from kalends.storage.unit_of_work import Store, for_update
 from kalends.storage.upsert import UNNEST_ROWS
 
@@ -200,8 +200,8 @@ def set_wakes(conn: Connection, token: str, wakes: Iterable[SetWake]) -> None:
             # One statement; a schedule set twice keeps its last setting, as when each
             # ran in turn (a wake's fence is not among what a setting changes).
             last = list({row["sid"]: row for row in sets}.values())
-            columns = _SET_WAKE.columns(conn, last, [b for b, _ in _SET_BINDS[1:]])
-            params = {"me": token, **{f"c{i}": c for i, c in enumerate(columns)}}
+            columns = _SET_WAKE.columns(conn, last, [b for b, _ in _SET_ARRAYS])
+            params = {"me": token, **unnest_params(columns)}
             run_sql(conn, _set_wakes_sql(conn.dialect), params)
         else:
             _SET_WAKE.many(conn, sets)
@@ -209,10 +209,9 @@ def set_wakes(conn: Connection, token: str, wakes: Iterable[SetWake]) -> None:
         _DROP_WAKE.many(conn, drops)
 
 
-# A setting's binds, and the columns of ``schedule_wakes`` their values go to (the token
-# first: bound once).
-_SET_BINDS = (
-    ("me", "lease_token"),
+# A setting's binds bound as arrays, and the columns of ``schedule_wakes`` they go to
+# (the token, the same for all, is bound once).
+_SET_ARRAYS = (
     ("sid", "schedule_id"),
     ("seen", "armed"),
     ("due", "due_at"),
@@ -226,15 +225,12 @@ _SET_BINDS = (
 def _set_wakes_sql(dialect: Dialect) -> str:
     """:data:`_SET_WAKE` for many wakes on PostgreSQL: ``UPDATE … FROM unnest`` of one
     array a bind (the token bound once)."""
-    binds = _SET_BINDS[1:]
-    arrays = ", ".join(
-        array_parameter(f"c{i}", _W.c[column].type, dialect) for i, (_, column) in enumerate(binds)
-    )
+    arrays = unnest_of([_W.c[column].type for _, column in _SET_ARRAYS], dialect)
     return (
         "UPDATE schedule_wakes SET due_at = v.due, polls = v.p, failures = 0, "
         "last_error_code = NULL, last_error_message = NULL, last_error_at = NULL, "
         "next_slot_at = v.slot, zone_data = v.zd "
-        f"FROM unnest({arrays}) AS v({', '.join(b for b, _ in binds)}) "
+        f"FROM {arrays} AS v({', '.join(b for b, _ in _SET_ARRAYS)}) "
         "WHERE schedule_wakes.schedule_id = v.sid "
         "AND coalesce(schedule_wakes.lease_token, '') = %(me)s "
         "AND schedule_wakes.armed = v.seen"

@@ -33,7 +33,7 @@ from kalends.missions.limits import (
 from kalends.missions.refusals import APPLIED
 from kalends.missions.rows import StoredSchedule
 from kalends.storage.mission_tables import schedule_controls, schedules, workspaces
-from kalends.storage.prepared import Prepared, array_parameter, run_sql
+from kalends.storage.prepared import Prepared, run_sql, unnest_of, unnest_params
 from kalends.storage.unit_of_work import for_update
 from kalends.storage.upsert import UNNEST_ROWS
 
@@ -209,7 +209,7 @@ def _cas_batch(conn: Connection, params: Sequence[dict[str, Any]]) -> int:
     if conn.dialect.name != "postgresql" or len(params) < UNNEST_ROWS:
         return _CAS_ONE.many(conn, params)
     columns = _CAS_ONE.columns(conn, params, _CAS_BINDS)
-    return run_sql(conn, _cas_unnest_sql(conn.dialect), {f"c{i}": c for i, c in enumerate(columns)})
+    return run_sql(conn, _cas_unnest_sql(conn.dialect), unnest_params(columns))
 
 
 # The compare-and-swap's binds and the columns they set (the first two: the row's ID and
@@ -221,11 +221,11 @@ _CAS_BINDS = ("b_id", "b_expected", *(b for b, _ in _CAS_SETS))
 def _cas_unnest_sql(dialect: Dialect) -> str:
     quote = dialect.identifier_preparer
     typed = [_S.c.id, _S.c.revision, *(_S.c[name] for _, name in _CAS_SETS)]
-    arrays = ", ".join(array_parameter(f"c{i}", c.type, dialect) for i, c in enumerate(typed))
+    arrays = unnest_of([c.type for c in typed], dialect)
     sets = ", ".join(f"{quote.quote(name)} = v.{bind}" for bind, name in _CAS_SETS)
     table = quote.format_table(_S)
     return (
-        f"UPDATE {table} SET {sets} FROM unnest({arrays}) AS v({', '.join(_CAS_BINDS)}) "
+        f"UPDATE {table} SET {sets} FROM {arrays} AS v({', '.join(_CAS_BINDS)}) "
         f"WHERE {table}.{quote.quote('id')} = v.b_id "
         f"AND {table}.{quote.quote('revision')} = v.b_expected"
     )

@@ -71,6 +71,7 @@ __all__ = [
     "migrated",
     "provision",
     "real_migrations",
+    "statements_sent",
 ]
 
 ENV_TEST_DATABASE_URL = "KALENDS_TEST_DATABASE_URL"
@@ -703,3 +704,20 @@ def nothing_written(store: Store) -> Iterator[None]:
     after = snapshot(store)
     changed = sorted(name for name in before if before[name] != after[name])
     assert not changed, f"rows changed in {changed}"
+
+
+@contextmanager
+def statements_sent(engine: Engine, starting: str) -> Iterator[list[str]]:
+    """The statements the block sends on ``engine`` that start with ``starting``, in
+    order (SQLAlchemy's and the driver-level ones of :mod:`kalends.storage.prepared`)."""
+    seen: list[str] = []
+
+    def watch(*args: Any) -> None:
+        if str(args[2]).startswith(starting):
+            seen.append(str(args[2]))
+
+    event.listen(engine, "before_cursor_execute", watch)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", watch)

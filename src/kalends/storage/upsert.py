@@ -9,7 +9,7 @@ from sqlalchemy import Table, bindparam
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Dialect
 
-from kalends.storage.prepared import Prepared, array_parameter, run_sql
+from kalends.storage.prepared import Prepared, run_sql, unnest_of, unnest_params
 
 __all__ = ["UNNEST_ROWS", "insert_missing"]
 
@@ -40,14 +40,12 @@ class _Upsert:
         if self._unnest is None:
             quote = dialect.identifier_preparer
             columns = [self.table.c[name] for name in self.names]
-            arrays = ", ".join(
-                array_parameter(f"c{i}", c.type, dialect) for i, c in enumerate(columns)
-            )
+            arrays = unnest_of([c.type for c in columns], dialect)
             key = ", ".join(quote.quote(self.table.c[name].name) for name in self.conflict)
             self._unnest = (
                 f"INSERT INTO {quote.format_table(self.table)} "
                 f"({', '.join(quote.quote(c.name) for c in columns)}) "
-                f"SELECT * FROM unnest({arrays}) ON CONFLICT ({key}) DO NOTHING"
+                f"SELECT * FROM {arrays} ON CONFLICT ({key}) DO NOTHING"
             )
         return self._unnest
 
@@ -56,7 +54,7 @@ class _Upsert:
             self.statement.many(conn, rows)
             return
         columns = self.statement.columns(conn, rows, self.names)
-        run_sql(conn, self.unnest_sql(conn.dialect), {f"c{i}": c for i, c in enumerate(columns)})
+        run_sql(conn, self.unnest_sql(conn.dialect), unnest_params(columns))
 
 
 # One per table, columns, conflict key and database, compiled once.
