@@ -18,6 +18,7 @@ from kalends.storage.engine import WRITE_OPTION
 from kalends.storage.migrate import (
     HEAD_REVISION,
     alembic_config,
+    compared,
     current_revision,
     head_revision,
     open_store,
@@ -26,6 +27,7 @@ from kalends.storage.migrate import (
 )
 from kalends.storage.mission_tables import SCHEDULES_FILLFACTOR
 from kalends.storage.schema import kalends_meta, metadata
+from kalends.storage.task_tables import STATEMENT_CHECKED
 from kalends.storage.testing import StorageTarget
 
 # These tests are about the migrations themselves: run them, not the test template.
@@ -86,7 +88,9 @@ class TestUpgrade:
         engine = storage_target.engine()
         upgrade(engine)
         with engine.connect() as conn:
-            context = MigrationContext.configure(conn, opts={"compare_type": True})
+            context = MigrationContext.configure(
+                conn, opts={"compare_type": True, "include_object": compared}
+            )
             assert compare_metadata(context, metadata) == []
 
     def test_schedules_leave_a_third_of_each_page_free_on_postgresql_and_back(
@@ -119,6 +123,45 @@ class TestUpgrade:
         assert options() is None
         assert upgrade(engine) == HEAD
         assert options() == [f"fillfactor={SCHEDULES_FILLFACTOR}"]
+
+    def test_the_busiest_task_references_become_triggers_on_postgresql_and_back(
+        self, storage_target: StorageTarget
+    ) -> None:
+        engine = storage_target.engine()
+        upgrade(engine)
+
+        def found() -> tuple[set[str], int]:
+            with engine.connect() as conn:
+                keys = {
+                    str(fk["name"])
+                    for table in ("tasks", "task_history")
+                    for fk in inspect(conn).get_foreign_keys(table)
+                }
+                if storage_target.backend != "postgresql":
+                    return keys, 0
+                triggers: int = conn.execute(
+                    text(
+                        "SELECT count(*) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
+                        " WHERE t.tgname LIKE 'kalends%'"
+                        " AND c.relnamespace = current_schema()::regnamespace"
+                    )
+                ).scalar_one()
+            return keys, triggers
+
+        keys, triggers = found()
+        if storage_target.backend != "postgresql":
+            # SQLite keeps its foreign keys: checked in process, row by row, cheaply.
+            assert keys >= STATEMENT_CHECKED
+            return
+        assert not keys & STATEMENT_CHECKED
+        assert triggers == 13  # 3 + 3 on tasks, 3 on its history, 2 on lists, 2 on actors
+        with engine.connect() as conn:
+            conn.execution_options(**{WRITE_OPTION: True})
+            with conn.begin():
+                command.downgrade(alembic_config(conn), "0020")
+        assert found() == (keys | STATEMENT_CHECKED, 0)
+        assert upgrade(engine) == HEAD
+        assert found() == (keys, 13)
 
     def test_the_foundation_records_the_kalends_version_that_created_the_database(
         self, storage_target: StorageTarget

@@ -23,6 +23,7 @@ from kalends.clock import Clock
 from kalends.config import resolve_database_url
 from kalends.errors import UnknownSchemaRevision
 from kalends.storage.engine import WRITE_OPTION, create_engine_for
+from kalends.storage.task_tables import STATEMENT_CHECKED
 from kalends.storage.unit_of_work import Store, lock_store, translate_error
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HEAD_REVISION",
     "MIGRATIONS_DIR",
+    "compared",
     "current_revision",
     "head_revision",
     "open_store",
@@ -39,8 +41,8 @@ __all__ = [
 ]
 
 MIGRATIONS_DIR = Path(__file__).resolve().with_name("migrations")
-HEAD_REVISION = "0020"
-"""The newest migration's revision (``versions/0020_schedules_fillfactor.py``): what
+HEAD_REVISION = "0021"
+"""The newest migration's revision (``versions/0021_task_references_per_statement.py``): what
 :func:`open_store` checks a database against without loading Alembic and the migration
 scripts, which cost every process that opens a store about a tenth of a second. A new
 migration moves it (tests/storage/test_migrations.py checks it against the scripts)."""
@@ -49,6 +51,20 @@ _VERSION_TABLE = "alembic_version"
 # Any fixed 32-bit key ("kale"): serialises kalends migrations of one store (its
 # PostgreSQL schema: stores in other schemas of the database migrate side by side).
 MIGRATION_LOCK_KEY = 0x6B616C65
+
+
+def compared(
+    item: object, name: str | None, kind: str, reflected: bool, compare_to: object | None
+) -> bool:
+    """Whether a schema comparison (Alembic's ``include_object``) weighs ``item``: all but
+    a foreign key the metadata declares and the database checks once a statement instead
+    (:data:`~kalends.storage.task_tables.STATEMENT_CHECKED`, PostgreSQL's since 0021)."""
+    return not (
+        kind == "foreign_key_constraint"
+        and not reflected
+        and compare_to is None
+        and name in STATEMENT_CHECKED
+    )
 
 
 def alembic_config(connection: Connection | None = None) -> Config:

@@ -13,6 +13,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from kalends.storage import task_tables  # noqa: F401 - registers the task tables
+from kalends.storage.migrate import compared
 from kalends.storage.schema import metadata
 
 config = context.config
@@ -33,6 +34,7 @@ context.configure(
     # SQLite alters tables by copying them; batch mode does that for us.
     render_as_batch=True,
     compare_type=True,
+    include_object=compared,
 )
 
 with context.begin_transaction():

@@ -1,0 +1,287 @@
+"""The task store's references hold alike on both backends: SQLite's foreign keys, and on
+PostgreSQL the checks once a statement that replaced five of them (migration 0021:
+``STATEMENT_CHECKED``). A row naming nothing is refused with nothing written, alone or
+among many copied in at once; a named row cannot go, nor change its key; a task's
+history goes with it."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+import pytest
+from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from kalends.storage.identity_tables import actors
+from kalends.storage.prepared import inserting
+from kalends.storage.task_tables import STATEMENT_CHECKED, lists, task_history, tasks
+from kalends.storage.unit_of_work import Store
+
+NOW = datetime(2026, 12, 8, 9, 0, tzinfo=UTC)
+_REFS = iter(range(1, 1_000_000))
+_INSERT_TASKS = inserting(tasks)
+_INSERT_EVENTS = inserting(task_history, ("task_id", "kind", "actor_id", "at", "payload"))
+
+
+def actor_row(handle: str) -> dict[str, Any]:
+    return {"id": uuid.uuid4(), "handle": handle, "display_name": handle, "created_at": NOW}
+
+
+def list_row(name: str) -> dict[str, Any]:
+    return {"id": uuid.uuid4(), "name": name, "status": "active", "revision": 1, "created_at": NOW}
+
+
+def task_row(list_id: UUID, actor_id: UUID, parent_id: UUID | None = None) -> dict[str, Any]:
+    return {
+        "id": uuid.uuid4(), "ref": f"r{next(_REFS):05d}", "list_id": list_id,
+        "section_id": None, "parent_id": parent_id, "position": 1024, "title": "t",
+        "description": "", "status": "open", "completed_at": None, "trashed": False,
+        "trashed_at": None, "revision": 1, "schedule_revision": 1, "priority": None,
+        "planned_date": None, "due_date": None, "due_local": None, "due_zone": None,
+        "due_at": None, "series_id": None, "occurrence": None, "created_by": actor_id,
+        "created_at": NOW, "updated_at": NOW,
+    }  # fmt: skip
+
+
+def event_row(task_id: UUID, actor_id: UUID | None) -> dict[str, Any]:
+    return {"task_id": task_id, "kind": "created", "actor_id": actor_id, "at": NOW, "payload": {}}
+
+
+class World:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.actor = actor_row("ann")
+        self.idle = actor_row("bob")
+        self.list = list_row("home")
+        self.other = list_row("work")
+        self.root = task_row(self.list["id"], self.actor["id"])
+        self.child = task_row(self.list["id"], self.actor["id"], self.root["id"])
+        with store.transaction() as conn:
+            conn.execute(insert(actors), [self.actor, self.idle])
+            conn.execute(insert(lists), [self.list, self.other])
+            conn.execute(insert(tasks), [self.root])
+            conn.execute(insert(tasks), [self.child])
+            conn.execute(insert(task_history), [event_row(self.root["id"], self.actor["id"])])
+            conn.execute(insert(task_history), [event_row(self.child["id"], self.actor["id"])])
+
+    def counts(self) -> tuple[int, ...]:
+        with self.store.transaction(write=False) as conn:
+            return tuple(
+                conn.execute(select(func.count()).select_from(table)).scalar_one()
+                for table in (actors, lists, tasks, task_history)
+            )
+
+    def refused(self, write: Callable[[Connection], object]) -> None:
+        """``write`` is refused as a broken reference, and leaves every table as it was."""
+        before = self.counts()
+        with pytest.raises(IntegrityError) as raised, self.store.transaction() as conn:
+            write(conn)
+        assert "foreign" in str(raised.value).lower() or "reference" in str(raised.value)
+        assert self.counts() == before
+
+
+@pytest.fixture
+def world(store: Store) -> Iterator[World]:
+    yield World(store)
+
+
+MISSING = uuid.UUID(int=7)
+
+
+class TestNewRows:
+    @pytest.mark.parametrize("column", ["list_id", "parent_id", "created_by"])
+    def test_a_task_naming_nothing_is_refused(self, world: World, column: str) -> None:
+        row = task_row(world.list["id"], world.actor["id"], world.root["id"]) | {column: MISSING}
+        world.refused(lambda conn: conn.execute(insert(tasks), [row]))
+
+    @pytest.mark.parametrize("column", ["list_id", "parent_id", "created_by"])
+    def test_one_task_naming_nothing_among_many_copied_refuses_them_all(
+        self, world: World, column: str
+    ) -> None:
+        rows = [task_row(world.list["id"], world.actor["id"], world.root["id"]) for _ in range(60)]
+        rows[37] = rows[37] | {column: MISSING}
+        world.refused(lambda conn: _INSERT_TASKS.many(conn, rows))
+
+    @pytest.mark.parametrize("column", ["task_id", "actor_id"])
+    def test_a_history_event_naming_nothing_is_refused(self, world: World, column: str) -> None:
+        rows = [event_row(world.child["id"], world.actor["id"]) for _ in range(20)]
+        rows[11] = rows[11] | {column: MISSING}
+        world.refused(lambda conn: _INSERT_EVENTS.many(conn, rows))
+
+    def test_a_tree_naming_its_own_new_rows_and_no_actor_in_history_is_written(
+        self, world: World
+    ) -> None:
+        root = task_row(world.other["id"], world.idle["id"])
+        items = [task_row(world.other["id"], world.idle["id"], root["id"]) for _ in range(30)]
+        with world.store.transaction() as conn:
+            _INSERT_TASKS.many(conn, [root, *items])
+            _INSERT_EVENTS.many(conn, [event_row(t["id"], None) for t in (root, *items)])
+        assert world.counts() == (2, 2, 33, 33)
+
+
+class TestChangedRows:
+    @pytest.mark.parametrize("column", ["list_id", "parent_id", "created_by"])
+    def test_a_reference_changed_to_nothing_is_refused(self, world: World, column: str) -> None:
+        changed = update(tasks).where(tasks.c.id == world.child["id"]).values({column: MISSING})
+        world.refused(lambda conn: conn.execute(changed))
+
+    def test_references_changed_to_rows_that_exist_or_left_alone_are_written(
+        self, world: World
+    ) -> None:
+        with world.store.transaction() as conn:
+            conn.execute(
+                update(tasks)
+                .where(tasks.c.id == world.child["id"])
+                .values(list_id=world.other["id"], parent_id=None, created_by=world.idle["id"])
+            )
+            conn.execute(update(tasks).values(title="renamed"))
+            conn.execute(update(task_history).values(actor_id=world.idle["id"]))
+            moved = conn.execute(
+                select(tasks.c.list_id, tasks.c.created_by).where(tasks.c.id == world.child["id"])
+            ).one()
+        assert tuple(moved) == (world.other["id"], world.idle["id"])
+
+    def test_a_history_event_moved_to_no_task_is_refused(self, world: World) -> None:
+        world.refused(lambda conn: conn.execute(update(task_history).values(task_id=MISSING)))
+
+
+class TestNamedRows:
+    def test_a_task_goes_with_its_history(self, world: World) -> None:
+        with world.store.transaction() as conn:
+            conn.execute(delete(tasks).where(tasks.c.id == world.child["id"]))
+            left = conn.execute(select(task_history.c.task_id)).scalars().all()
+        assert left == [world.root["id"]]
+
+    def test_a_task_named_as_a_parent_cannot_go_alone(self, world: World) -> None:
+        root = delete(tasks).where(tasks.c.id == world.root["id"])
+        world.refused(lambda conn: conn.execute(root))
+
+    def test_a_parent_and_its_items_go_together(self, world: World) -> None:
+        with world.store.transaction() as conn:
+            conn.execute(delete(tasks))
+        assert world.counts() == (2, 2, 0, 0)
+
+    def test_a_list_with_tasks_cannot_go_and_one_without_can(self, world: World) -> None:
+        home = delete(lists).where(lists.c.id == world.list["id"])
+        world.refused(lambda conn: conn.execute(home))
+        with world.store.transaction() as conn:
+            conn.execute(delete(lists).where(lists.c.id == world.other["id"]))
+        assert world.counts() == (2, 1, 2, 2)
+
+    def test_an_actor_named_by_tasks_or_history_cannot_go_and_one_named_by_none_can(
+        self, world: World
+    ) -> None:
+        ann = delete(actors).where(actors.c.id == world.actor["id"])
+        world.refused(lambda conn: conn.execute(ann))
+        with world.store.transaction() as conn:
+            conn.execute(update(tasks).values(created_by=world.idle["id"]))
+        world.refused(lambda conn: conn.execute(ann))  # still named by the history
+        with world.store.transaction() as conn:
+            conn.execute(update(task_history).values(actor_id=world.idle["id"]))
+            conn.execute(ann)
+        assert world.counts() == (1, 2, 2, 2)
+        world.refused(lambda conn: conn.execute(delete(actors)))
+
+    @pytest.mark.parametrize("name", ["actors", "lists", "tasks"])
+    def test_the_key_of_a_named_row_cannot_change(self, world: World, name: str) -> None:
+        table, named = {
+            "actors": (actors, world.actor),
+            "lists": (lists, world.list),
+            "tasks": (tasks, world.root),
+        }[name]
+        changed = update(table).where(table.c.id == named["id"]).values(id=uuid.uuid4())
+        world.refused(lambda conn: conn.execute(changed))
+
+
+def _postgresql(world: World) -> None:
+    if world.store.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite runs one writer at a time")
+
+
+class TestConcurrentWriters:
+    """On PostgreSQL a statement's check locks the rows its new rows name, as a foreign
+    key does: a delete of one of them and the insert naming it cannot both commit,
+    whichever starts first."""
+
+    def _race(self, world: World, first: Callable[[Connection], object],
+              second: Callable[[Connection], object]) -> BaseException | None:  # fmt: skip
+        """``first`` runs and holds its transaction while ``second`` starts in another
+        thread (and waits for ``first``'s locks); ``first`` commits; what ``second``
+        raised, if anything."""
+        raised: list[BaseException] = []
+        started = threading.Event()
+
+        def run_second() -> None:
+            try:
+                with world.store.transaction() as conn:
+                    started.set()
+                    second(conn)
+            except BaseException as error:  # handed to the test
+                raised.append(error)
+
+        with world.store.transaction() as conn:
+            first(conn)
+            thread = threading.Thread(target=run_second)
+            thread.start()
+            assert started.wait(10)
+            thread.join(0.5)
+            assert thread.is_alive(), "the second writer should wait for the first's locks"
+        thread.join(10)
+        assert not thread.is_alive()
+        return raised[0] if raised else None
+
+    def test_an_insert_naming_an_actor_being_deleted_is_refused(self, world: World) -> None:
+        _postgresql(world)
+        bob = world.idle["id"]
+        error = self._race(
+            world,
+            lambda conn: conn.execute(delete(actors).where(actors.c.id == bob)),
+            lambda conn: _INSERT_TASKS.many(conn, [task_row(world.list["id"], bob)]),
+        )
+        assert isinstance(error, IntegrityError)
+        assert world.counts() == (1, 2, 2, 2)
+
+    def test_a_delete_of_an_actor_a_new_task_names_is_refused(self, world: World) -> None:
+        _postgresql(world)
+        bob = world.idle["id"]
+        error = self._race(
+            world,
+            lambda conn: _INSERT_TASKS.many(conn, [task_row(world.list["id"], bob)]),
+            lambda conn: conn.execute(delete(actors).where(actors.c.id == bob)),
+        )
+        assert isinstance(error, IntegrityError)
+        assert world.counts() == (2, 2, 3, 2)
+
+
+def test_postgresql_checks_these_references_by_triggers_not_constraints(world: World) -> None:
+    _postgresql(world)
+    with world.store.transaction(write=False) as conn:
+        constraints = set(
+            conn.execute(
+                text(
+                    "SELECT conname FROM pg_constraint WHERE contype = 'f' AND conrelid IN "
+                    "('tasks'::regclass, 'task_history'::regclass)"
+                )
+            ).scalars()
+        )
+        triggers = set(
+            conn.execute(
+                text(
+                    "SELECT c.relname || '.' || t.tgname FROM pg_trigger t"
+                    " JOIN pg_class c ON c.oid = t.tgrelid"
+                    " WHERE t.tgname LIKE 'kalends%'"
+                    " AND c.relnamespace = current_schema()::regnamespace"
+                )
+            ).scalars()
+        )
+    assert not constraints & STATEMENT_CHECKED
+    assert "fk_tasks_section_id_sections" in constraints  # the others stay
+    assert {"tasks.kalends_references_added", "task_history.kalends_references_added",
+            "tasks.kalends_references_gone", "actors.kalends_references_gone",
+            "lists.kalends_references_gone"} <= triggers  # fmt: skip
