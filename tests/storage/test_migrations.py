@@ -26,8 +26,7 @@ from kalends.storage.migrate import (
     upgrade,
 )
 from kalends.storage.mission_tables import SCHEDULES_FILLFACTOR
-from kalends.storage.schema import kalends_meta, metadata
-from kalends.storage.task_tables import STATEMENT_CHECKED
+from kalends.storage.schema import STATEMENT_CHECKED, kalends_meta, metadata
 from kalends.storage.testing import StorageTarget
 
 # These tests are about the migrations themselves: run them, not the test template.
@@ -124,7 +123,7 @@ class TestUpgrade:
         assert upgrade(engine) == HEAD
         assert options() == [f"fillfactor={SCHEDULES_FILLFACTOR}"]
 
-    def test_the_busiest_task_references_become_triggers_on_postgresql_and_back(
+    def test_the_busiest_references_become_triggers_on_postgresql_and_back(
         self, storage_target: StorageTarget
     ) -> None:
         engine = storage_target.engine()
@@ -134,7 +133,13 @@ class TestUpgrade:
             with engine.connect() as conn:
                 keys = {
                     str(fk["name"])
-                    for table in ("tasks", "task_history")
+                    for table in (
+                        "tasks",
+                        "task_history",
+                        "conversations",
+                        "conversation_messages",
+                        "passage_checklists",
+                    )
                     for fk in inspect(conn).get_foreign_keys(table)
                 }
                 if storage_target.backend != "postgresql":
@@ -154,14 +159,16 @@ class TestUpgrade:
             assert keys >= STATEMENT_CHECKED
             return
         assert not keys & STATEMENT_CHECKED
-        assert triggers == 13  # 3 + 3 on tasks, 3 on its history, 2 on lists, 2 on actors
+        # On each of the 5 tables: one for its new rows, one for each reference changed (12);
+        # on each of the 6 tables named: one for its deleted rows, one for a key changed.
+        assert triggers == 5 + 12 + 6 * 2
         with engine.connect() as conn:
             conn.execution_options(**{WRITE_OPTION: True})
             with conn.begin():
                 command.downgrade(alembic_config(conn), "0020")
         assert found() == (keys | STATEMENT_CHECKED, 0)
         assert upgrade(engine) == HEAD
-        assert found() == (keys, 13)
+        assert found() == (keys, 5 + 12 + 6 * 2)
 
     def test_the_foundation_records_the_kalends_version_that_created_the_database(
         self, storage_target: StorageTarget

@@ -23,7 +23,7 @@ from kalends.clock import Clock
 from kalends.config import resolve_database_url
 from kalends.errors import UnknownSchemaRevision
 from kalends.storage.engine import WRITE_OPTION, create_engine_for
-from kalends.storage.task_tables import STATEMENT_CHECKED
+from kalends.storage.schema import STATEMENT_CHECKED
 from kalends.storage.unit_of_work import Store, lock_store, translate_error
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ __all__ = [
 
 MIGRATIONS_DIR = Path(__file__).resolve().with_name("migrations")
 HEAD_REVISION = "0021"
-"""The newest migration's revision (``versions/0021_task_references_per_statement.py``): what
+"""The newest migration's revision (``versions/0021_references_per_statement.py``): what
 :func:`open_store` checks a database against without loading Alembic and the migration
 scripts, which cost every process that opens a store about a tenth of a second. A new
 migration moves it (tests/storage/test_migrations.py checks it against the scripts)."""
@@ -58,7 +58,7 @@ def compared(
 ) -> bool:
     """Whether a schema comparison (Alembic's ``include_object``) weighs ``item``: all but
     a foreign key the metadata declares and the database checks once a statement instead
-    (:data:`~kalends.storage.task_tables.STATEMENT_CHECKED`, PostgreSQL's since 0021)."""
+    (:data:`~kalends.storage.schema.STATEMENT_CHECKED`, PostgreSQL's since 0021)."""
     return not (
         kind == "foreign_key_constraint"
         and not reflected

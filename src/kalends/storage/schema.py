@@ -29,7 +29,14 @@ from sqlalchemy.types import TypeEngine
 
 from kalends.clock import require_aware
 
-__all__ = ["NAMING_CONVENTION", "UTCDateTime", "kalends_meta", "leases", "metadata"]
+__all__ = [
+    "NAMING_CONVENTION",
+    "STATEMENT_CHECKED",
+    "UTCDateTime",
+    "kalends_meta",
+    "leases",
+    "metadata",
+]
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -38,6 +45,27 @@ NAMING_CONVENTION = {
     "fk": "fk_%(table_name)s_%(column_0_N_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
+
+STATEMENT_CHECKED = frozenset(
+    {
+        "fk_tasks_list_id_lists",
+        "fk_tasks_parent_id_tasks",
+        "fk_tasks_created_by_actors",
+        "fk_task_history_task_id_tasks",
+        "fk_task_history_actor_id_actors",
+        "fk_conversations_workspace_id_workspaces",
+        "fk_conversations_schedule_id_schedules",
+        "fk_conversations_created_by_actors",
+        "fk_conversation_messages_conversation_id_conversations",
+        "fk_conversation_messages_author_actor_id_actors",
+        "fk_passage_checklists_schedule_id_schedules",
+        "fk_passage_checklists_task_id_tasks",
+    }
+)
+"""The foreign keys the tables declare that PostgreSQL checks once a statement, by
+triggers, instead of row by row (migration 0021: a scheduler's round writes thousands of
+checklist tasks, history rows, conversations and messages at once); SQLite keeps them
+as constraints."""
 
 SQLITE_INSTANT_LENGTH = 27
 

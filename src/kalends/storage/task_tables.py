@@ -36,7 +36,6 @@ from kalends.storage.identity_tables import actors
 from kalends.storage.schema import UTCDateTime, metadata
 
 __all__ = [
-    "STATEMENT_CHECKED",
     "attachments",
     "blobs",
     "comments",
@@ -50,19 +49,6 @@ __all__ = [
     "task_tags",
     "tasks",
 ]
-
-STATEMENT_CHECKED = frozenset(
-    {
-        "fk_tasks_list_id_lists",
-        "fk_tasks_parent_id_tasks",
-        "fk_tasks_created_by_actors",
-        "fk_task_history_task_id_tasks",
-        "fk_task_history_actor_id_actors",
-    }
-)
-"""The foreign keys declared here that PostgreSQL checks once a statement, by triggers,
-instead of row by row (migration 0021: a scheduler's round writes thousands of checklist
-tasks and history rows at once); SQLite keeps them as constraints."""
 
 # A wall time as text: YYYY-MM-DDTHH:MM:SS.
 LOCAL_LENGTH = 19

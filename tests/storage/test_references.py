@@ -1,8 +1,10 @@
-"""The task store's references hold alike on both backends: SQLite's foreign keys, and on
-PostgreSQL the checks once a statement that replaced five of them (migration 0021:
+"""The busiest references hold alike on both backends: SQLite's foreign keys, and on
+PostgreSQL the checks once a statement that replaced twelve of them (migration 0021:
 ``STATEMENT_CHECKED``). A row naming nothing is refused with nothing written, alone or
-among many copied in at once; a named row cannot go, nor change its key; a task's
-history goes with it."""
+among many copied in at once; a named row cannot go while named, nor change its key,
+unless what names it goes with it (a task's history, a workspace's conversations, a
+conversation's messages, a schedule's checklist records) or lets go of it (a passage's
+conversation outlives its schedule)."""
 
 from __future__ import annotations
 
@@ -18,9 +20,12 @@ from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
+from kalends.storage.conversation_tables import conversation_messages, conversations
 from kalends.storage.identity_tables import actors
+from kalends.storage.mission_tables import passage_checklists, schedules, workspaces
 from kalends.storage.prepared import inserting
-from kalends.storage.task_tables import STATEMENT_CHECKED, lists, task_history, tasks
+from kalends.storage.schema import STATEMENT_CHECKED
+from kalends.storage.task_tables import lists, task_history, tasks
 from kalends.storage.unit_of_work import Store
 
 NOW = datetime(2026, 12, 8, 9, 0, tzinfo=UTC)
@@ -285,3 +290,203 @@ def test_postgresql_checks_these_references_by_triggers_not_constraints(world: W
     assert {"tasks.kalends_references_added", "task_history.kalends_references_added",
             "tasks.kalends_references_gone", "actors.kalends_references_gone",
             "lists.kalends_references_gone"} <= triggers  # fmt: skip
+
+
+def workspace_row(name: str) -> dict[str, Any]:
+    return {"id": uuid.uuid4(), "name": name, "path": f"/srv/{name}", "created_at": NOW}
+
+
+def schedule_row(workspace_id: UUID, title: str) -> dict[str, Any]:
+    return {
+        "id": uuid.uuid4(), "workspace_id": workspace_id, "phase": "live", "state": "running",
+        "revision": 1, "evicted_control_revision": 0, "title": title,
+        "creation_request_id": f"req-{title}", "creation_digest": "0" * 64, "config": None,
+        "body": None, "size": 0, "next_due_at": None, "created_at": NOW, "updated_at": NOW,
+    }  # fmt: skip
+
+
+def conversation_row(workspace_id: UUID, schedule_id: UUID | None, actor_id: UUID | None,
+                     passage: str | None = None) -> dict[str, Any]:  # fmt: skip
+    kind = "thread" if passage is None else "passage"
+    return {
+        "id": uuid.uuid4(), "workspace_id": workspace_id, "kind": kind, "title": "c",
+        "created_by": actor_id, "passage_id": passage, "schedule_id": schedule_id,
+        "state": "open", "revision": 1, "last_seq": 1, "created_at": NOW, "updated_at": NOW,
+    }  # fmt: skip
+
+
+def message_row(conversation_id: UUID, actor_id: UUID | None, seq: int = 1) -> dict[str, Any]:
+    return {
+        "id": uuid.uuid4(), "conversation_id": conversation_id, "seq": seq, "role": "user",
+        "author_actor_id": actor_id, "author_passage_id": None, "text": "hello",
+        "digest": "0" * 64, "complete": True, "revision": 1, "created_at": NOW,
+        "updated_at": NOW, "completed_at": NOW,
+    }  # fmt: skip
+
+
+_INSERT_CONVERSATIONS = inserting(conversations)
+_INSERT_MESSAGES = inserting(conversation_messages)
+_INSERT_CHECKLISTS = inserting(passage_checklists)
+_PASSAGES = iter(range(1, 1_000_000))
+
+
+def checklist_row(schedule_id: UUID, task_id: UUID) -> dict[str, Any]:
+    passage = f"psg_{next(_PASSAGES):026d}"
+    return {
+        "passage_id": passage,
+        "schedule_id": schedule_id,
+        "task_id": task_id,
+        "created_at": NOW,
+    }
+
+
+class Missions(World):
+    """World's tasks, plus two workspaces, a schedule in the first, a passage's
+    conversation of that schedule with a message, a thread in the second, and the
+    passage's checklist record naming the root task."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.home = workspace_row("home")
+        self.away = workspace_row("away")
+        self.schedule = schedule_row(self.home["id"], "nightly")
+        self.transcript = conversation_row(self.home["id"], self.schedule["id"], None, "psg_1")
+        self.thread = conversation_row(self.away["id"], None, self.actor["id"])
+        with store.transaction() as conn:
+            conn.execute(insert(workspaces), [self.home, self.away])
+            conn.execute(insert(schedules), [self.schedule])
+            conn.execute(insert(conversations), [self.transcript, self.thread])
+            conn.execute(
+                insert(conversation_messages),
+                [
+                    message_row(self.transcript["id"], None),
+                    message_row(self.thread["id"], self.actor["id"]),
+                ],
+            )
+            conn.execute(
+                insert(passage_checklists), [checklist_row(self.schedule["id"], self.root["id"])]
+            )
+
+    def counts(self) -> tuple[int, ...]:
+        with self.store.transaction(write=False) as conn:
+            return super().counts() + tuple(
+                conn.execute(select(func.count()).select_from(table)).scalar_one()
+                for table in (
+                    workspaces,
+                    schedules,
+                    conversations,
+                    conversation_messages,
+                    passage_checklists,
+                )
+            )
+
+
+@pytest.fixture
+def missions(store: Store) -> Iterator[Missions]:
+    yield Missions(store)
+
+
+class TestMissionRows:
+    @pytest.mark.parametrize("column", ["workspace_id", "schedule_id", "created_by"])
+    def test_a_conversation_naming_nothing_among_many_refuses_them_all(
+        self, missions: Missions, column: str
+    ) -> None:
+        m = missions
+        rows = [conversation_row(m.home["id"], m.schedule["id"], m.actor["id"]) for _ in range(20)]
+        rows[13] = rows[13] | {column: MISSING}
+        m.refused(lambda conn: _INSERT_CONVERSATIONS.many(conn, rows))
+
+    @pytest.mark.parametrize("column", ["conversation_id", "author_actor_id"])
+    def test_a_message_naming_nothing_among_many_refuses_them_all(
+        self, missions: Missions, column: str
+    ) -> None:
+        m = missions
+        rows = [message_row(m.thread["id"], m.actor["id"], seq) for seq in range(2, 22)]
+        rows[5] = rows[5] | {column: MISSING}
+        m.refused(lambda conn: _INSERT_MESSAGES.many(conn, rows))
+
+    @pytest.mark.parametrize("column", ["schedule_id", "task_id"])
+    def test_a_checklist_record_naming_nothing_among_many_refuses_them_all(
+        self, missions: Missions, column: str
+    ) -> None:
+        m = missions
+        rows = [checklist_row(m.schedule["id"], m.child["id"])]
+        rows += [checklist_row(m.schedule["id"], task_row(m.list["id"], m.actor["id"])["id"])
+                 for _ in range(9)]  # fmt: skip
+        with m.store.transaction() as conn:  # the tasks the records name
+            conn.execute(insert(tasks), [
+                task_row(m.list["id"], m.actor["id"]) | {"id": r["task_id"]} for r in rows[1:]
+            ])  # fmt: skip
+        rows[4] = rows[4] | {column: MISSING}
+        m.refused(lambda conn: _INSERT_CHECKLISTS.many(conn, rows))
+
+    def test_a_schedule_goes_with_its_checklist_records_and_its_transcript_lets_go(
+        self, missions: Missions
+    ) -> None:
+        m = missions
+        with m.store.transaction() as conn:
+            conn.execute(delete(schedules).where(schedules.c.id == m.schedule["id"]))
+            named = conn.execute(
+                select(conversations.c.schedule_id).where(conversations.c.id == m.transcript["id"])
+            ).scalar_one()
+        assert named is None
+        assert m.counts()[4:] == (2, 0, 2, 2, 0)
+
+    def test_a_workspace_goes_with_its_conversations_and_their_messages(
+        self, missions: Missions
+    ) -> None:
+        m = missions
+        with m.store.transaction() as conn:
+            conn.execute(delete(workspaces).where(workspaces.c.id == m.away["id"]))
+            left = conn.execute(select(conversation_messages.c.conversation_id)).scalars().all()
+        assert left == [m.transcript["id"]]
+        assert m.counts()[4:] == (1, 1, 1, 1, 1)
+
+    def test_a_task_with_a_checklist_record_and_an_actor_with_a_thread_cannot_go(
+        self, missions: Missions
+    ) -> None:
+        m = missions
+        with m.store.transaction() as conn:  # named by nothing but the checklist record
+            conn.execute(delete(tasks).where(tasks.c.id == m.child["id"]))
+        m.refused(lambda conn: conn.execute(delete(tasks)))
+        with m.store.transaction() as conn:  # named by nothing but the thread and its message
+            conn.execute(update(tasks).values(created_by=m.idle["id"]))
+            conn.execute(update(task_history).values(actor_id=m.idle["id"]))
+        ann = delete(actors).where(actors.c.id == m.actor["id"])
+        m.refused(lambda conn: conn.execute(ann))
+        with m.store.transaction() as conn:
+            conn.execute(update(conversation_messages).values(author_actor_id=None))
+        m.refused(lambda conn: conn.execute(ann))  # still the thread's creator
+        with m.store.transaction() as conn:
+            conn.execute(update(conversations).values(created_by=None))
+            conn.execute(ann)
+        assert m.counts()[0] == 1
+
+    @pytest.mark.parametrize("name", ["workspaces", "schedules", "conversations"])
+    def test_the_key_of_a_named_row_cannot_change(self, missions: Missions, name: str) -> None:
+        m = missions
+        table, named = {
+            "workspaces": (workspaces, m.away),  # named by its thread alone
+            "schedules": (schedules, m.schedule),
+            "conversations": (conversations, m.thread),
+        }[name]
+        changed = update(table).where(table.c.id == named["id"]).values(id=uuid.uuid4())
+        m.refused(lambda conn: conn.execute(changed))
+
+    @pytest.mark.parametrize(
+        ("name", "column"),
+        [("conversations", "workspace_id"), ("conversations", "schedule_id"),
+         ("conversation_messages", "conversation_id"), ("passage_checklists", "task_id")],
+    )  # fmt: skip
+    def test_a_reference_changed_to_nothing_is_refused(
+        self, missions: Missions, name: str, column: str
+    ) -> None:
+        thread = missions.thread["id"]
+        changed = {
+            "conversations": update(conversations).where(conversations.c.id == thread),
+            "conversation_messages": update(conversation_messages).where(
+                conversation_messages.c.conversation_id == thread
+            ),
+            "passage_checklists": update(passage_checklists),
+        }[name].values({column: MISSING})
+        missions.refused(lambda conn: conn.execute(changed))

@@ -1,27 +1,29 @@
-"""The task store's busiest references checked once a statement on PostgreSQL (issue 25).
+"""The busiest references checked once a statement on PostgreSQL (issue 25).
 
 A foreign key on PostgreSQL is checked row by row: each row a statement writes runs a
-query that finds and locks the row it names. A scheduler's round writes each passage's
-checklist (a root task, its items and a history event for each) with one statement a
-table, and each of those rows names its list, its parent, its creator and, in the
-history, its task and actor: five such queries a task, more than half of what the
-server spends on the checklist (a throwaway measurement of 3,000 checklists of 11 tasks,
-four writers at once: 437 us a checklist with the foreign keys, 191 without).
+query that finds and locks the row it names. A scheduler's round writes, for each
+passage, its conversation and first message and, for a schedule with a template, its
+checklist (a root task, its items, a history event for each, the passage's checklist
+record), one statement a table; each of those rows names its workspace, schedule,
+conversation, list, parent, task or actor. Those checks were about half of what the
+server spent on a checklist (a throwaway measurement of 3,000 checklists of 11 tasks,
+four writers at once: 437 us a checklist with the foreign keys, 191 without) and a
+sixth of its CPU per admission in the scale benchmark.
 
-These five references keep their meaning and lose the per-row queries. A statement's
+These twelve references keep their meaning and lose the per-row queries. A statement's
 new rows are checked together once it ends (the rows it added, as a transition table):
 each distinct row they name is looked up by its key and locked as a foreign key locks
 it (``FOR KEY SHARE``, so that a concurrent delete waits, then sees them); one missing
 refuses the statement with ``foreign_key_violation``, as before. A round's 550 tasks
 name one list, one actor and 50 parents: 52 lookups where the foreign keys made 1,650.
-A changed reference is checked on its row, only when it changed. Deleting the rows named
-is refused while something names them, once the statement ends (so a subtree deleted at
-once is fine, as before), except a task's history, which goes with its task (``ON DELETE
-CASCADE`` before). A named row's key may not change while it is named. The checks assume
-READ COMMITTED, which the store runs in.
+A changed reference is checked on its row, only when it changed. When a named row is
+deleted, what names it goes with it (``ON DELETE CASCADE`` before), lets go of it
+(``SET NULL``), or refuses the delete, once the statement ends (so a subtree deleted at
+once is fine, as before). A named row's key may not change. The checks assume READ
+COMMITTED, which the store runs in.
 
 SQLite checks foreign keys in the same process, cheaply: its constraints stay. The
-table metadata still declares them (:data:`kalends.storage.task_tables.STATEMENT_CHECKED`
+table metadata still declares them (:data:`kalends.storage.schema.STATEMENT_CHECKED`
 names them for the schema comparison).
 
 Revision ID: 0021
@@ -46,23 +48,30 @@ class _Reference(NamedTuple):
     table: str
     column: str
     target: str
-    cascade: bool = False
+    on_delete: str = "NO ACTION"
 
     @property
     def name(self) -> str:
         return f"fk_{self.table}_{self.column}_{self.target}"
 
 
-# As migration 0002 made them (every target's key is ``id``, a UUID).
+# As the migrations before made them (every target's key is ``id``, a UUID).
 _REFERENCES = (
     _Reference("tasks", "list_id", "lists"),
     _Reference("tasks", "parent_id", "tasks"),
     _Reference("tasks", "created_by", "actors"),
-    _Reference("task_history", "task_id", "tasks", cascade=True),
+    _Reference("task_history", "task_id", "tasks", "CASCADE"),
     _Reference("task_history", "actor_id", "actors"),
+    _Reference("conversations", "workspace_id", "workspaces", "CASCADE"),
+    _Reference("conversations", "schedule_id", "schedules", "SET NULL"),
+    _Reference("conversations", "created_by", "actors"),
+    _Reference("conversation_messages", "conversation_id", "conversations", "CASCADE"),
+    _Reference("conversation_messages", "author_actor_id", "actors"),
+    _Reference("passage_checklists", "schedule_id", "schedules", "CASCADE"),
+    _Reference("passage_checklists", "task_id", "tasks"),
 )
-_TABLES = ("tasks", "task_history")
-_TARGETS = ("lists", "tasks", "actors")
+_TABLES = tuple(dict.fromkeys(r.table for r in _REFERENCES))
+_TARGETS = tuple(dict.fromkeys(r.target for r in _REFERENCES))
 
 
 def _violation(message: str, ref: _Reference) -> str:
@@ -73,26 +82,30 @@ def _violation(message: str, ref: _Reference) -> str:
 
 
 def _added_check(ref: _Reference) -> str:
-    """Every row named by the statement's new rows exists, and is locked. One lookup by
-    key for each row named (a list, an actor: once for the whole statement), so that the
-    plan is an index lookup whatever the table's statistics say: a set query's cached
-    plan, made while the table was small, scanned all of it for each statement."""
+    """Every row named by the statement's new rows exists, and is locked: one query for
+    the distinct rows named, which finds each by its key (the function turns sequential
+    scans off: its plan is cached, and one made while the table was small scanned all
+    of it for each statement as the table grew)."""
     missing = (
         f'\'insert or update on table "{ref.table}" violates reference "{ref.name}": '
-        f'no row of "{ref.target}" has id %\', named'
+        f'no row of "{ref.target}" has id %\', (SELECT w FROM unnest(wanted) AS w '
+        f"WHERE NOT EXISTS (SELECT 1 FROM {ref.target} WHERE id = w) LIMIT 1)"
     )
     return f"""
-    FOR named IN SELECT DISTINCT {ref.column} FROM added WHERE {ref.column} IS NOT NULL LOOP
-        PERFORM 1 FROM {ref.target} WHERE id = named FOR KEY SHARE;
-        IF NOT FOUND THEN
+    SELECT array_agg(DISTINCT {ref.column}) INTO wanted FROM added
+        WHERE {ref.column} IS NOT NULL;
+    IF wanted IS NOT NULL THEN
+        SELECT count(*) INTO held
+            FROM (SELECT 1 FROM {ref.target} WHERE id = ANY (wanted) FOR KEY SHARE) AS named;
+        IF held < cardinality(wanted) THEN
             {_violation(missing, ref)};
         END IF;
-    END LOOP;"""
+    END IF;"""
 
 
-def _function(name: str, declare: str, body: str) -> str:
+def _function(name: str, declare: str, body: str, settings: str = "") -> str:
     return (
-        f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $body$\n"
+        f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql {settings}AS $body$\n"
         f"{declare}BEGIN{body}\n    RETURN NULL;\nEND\n$body$"
     )
 
@@ -104,8 +117,9 @@ def _statements() -> list[str]:
         made.append(
             _function(
                 f"kalends_{table}_added",
-                "DECLARE\n    named uuid;\n",
+                "DECLARE\n    wanted uuid[];\n    held bigint;\n",
                 "".join(_added_check(r) for r in refs),
+                "SET enable_seqscan = off ",
             )
         )
         made.append(
@@ -137,17 +151,18 @@ def _statements() -> list[str]:
             )
     for target in _TARGETS:
         refs = [r for r in _REFERENCES if r.target == target]
-        # Row by row: each lookup by an indexed column where there is one (not the
+        # Row by row, each lookup by an indexed column where there is one (not the
         # actors' references: an actor is not deleted while kalends runs).
         body = """
     FOR named IN SELECT id FROM gone LOOP"""
         for r in refs:
-            if r.cascade:
+            if r.on_delete == "CASCADE":
                 body += f"""
         DELETE FROM {r.table} WHERE {r.column} = named;"""
-        for r in refs:
-            if r.cascade:
-                continue
+            elif r.on_delete == "SET NULL":
+                body += f"""
+        UPDATE {r.table} SET {r.column} = NULL WHERE {r.column} = named;"""
+        for r in (r for r in refs if r.on_delete == "NO ACTION"):
             still = (
                 f'\'update or delete on table "{target}" violates reference "{r.name}" '
                 f'on table "{r.table}": row % is still named\', named'
@@ -212,5 +227,5 @@ def downgrade() -> None:
             ref.target,
             [ref.column],
             ["id"],
-            ondelete="CASCADE" if ref.cascade else None,
+            ondelete=None if ref.on_delete == "NO ACTION" else ref.on_delete,
         )
