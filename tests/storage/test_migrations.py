@@ -129,17 +129,18 @@ class TestUpgrade:
         engine = storage_target.engine()
         upgrade(engine)
 
+        checked_tables = {
+            fk.parent.name
+            for table in metadata.tables.values()
+            for fk in table.foreign_key_constraints
+            if fk.name in STATEMENT_CHECKED
+        }
+
         def found() -> tuple[set[str], int]:
             with engine.connect() as conn:
                 keys = {
                     str(fk["name"])
-                    for table in (
-                        "tasks",
-                        "task_history",
-                        "conversations",
-                        "conversation_messages",
-                        "passage_checklists",
-                    )
+                    for table in checked_tables
                     for fk in inspect(conn).get_foreign_keys(table)
                 }
                 if storage_target.backend != "postgresql":

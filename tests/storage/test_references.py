@@ -23,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from kalends.storage.conversation_tables import conversation_messages, conversations
 from kalends.storage.identity_tables import actors
 from kalends.storage.mission_tables import passage_checklists, schedules, workspaces
-from kalends.storage.prepared import inserting
+from kalends.storage.prepared import Prepared, inserting
 from kalends.storage.schema import STATEMENT_CHECKED
 from kalends.storage.task_tables import lists, task_history, tasks
 from kalends.storage.unit_of_work import Store
@@ -90,6 +90,14 @@ class World:
         assert "foreign" in str(raised.value).lower() or "reference" in str(raised.value)
         assert self.counts() == before
 
+    def refused_among(
+        self, inserting: Prepared, rows: list[dict[str, Any]], at: int, column: str
+    ) -> None:
+        """``rows`` copied in at once, the one ``at`` naming nothing in ``column``: all
+        refused, as :meth:`refused` says."""
+        rows[at] = rows[at] | {column: MISSING}
+        self.refused(lambda conn: inserting.many(conn, rows))
+
 
 @pytest.fixture
 def world(store: Store) -> Iterator[World]:
@@ -110,14 +118,12 @@ class TestNewRows:
         self, world: World, column: str
     ) -> None:
         rows = [task_row(world.list["id"], world.actor["id"], world.root["id"]) for _ in range(60)]
-        rows[37] = rows[37] | {column: MISSING}
-        world.refused(lambda conn: _INSERT_TASKS.many(conn, rows))
+        world.refused_among(_INSERT_TASKS, rows, 37, column)
 
     @pytest.mark.parametrize("column", ["task_id", "actor_id"])
     def test_a_history_event_naming_nothing_is_refused(self, world: World, column: str) -> None:
         rows = [event_row(world.child["id"], world.actor["id"]) for _ in range(20)]
-        rows[11] = rows[11] | {column: MISSING}
-        world.refused(lambda conn: _INSERT_EVENTS.many(conn, rows))
+        world.refused_among(_INSERT_EVENTS, rows, 11, column)
 
     def test_a_tree_naming_its_own_new_rows_and_no_actor_in_history_is_written(
         self, world: World
@@ -393,8 +399,7 @@ class TestMissionRows:
     ) -> None:
         m = missions
         rows = [conversation_row(m.home["id"], m.schedule["id"], m.actor["id"]) for _ in range(20)]
-        rows[13] = rows[13] | {column: MISSING}
-        m.refused(lambda conn: _INSERT_CONVERSATIONS.many(conn, rows))
+        m.refused_among(_INSERT_CONVERSATIONS, rows, 13, column)
 
     @pytest.mark.parametrize("column", ["conversation_id", "author_actor_id"])
     def test_a_message_naming_nothing_among_many_refuses_them_all(
@@ -402,8 +407,7 @@ class TestMissionRows:
     ) -> None:
         m = missions
         rows = [message_row(m.thread["id"], m.actor["id"], seq) for seq in range(2, 22)]
-        rows[5] = rows[5] | {column: MISSING}
-        m.refused(lambda conn: _INSERT_MESSAGES.many(conn, rows))
+        m.refused_among(_INSERT_MESSAGES, rows, 5, column)
 
     @pytest.mark.parametrize("column", ["schedule_id", "task_id"])
     def test_a_checklist_record_naming_nothing_among_many_refuses_them_all(
@@ -417,8 +421,7 @@ class TestMissionRows:
             conn.execute(insert(tasks), [
                 task_row(m.list["id"], m.actor["id"]) | {"id": r["task_id"]} for r in rows[1:]
             ])  # fmt: skip
-        rows[4] = rows[4] | {column: MISSING}
-        m.refused(lambda conn: _INSERT_CHECKLISTS.many(conn, rows))
+        m.refused_among(_INSERT_CHECKLISTS, rows, 4, column)
 
     def test_a_schedule_goes_with_its_checklist_records_and_its_transcript_lets_go(
         self, missions: Missions
